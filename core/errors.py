@@ -1,0 +1,135 @@
+"""Our own errors. Lower-layer errors (openai, httpx, ddgs, sqlite) are mapped to these at the
+boundary with ``raise X(...) from exc``. Every message is shown to the user as it is, so it says
+what went wrong *and* what to do about it."""
+
+from __future__ import annotations
+
+
+class RatStudioError(Exception):
+    """Base of every error we raise on purpose. ``str(err)`` is the user-facing message."""
+
+    #: True when trying the same thing again later may succeed (rate limit, timeout, 5xx).
+    retryable: bool = False
+
+
+class ConfigError(RatStudioError):
+    """A setting is missing or invalid (bad flag, unreadable folder, unknown provider)."""
+
+
+class TaskError(RatStudioError):
+    """The task itself cannot be run: empty, too long, unknown method or kind."""
+
+
+# --- LLM -------------------------------------------------------------------------------------
+
+
+class LLMError(RatStudioError):
+    """The language model could not produce an answer."""
+
+
+class LLMAuthError(LLMError):
+    """The server refused our API key (401/403) or none was given."""
+
+
+class LLMConnectionError(LLMError):
+    """The base URL could not be reached."""
+
+    retryable = True
+
+
+class LLMModelNotFound(LLMError):
+    """The server does not serve the model we asked for (404)."""
+
+
+class LLMRateLimited(LLMError):
+    """429 after all retries."""
+
+    retryable = True
+
+
+class LLMTimeout(LLMError):
+    """No answer within the timeout, after all retries."""
+
+    retryable = True
+
+
+class LLMServerError(LLMError):
+    """5xx after all retries."""
+
+    retryable = True
+
+
+class LLMBadRequest(LLMError):
+    """400: the request was refused as invalid (often: the prompt is too long for the model)."""
+
+
+# --- search ----------------------------------------------------------------------------------
+
+
+class SearchError(RatStudioError):
+    """A search provider failed."""
+
+
+class SearchRateLimited(SearchError):
+    """The provider said we search too often (HTTP 429, DuckDuckGo's ratelimit)."""
+
+    retryable = True
+
+
+class SearchUnavailable(SearchError):
+    """The provider could not be reached or answered with an error."""
+
+    retryable = True
+
+
+# --- fetching --------------------------------------------------------------------------------
+
+
+class FetchError(RatStudioError):
+    """A page could not be fetched or read. Never fatal to a run: it becomes a PageRead error."""
+
+
+class BlockedURL(FetchError):
+    """The SSRF guard refused the URL (scheme, or a host that resolves to a private address)."""
+
+
+class FetchTimeout(FetchError):
+    """The page took longer than the per-page timeout or the step's deadline."""
+
+    retryable = True
+
+
+class HTTPStatusError(FetchError):
+    """The server answered 4xx or 5xx."""
+
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+        self.retryable = status >= 500 or status == 429
+
+
+class PageTooLarge(FetchError):
+    """The body exceeded the size cap."""
+
+
+class UnsupportedContentType(FetchError):
+    """The body is not HTML, XHTML or plain text."""
+
+
+class TooManyRedirects(FetchError):
+    """More redirects than allowed (or a loop)."""
+
+
+class ExtractionError(FetchError):
+    """The page was fetched but no main text could be extracted."""
+
+
+# --- store -----------------------------------------------------------------------------------
+
+
+class StoreError(RatStudioError):
+    """The database could not be opened or written."""
+
+
+class RunNotFound(StoreError):
+    """No run with that id in the database."""

@@ -1,0 +1,186 @@
+"""A run is a stream of events. Every method is an async generator of these small frozen
+dataclasses; the runner stores each one the moment it happens and passes it on, and the UI,
+the CLI, history, replay and the arena all read the same events.
+
+Step numbers ``i`` are 1-based, as in the paper (T_1..T_n). Events that belong to no step
+use ``i = 0``.
+
+``TokenDelta`` is the one event that is not stored (one row per token would be most of the
+database); replay re-types the stored texts instead.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from core.types import Passage, SearchResult, Source
+
+
+@dataclass(frozen=True)
+class Event:
+    persist: ClassVar[bool] = True
+
+    @property
+    def type(self) -> str:
+        return type(self).__name__
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
+    run_id: str
+    method: str
+    task: str
+    resumed: bool = False
+
+
+@dataclass(frozen=True)
+class DraftReady(Event):
+    """The initial step-by-step draft T_1..T_n (or a method's plan), split into steps."""
+
+    steps: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StepStarted(Event):
+    i: int
+    thought: str
+    n: int = 0  # how many steps in all, for "step i of n"
+
+
+@dataclass(frozen=True)
+class QueryMade(Event):
+    i: int
+    query: str
+
+
+@dataclass(frozen=True)
+class SearchDone(Event):
+    i: int
+    query: str
+    results: tuple[SearchResult, ...]
+    provider: str = ""
+    seconds: float = 0.0
+    cached: bool = False
+    error: str = ""  # set when every provider failed; the step goes on without pages
+    warnings: tuple[str, ...] = ()  # e.g. "ddg rate-limited, used searxng"
+
+
+@dataclass(frozen=True)
+class PageRead(Event):
+    i: int
+    url: str
+    title: str
+    status: str  # "ok" or "error"
+    error: str = ""
+    chars: int = 0
+    seconds: float = 0.0
+    cached: bool = False
+
+
+@dataclass(frozen=True)
+class PassagesChosen(Event):
+    i: int
+    passages: tuple[Passage, ...]
+
+
+@dataclass(frozen=True)
+class StepRevised(Event):
+    """Step i was revised: ``before`` is the text the revision call was given to revise and
+    ``after`` what it returned. ``sources`` are the URLs of the passages it was shown;
+    ``article`` is the whole text as it stands after this step (what resume continues from)."""
+
+    i: int
+    before: str
+    after: str
+    sources: tuple[str, ...] = ()
+    article: str = ""
+    skipped: str = ""  # why the step was kept as it was (no page could be read, ...)
+
+
+@dataclass(frozen=True)
+class LLMCalled(Event):
+    """One finished call to the model; the runner counts tokens, calls and time from these."""
+
+    role: str
+    model: str
+    i: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    estimated: bool = False  # True when the server sent no usage and we counted ourselves
+
+
+@dataclass(frozen=True)
+class TokenDelta(Event):
+    persist: ClassVar[bool] = False
+
+    role: str
+    text: str
+    i: int = 0
+    reset: bool = False  # the call was retried: drop what was shown for it so far
+
+
+@dataclass(frozen=True)
+class Note(Event):
+    """Something the person watching should know that is not an error (a retry, a fallback)."""
+
+    text: str
+    i: int = 0
+    level: str = "info"  # info | warning
+
+
+@dataclass(frozen=True)
+class Final(Event):
+    text: str
+    sources: tuple[Source, ...] = ()
+
+
+@dataclass(frozen=True)
+class Failed(Event):
+    error: str
+    resumable: bool = False
+    error_type: str = ""
+
+
+EVENT_TYPES: dict[str, type[Event]] = {
+    cls.__name__: cls
+    for cls in (
+        RunStarted, DraftReady, StepStarted, QueryMade, SearchDone, PageRead, PassagesChosen,
+        StepRevised, LLMCalled, TokenDelta, Note, Final, Failed,
+    )
+}
+
+_NESTED = {"SearchResult": SearchResult, "Passage": Passage, "Source": Source}
+
+
+def _decode(hint: Any, value: Any) -> Any:
+    if typing.get_origin(hint) is tuple:
+        (inner, *_rest) = typing.get_args(hint)
+        return tuple(_decode(inner, v) for v in value)
+    if isinstance(hint, type) and hint.__name__ in _NESTED and isinstance(value, dict):
+        cls = _NESTED[hint.__name__]
+        data = dict(value)
+        for f in dataclasses.fields(cls):
+            if f.name in data and typing.get_origin(_hints(cls)[f.name]) is tuple:
+                data[f.name] = tuple(data[f.name])
+        return cls(**data)
+    return value
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def event_from_dict(type_name: str, payload: dict[str, Any]) -> Event:
+    """Rebuild a stored event. Raises KeyError for an unknown type name."""
+    cls = EVENT_TYPES[type_name]
+    hints = _hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    kwargs = {k: _decode(hints[k], v) for k, v in payload.items() if k in known}
+    return cls(**kwargs)

@@ -1,0 +1,57 @@
+"""Small value types that cross module boundaries (search results, pages, passages, sources).
+All frozen, all JSON-friendly through ``dataclasses.asdict``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    url: str
+    title: str
+    snippet: str = ""
+    provider: str = ""
+
+
+@dataclass(frozen=True)
+class Page:
+    """A fetched page. ``status`` is "ok" or "error"; on error ``error`` says why and ``text``
+    is empty. ``text`` is the main text extracted by trafilatura, as Markdown."""
+
+    url: str
+    status: str
+    title: str = ""
+    text: str = ""
+    error: str = ""
+    final_url: str = ""
+    content_type: str = ""
+    size: int = 0  # bytes of the body as received
+    seconds: float = 0.0
+    cached: bool = False
+    metadata: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class Passage:
+    """A piece of a page's text, labelled with where it came from."""
+
+    text: str
+    url: str
+    title: str = ""
+    score: float = 0.0
+    tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Source:
+    """One entry of an article's numbered source list: which steps used it."""
+
+    n: int
+    url: str
+    title: str
+    steps: tuple[int, ...] = ()
