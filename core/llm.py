@@ -1,0 +1,349 @@
+"""The language model client: chat completions over the openai SDK, streamed, retried, and with
+every lower-layer failure mapped to one of ``core.errors`` whose message names the fix.
+
+One class, :class:`LLMClient`. Methods call ``llm.stream(messages, role=...)`` and get text deltas
+as they arrive, :data:`RESET` when a retry restarts an answer that had already begun, and exactly
+one :class:`Completion` last; ``llm.complete(...)`` returns only the Completion.
+
+Nothing here reads the environment: ``app.py`` builds :class:`~core.settings.LLMSettings` and we
+always pass the SDK explicit values (the SDK would otherwise read ``OPENAI_API_KEY`` and
+``OPENAI_BASE_URL`` itself). The SDK's own retries are off; we count and pace them here, with an
+injectable ``sleep`` so tests need not wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import openai
+
+from core.errors import (
+    LLMAuthError,
+    LLMBadRequest,
+    LLMConnectionError,
+    LLMError,
+    LLMModelNotFound,
+    LLMRateLimited,
+    LLMServerError,
+    LLMTimeout,
+)
+from core.settings import LLMSettings
+
+log = logging.getLogger(__name__)
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+#: Sent as the key to servers other than OpenAI's when none is set: Ollama, LM Studio, vLLM and
+#: llama.cpp ignore it, but the SDK refuses to start without one.
+LOCAL_PLACEHOLDER_KEY = "not-needed"
+CONNECT_TIMEOUT = 10.0  # seconds; a dead host should not cost the whole call timeout per attempt
+MAX_WAIT = 60.0  # seconds; caps both the exponential backoff and a server's Retry-After
+CHARS_PER_TOKEN = 4  # the usual rule of thumb for English text, used when a server sends no usage
+
+Messages = list[dict[str, Any]] | str
+
+
+class Reset:
+    """Type of :data:`RESET`: the answer is being restarted by a retry; drop what was shown."""
+
+    _instance: Reset | None = None
+
+    def __new__(cls) -> Reset:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "RESET"
+
+
+RESET = Reset()
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One finished answer. ``seconds`` is the whole call as the user waited for it, retries
+    included. ``estimated`` is True when the server sent no usage and the token counts are
+    ``ceil(characters / 4)``. ``model`` is the model we asked for (servers may report a dated
+    alias instead)."""
+
+    text: str
+    role: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    estimated: bool
+    finish_reason: str = ""  # "stop", or "length" when max_tokens cut the answer short
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def as_messages(messages: Messages) -> list[dict[str, Any]]:
+    """A str is one user message; a list of ``{"role", "content"}`` dicts is used as it is."""
+    return [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
+
+
+def _message_chars(message: dict[str, Any]) -> str:
+    content = message.get("content") or ""
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
+class LLMClient:
+    """Chat completions for the roles of a run (``draft``, ``query``, ``revise``, ``judge``), each
+    role with its own model (``settings.model_for(role)``).
+
+    ``settings.timeout`` bounds the wait for the first byte of an answer and every pause in it
+    (connecting: at most ``CONNECT_TIMEOUT``); a long answer that keeps streaming is not cut.
+    Failures on 429, 5xx, timeouts and connection errors are retried ``settings.max_retries``
+    times, waiting ``backoff, 2*backoff, 4*backoff...`` seconds, or what the server's
+    ``Retry-After`` asks, both capped at ``MAX_WAIT``.
+
+    Building the client never raises and opens nothing; the SDK client is made on first use, in
+    the running event loop. Use one client per event loop; ``aclose()`` it (or ``async with``).
+    """
+
+    def __init__(self, settings: LLMSettings, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+        self.settings = settings
+        self.base_url = (settings.base_url or OPENAI_BASE_URL).rstrip("/")
+        self._sleep = sleep
+        self._client: openai.AsyncOpenAI | None = None
+        self._is_openai = urlsplit(self.base_url).hostname == "api.openai.com"
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- public ------------------------------------------------------------------------------
+    async def stream(self, messages: Messages, *, role: str, temperature: float | None = None,
+                     max_tokens: int | None = None) -> AsyncIterator[str | Reset | Completion]:
+        """Ask the model for ``role`` and yield the answer as it streams: ``str`` deltas,
+        :data:`RESET` if a retry restarts an answer after deltas were already yielded (the
+        deltas after it are the whole new answer), and one :class:`Completion` last.
+
+        ``temperature``: this call's, else ``settings.temperature``, else the server's default.
+
+        Raises (after retries, for the retryable ones): LLMAuthError (no key for OpenAI, or the
+        key was refused), LLMConnectionError (base URL unreachable, or the connection dropped),
+        LLMModelNotFound, LLMRateLimited, LLMTimeout, LLMServerError, LLMBadRequest (often: the
+        prompt is too long for the model), LLMError (any other refusal, or an empty stream).
+        """
+        model = self.settings.model_for(role)
+        request = self._request(as_messages(messages), model, temperature, max_tokens)
+        sdk = self._sdk()
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            parts: list[str] = []
+            usage = None
+            finish = ""
+            received = False
+            try:
+                chunks = await sdk.chat.completions.create(
+                    **request, stream=True, stream_options={"include_usage": True})
+                async with chunks:
+                    async for chunk in chunks:
+                        received = True
+                        if chunk.usage is not None:
+                            usage = chunk.usage
+                        for choice in chunk.choices:
+                            finish = choice.finish_reason or finish
+                            delta = choice.delta.content if choice.delta else None
+                            if delta:
+                                parts.append(delta)
+                                yield delta
+                break
+            except openai.APIError as exc:  # transport errors mid-stream arrive wrapped, too
+                attempt += 1
+                error = await self._map_error(exc, model=model, role=role, attempts=attempt)
+                if not error.retryable or attempt > self.settings.max_retries:
+                    raise error from exc
+                wait = self._wait(attempt, exc)
+                log.warning("%s Retrying in %.1f s (retry %d of %d).", error, wait, attempt,
+                            self.settings.max_retries)
+            if parts:
+                yield RESET
+            await self._sleep(wait)
+
+        if not received:
+            raise LLMError(
+                f"The LLM server at {self.base_url} answered with an empty stream for model "
+                f"'{model}': check that OPENAI_BASE_URL (--base-url) points at an OpenAI-compatible "
+                "API (it usually ends in /v1).")
+        text = "".join(parts)
+        if usage is not None:
+            prompt_tokens, completion_tokens, estimated = usage.prompt_tokens, usage.completion_tokens, False
+        else:
+            prompt_chars = "".join(_message_chars(m) for m in request["messages"])
+            prompt_tokens, completion_tokens, estimated = estimate_tokens(prompt_chars), estimate_tokens(text), True
+        yield Completion(text=text, role=role, model=model, prompt_tokens=prompt_tokens,
+                         completion_tokens=completion_tokens, seconds=time.monotonic() - started,
+                         estimated=estimated, finish_reason=finish)
+
+    async def complete(self, messages: Messages, *, role: str, temperature: float | None = None,
+                       max_tokens: int | None = None) -> Completion:
+        """The whole answer at once (the same streamed call, consumed). Raises as :meth:`stream`."""
+        completion = None
+        async for item in self.stream(messages, role=role, temperature=temperature, max_tokens=max_tokens):
+            if isinstance(item, Completion):
+                completion = item
+        assert completion is not None, "stream() always ends with a Completion"
+        return completion
+
+    async def check(self) -> list[str]:
+        """The ids of the models the server serves, sorted; one attempt, no retries. The UI and
+        the CLI call this to say "LLM ok". It does not fail when ``settings.model`` is missing
+        from the list (some servers accept names they do not list); compare if you need to.
+
+        Raises LLMAuthError, LLMConnectionError, LLMTimeout, LLMRateLimited, LLMServerError, or
+        LLMError (e.g. 404: the base URL is no OpenAI-compatible API)."""
+        try:
+            return sorted([m.id async for m in self._sdk().models.list()])
+        except openai.APIError as exc:
+            raise await self._map_error(exc, model=None, role=None, attempts=1) from exc
+
+    async def aclose(self) -> None:
+        """Close the connections. The client can still be used afterwards (it reopens)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _sdk(self) -> openai.AsyncOpenAI:
+        """The SDK client, made on first use. Raises LLMAuthError when OpenAI needs a key."""
+        if self._client is None:
+            key = self.settings.api_key
+            if not key:
+                if self._is_openai:
+                    raise LLMAuthError(
+                        f"No API key for {self.base_url}: set OPENAI_API_KEY or pass --base-url "
+                        "for a local server (Ollama, LM Studio, vLLM).")
+                key = LOCAL_PLACEHOLDER_KEY
+            timeout = self.settings.timeout
+            self._client = openai.AsyncOpenAI(
+                api_key=key, base_url=self.base_url, max_retries=0,
+                timeout=openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)))
+        return self._client
+
+    def _request(self, messages: list[dict[str, Any]], model: str, temperature: float | None,
+                 max_tokens: int | None) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": model, "messages": messages}
+        temperature = temperature if temperature is not None else self.settings.temperature
+        if temperature is not None:
+            request["temperature"] = temperature
+        if max_tokens is not None:
+            # OpenAI's newer models refuse max_tokens; local servers may not know the new name.
+            request["max_completion_tokens" if self._is_openai else "max_tokens"] = max_tokens
+        return request
+
+    def _wait(self, attempt: int, exc: Exception) -> float:
+        """Seconds before retry ``attempt`` (1-based): the server's Retry-After if it sent one,
+        else exponential backoff; capped at MAX_WAIT."""
+        asked = _retry_after(exc)
+        wait = asked if asked is not None else self.settings.backoff * 2 ** (attempt - 1)
+        return min(max(wait, 0.0), MAX_WAIT)
+
+    async def _map_error(self, exc: openai.APIError, *, model: str | None, role: str | None,
+                         attempts: int) -> LLMError:
+        """Our error for an SDK or transport failure, its message naming the fix."""
+        server = f"The LLM server at {self.base_url}"
+        tries = f" (tried {attempts} times)" if attempts > 1 else ""
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMTimeout(
+                f"{server} did not answer within {self.settings.timeout:g} s{tries}: try again, "
+                "pick a smaller or faster model, or raise --llm-timeout.")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return LLMConnectionError(
+                f"Could not reach the LLM server at {self.base_url}{tries} ({cause}): check "
+                "OPENAI_BASE_URL (--base-url) and that the server is running.")
+        if not isinstance(exc, openai.APIStatusError):  # an error event inside the stream, or bad data
+            return LLMServerError(f"{server} reported an error{tries}: {_detail(exc)}. Try again later.")
+        status, detail = exc.status_code, _detail(exc)
+        if status in (401, 403):
+            return LLMAuthError(f"{server} refused the API key ({status}: {detail}): check OPENAI_API_KEY.")
+        if status == 404:
+            return await self._not_found(model, role, detail)
+        if status == 429:
+            return LLMRateLimited(
+                f"{server} kept answering 429 Too Many Requests{tries} ({detail}): wait a minute "
+                "and try again, or check your plan's rate limits.")
+        if status == 408:
+            return LLMTimeout(f"{server} timed out the request{tries} ({detail}): try again.")
+        if status >= 500:
+            return LLMServerError(f"{server} failed with {status}{tries} ({detail}): try again later, "
+                                  "or look at the server's log.")
+        if status in (400, 413, 422):
+            return LLMBadRequest(
+                f"{server} refused the request for model '{model}' ({status}: {detail}). The prompt "
+                "may be too long for the model's context window: lower --passage-tokens, or pick a "
+                "model with a longer context.")
+        return LLMError(f"{server} answered {status}: {detail}")
+
+    async def _not_found(self, model: str | None, role: str | None, detail: str) -> LLMError:
+        if model is None or "model" not in detail.lower():
+            return LLMError(
+                f"{self.base_url} answered 404 ({detail}): check OPENAI_BASE_URL (--base-url); for "
+                "OpenAI-compatible servers it usually ends in /v1.")
+        served = await self._served_models()
+        choice = f": {', '.join(served[:30])}" if served else ""
+        how = "--model or RAT_STUDIO_MODEL"
+        if role and self.settings.role_models.get(role):
+            how = f"--{role}-model or RAT_STUDIO_{role.upper()}_MODEL"
+        return LLMModelNotFound(
+            f"The LLM server at {self.base_url} does not serve the model '{model}' ({detail}). "
+            f"Pick one it serves with {how}{choice}.")
+
+    async def _served_models(self) -> list[str]:
+        """Best effort, for an error message: the served model ids, or [] if listing fails."""
+        try:
+            page = self._sdk().models.list(timeout=min(self.settings.timeout, 5.0))
+            return sorted([m.id async for m in page])
+        except openai.APIError as exc:
+            log.debug("listing models failed: %s", exc)
+            return []
+
+
+def _detail(exc: openai.APIError) -> str:
+    """The server's own words: the ``error.message`` of its JSON body if any, shortened."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+    else:
+        message = None
+    text = str(message or getattr(exc, "message", None) or exc).strip()
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _retry_after(exc: Exception) -> float | None:
+    """Seconds from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if sent."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) / divisor
+        except ValueError:
+            pass
+        try:
+            return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            pass
+    return None

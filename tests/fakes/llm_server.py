@@ -1,0 +1,306 @@
+"""A fake OpenAI-compatible server on 127.0.0.1, speaking real HTTP the way the openai SDK does.
+
+Routes
+  POST /v1/chat/completions  a ``chat.completion`` JSON object, or with ``"stream": true`` an SSE
+                             stream of ``chat.completion.chunk`` objects ending in ``data: [DONE]``
+                             (plus a usage chunk with ``choices: []`` when
+                             ``stream_options.include_usage`` is true and ``send_usage`` is on)
+  GET  /v1/models            the served models
+
+Use::
+
+    with FakeLLM() as llm:
+        llm.queue("first answer", FakeReply.fail(429, retry_after=2))
+        client = LLMClient(LLMSettings(base_url=llm.base_url, model="fake-model"))
+        ...
+        assert len(llm.requests) == 2
+
+Replies are taken from ``queue(...)`` first (FIFO), then from the function given to ``reply(fn)``,
+else a deterministic echo of the last user message. Each is a str or a :class:`FakeReply`.
+
+Knobs (attributes, safe to set from the test thread): ``down`` (every request answers 503),
+``fail_next(n, status)``, ``models`` (others answer 404 ``model_not_found``), ``api_key`` (another
+Bearer key answers 401), ``send_usage`` (False: never send usage, like some local servers),
+``latency`` (seconds before the first byte) and ``tokens_per_second`` (pace of the streamed chunks;
+a non-stream answer waits the same total time).
+
+Tokens are counted the simple way: every run of word characters and every punctuation mark is one
+token (``count_tokens``). Streamed chunks are whole words with their trailing whitespace.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_ERROR_KINDS = {  # status -> (type, code), as OpenAI sends them
+    400: ("invalid_request_error", "context_length_exceeded"),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", "forbidden"),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+
+def count_tokens(text: str) -> int:
+    return len(_TOKEN.findall(text))
+
+
+def chunks_of(text: str) -> list[str]:
+    """Whole-word chunks: each word with its trailing whitespace (the first keeps any leading)."""
+    return [part for part in re.split(r"(?<=\s)(?=\S)", text) if part]
+
+
+def message_text(message: dict) -> str:
+    content = message.get("content") or ""
+    if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content)
+
+
+@dataclass
+class FakeReply:
+    """One scripted answer. ``status`` != 200 answers with OpenAI's error JSON shape.
+    ``cut_after``: stream that many content chunks, then drop the connection (non-stream: drop it
+    before answering). ``delay`` is added to the server's ``latency``."""
+
+    text: str = ""
+    status: int = 200
+    message: str = ""
+    code: str | None = None
+    retry_after: float | None = None
+    delay: float = 0.0
+    cut_after: int | None = None
+    finish_reason: str = "stop"
+
+    @classmethod
+    def fail(cls, status: int, message: str = "", *, code: str | None = None,
+             retry_after: float | None = None, delay: float = 0.0) -> "FakeReply":
+        return cls(status=status, message=message or f"fake error {status}", code=code,
+                   retry_after=retry_after, delay=delay)
+
+
+Reply = str | FakeReply
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up (a timeout test) is normal here: no traceback for it."""
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+class FakeLLM:
+    def __init__(self, models: set[str] | None = None, port: int = 0):
+        self.models: set[str] = set(models or {"fake-model", "fake-draft", "fake-judge"})
+        self.api_key: str | None = None
+        self.down = False
+        self.send_usage = True
+        self.latency = 0.0
+        self.tokens_per_second: float | None = None
+        self.requests: list[dict] = []  # JSON bodies of every chat request, in arrival order
+        self.paths: list[str] = []  # "METHOD /path" of every request, models included
+        self._queue: list[Reply] = []
+        self._fn: Callable[[dict], Reply] | None = None
+        self._fail_next: list[int] = []
+        self._lock = threading.Lock()
+        self._server = _Server(("127.0.0.1", port), self._handler())
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> "FakeLLM":
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> "FakeLLM":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- scripting ---------------------------------------------------------------------------
+    def reply(self, fn: Callable[[dict], Reply]) -> None:
+        """Answer every request (after the queue is empty) with ``fn(request_body)``."""
+        self._fn = fn
+
+    def queue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._queue.extend(replies)
+
+    def fail_next(self, n: int, status: int = 429) -> None:
+        with self._lock:
+            self._fail_next.extend([status] * n)
+
+    def prompts(self, role: str | None = None) -> list[str]:
+        """Per chat request, the texts of its messages (of ``role`` only, if given), joined."""
+        with self._lock:
+            bodies = list(self.requests)
+        return ["\n".join(message_text(m) for m in body.get("messages", [])
+                          if role is None or m.get("role") == role) for body in bodies]
+
+    def _next_reply(self, body: dict) -> FakeReply:
+        with self._lock:
+            failing = self._fail_next.pop(0) if self._fail_next else None
+            queued = self._queue.pop(0) if self._queue and failing is None else None
+        if failing is not None:
+            reply: Reply = FakeReply.fail(failing)
+        elif queued is not None:
+            reply = queued
+        elif self._fn is not None:
+            reply = self._fn(body)
+        else:
+            users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+            reply = f"Echo from {body.get('model')}: {message_text(users[-1]) if users else ''}"
+        return FakeReply(text=reply) if isinstance(reply, str) else reply
+
+    # -- HTTP --------------------------------------------------------------------------------
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, and chunked bodies for SSE
+            disable_nagle_algorithm = True  # small SSE writes go out at once
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                with fake._lock:
+                    fake.paths.append(f"GET {self.path}")
+                if not self._authorized():
+                    return
+                if fake.down:
+                    return self._error(FakeReply.fail(503, "the fake server is down"))
+                if self.path.rstrip("/") != "/v1/models":
+                    return self._error(FakeReply.fail(404, f"no route {self.path}", code="not_found"))
+                data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                        for m in sorted(fake.models)]
+                self._json(200, {"object": "list", "data": data})
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                body = json.loads(raw or b"{}")
+                with fake._lock:
+                    fake.paths.append(f"POST {self.path}")
+                    fake.requests.append(body)
+                if not self._authorized():
+                    return
+                if fake.down:
+                    return self._error(FakeReply.fail(503, "the fake server is down"))
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    return self._error(FakeReply.fail(404, f"no route {self.path}", code="not_found"))
+                model = body.get("model")
+                if model not in fake.models:
+                    return self._error(FakeReply.fail(
+                        404, f"The model `{model}` does not exist or you do not have access to it."))
+                reply = fake._next_reply(body)
+                time.sleep(fake.latency + reply.delay)
+                if reply.status != 200:
+                    return self._error(reply)
+                if body.get("stream"):
+                    self._stream(body, reply)
+                else:
+                    self._complete(body, reply)
+
+            def _authorized(self) -> bool:
+                if fake.api_key is None or self.headers.get("Authorization") == f"Bearer {fake.api_key}":
+                    return True
+                self._error(FakeReply.fail(401, "Incorrect API key provided."))
+                return False
+
+            def _usage(self, body: dict, text: str) -> dict:
+                prompt = sum(count_tokens(message_text(m)) for m in body.get("messages", []))
+                done = count_tokens(text)
+                return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+
+            def _complete(self, body: dict, reply: FakeReply) -> None:
+                if reply.cut_after is not None:
+                    self.close_connection = True
+                    return
+                if fake.tokens_per_second:
+                    time.sleep(len(chunks_of(reply.text)) / fake.tokens_per_second)
+                answer: dict[str, Any] = {
+                    "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+                    "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": reply.finish_reason, "logprobs": None,
+                                 "message": {"role": "assistant", "content": reply.text}}],
+                }
+                if fake.send_usage:
+                    answer["usage"] = self._usage(body, reply.text)
+                self._json(200, answer)
+
+            def _stream(self, body: dict, reply: FakeReply) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+
+                def chunk(delta: dict, finish: str | None = None, **extra: Any) -> dict:
+                    return {"id": "chatcmpl-fake", "object": "chat.completion.chunk",
+                            "created": int(time.time()), "model": body["model"],
+                            "choices": [{"index": 0, "delta": delta, "finish_reason": finish,
+                                         "logprobs": None}], **extra}
+
+                self._event(chunk({"role": "assistant", "content": ""}))
+                for n, piece in enumerate(chunks_of(reply.text)):
+                    if reply.cut_after is not None and n >= reply.cut_after:
+                        self.close_connection = True  # no terminating chunk: a broken body
+                        return
+                    if fake.tokens_per_second:
+                        time.sleep(1 / fake.tokens_per_second)
+                    self._event(chunk({"content": piece}))
+                self._event(chunk({}, reply.finish_reason))
+                if fake.send_usage and (body.get("stream_options") or {}).get("include_usage"):
+                    usage = chunk({}, usage=self._usage(body, reply.text))
+                    usage["choices"] = []
+                    self._event(usage)
+                self._write_chunk(b"data: [DONE]\n\n")
+                self._write_chunk(b"")
+
+            def _event(self, data: dict) -> None:
+                self._write_chunk(b"data: " + json.dumps(data).encode() + b"\n\n")
+
+            def _write_chunk(self, data: bytes) -> None:
+                self.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            def _error(self, reply: FakeReply) -> None:
+                kind, code = _ERROR_KINDS.get(reply.status, ("server_error", None))
+                payload = {"error": {"message": reply.message, "type": kind,
+                                     "param": None, "code": reply.code or code}}
+                headers = {} if reply.retry_after is None else {"Retry-After": f"{reply.retry_after:g}"}
+                self._json(reply.status, payload, headers)
+
+            def _json(self, status: int, payload: dict, headers: dict | None = None) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+
+__all__ = ["FakeLLM", "FakeReply", "count_tokens", "chunks_of"]
