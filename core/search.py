@@ -1,0 +1,472 @@
+"""Web and local search: one small class per provider behind the ``SearchProvider`` protocol,
+and ``SearchChain``, which retries a provider with backoff, falls back to the next one and
+caches what it found.
+
+Providers raise only our errors: ``SearchRateLimited`` and ``SearchUnavailable`` (retryable)
+or ``SearchError`` (retrying will not help: a wrong setting). Every message says what to do.
+
+Nothing here reads the environment: ``build_providers`` receives ``SearchSettings``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import logging
+import math
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Protocol
+
+import httpx
+
+from core.errors import ConfigError, RatStudioError, SearchError, SearchRateLimited, SearchUnavailable, StoreError
+from core.settings import SEARCH_PROVIDERS, SearchSettings
+from core.types import SearchResult
+
+log = logging.getLogger(__name__)
+
+FIX_HINT = (
+    "Wait a minute and try again, or add another provider: "
+    "--search ddg,searxng with --searxng-url URL (a SearXNG instance), "
+    "or a local folder with --search ddg,corpus."
+)
+
+
+class SearchProvider(Protocol):
+    """One search backend. ``search`` returns at most ``k`` results, best first, and raises
+    SearchRateLimited / SearchUnavailable (worth retrying later) or SearchError."""
+
+    name: str
+
+    async def search(self, query: str, k: int) -> list[SearchResult]: ...
+
+
+class SearchCache(Protocol):
+    """Where the chain keeps results (the store's ``searches`` table). Both methods are called
+    on the event loop's thread and must be quick; they may raise StoreError, which the chain
+    reports as a warning and otherwise ignores."""
+
+    def get_search(self, provider: str, query: str, k: int) -> list[dict] | None: ...
+
+    def put_search(self, provider: str, query: str, k: int, results: list[dict]) -> None: ...
+
+
+def _fail(cls: type[SearchError], message: str, reason: str) -> SearchError:
+    """An error whose ``reason`` is the short form the chain shows in its warnings."""
+    err = cls(message)
+    err.reason = reason  # type: ignore[attr-defined]
+    return err
+
+
+def _reason(err: SearchError) -> str:
+    if reason := getattr(err, "reason", ""):
+        return reason
+    if isinstance(err, SearchRateLimited):
+        return "rate-limited"
+    if isinstance(err, SearchUnavailable):
+        return "unavailable"
+    return "failed"
+
+
+# -- DuckDuckGo ------------------------------------------------------------------------------
+
+
+def _default_ddgs_factory(timeout: float) -> Callable[[], Any]:
+    def make() -> Any:
+        from ddgs import DDGS
+
+        return DDGS(timeout=max(1, math.ceil(timeout)))
+
+    return make
+
+
+def ddg_backend_names() -> list[str]:
+    """The text backends the installed ``ddgs`` knows, plus "auto"."""
+    from ddgs.engines import ENGINES
+
+    return sorted(ENGINES["text"]) + ["auto"]
+
+
+class DDGProvider:
+    """DuckDuckGo (or another engine) through the ``ddgs`` package, run in a worker thread.
+
+    ``backends`` is passed explicitly to ``DDGS().text`` (ddgs would otherwise pick engines at
+    random). ``ddgs_factory`` returns an object with ddgs' ``text(query, max_results=,
+    backend=)``; tests inject a fake."""
+
+    name = "ddg"
+
+    def __init__(self, backends: str = "duckduckgo", timeout: float = 15.0,
+                 ddgs_factory: Callable[[], Any] | None = None):
+        self.backends = backends
+        self.timeout = timeout
+        self._factory = ddgs_factory or _default_ddgs_factory(timeout)
+
+    def _search_sync(self, query: str, k: int) -> list[dict]:
+        return self._factory().text(query, max_results=k, backend=self.backends)
+
+    async def search(self, query: str, k: int) -> list[SearchResult]:
+        from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
+
+        try:
+            # ddgs has its own timeouts, but a worker thread cannot be cancelled: bound the wait.
+            rows = await asyncio.wait_for(asyncio.to_thread(self._search_sync, query, k), self.timeout * 2 + 5)
+        except asyncio.TimeoutError as exc:
+            raise _fail(SearchUnavailable, f"DuckDuckGo did not answer within {self.timeout * 2 + 5:.0f} s. "
+                        "Check your connection, or try again later.", "timed out") from exc
+        except DDGSException as exc:
+            cause = exc.args[0] if exc.args else None
+            if isinstance(exc, RatelimitException) or isinstance(cause, RatelimitException):
+                raise _fail(SearchRateLimited, f"DuckDuckGo rate-limited us ({exc}). {FIX_HINT}",
+                            "rate-limited") from exc
+            if isinstance(exc, TimeoutException) or isinstance(cause, TimeoutException) or "timed out" in str(exc):
+                raise _fail(SearchUnavailable, f"DuckDuckGo timed out ({exc}). Check your connection, or try again later.",
+                            "timed out") from exc
+            if str(exc) == "No results found.":
+                # ddgs turns DuckDuckGo's silent rate limit (an empty page) into this, and cannot
+                # tell it apart from a query that has no results: treat it as a rate limit.
+                raise _fail(SearchRateLimited, "DuckDuckGo returned no results; it does this when it rate-limits a "
+                            f"client (ddgs cannot tell the two apart). {FIX_HINT}", "rate-limited (empty answer)") from exc
+            raise _fail(SearchUnavailable, f"DuckDuckGo could not be reached ({exc}). "
+                        "Check your internet connection (and DDGS_PROXY if you use a proxy).", "unavailable") from exc
+        return [
+            SearchResult(url=row["href"], title=(row.get("title") or "").strip(),
+                         snippet=(row.get("body") or "").strip(), provider=self.name)
+            for row in rows or []
+            if row.get("href")
+        ][:k]
+
+
+# -- SearXNG ---------------------------------------------------------------------------------
+
+
+class SearxngProvider:
+    """A SearXNG instance's JSON API: ``GET {base_url}/search?q=..&format=json``.
+
+    The JSON format must be enabled in the instance's settings.yml (``search.formats``); it is
+    off by default and the instance then answers 403. ``transport`` is httpx's seam for tests.
+    Proxies from the environment are not used (core reads no environment)."""
+
+    name = "searxng"
+
+    def __init__(self, base_url: str, timeout: float = 15.0, *, transport: httpx.AsyncBaseTransport | None = None):
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._transport = transport
+
+    async def search(self, query: str, k: int) -> list[SearchResult]:
+        url = f"{self.base_url}/search"
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout, transport=self._transport, trust_env=False,
+                                         headers={"Accept": "application/json"}) as client:
+                response = await client.get(url, params={"q": query, "format": "json"})
+        except httpx.TimeoutException as exc:
+            raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} did not answer within {self.timeout:g} s.",
+                        "timed out") from exc
+        except httpx.HTTPError as exc:
+            raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} could not be reached ({type(exc).__name__}: "
+                        f"{exc}). Check --searxng-url and that the instance is running.", "unavailable") from exc
+        status = response.status_code
+        if status == 429:
+            raise _fail(SearchRateLimited, f"SearXNG at {self.base_url} answered 429 Too Many Requests: its limiter "
+                        "is on. For a private instance set server.limiter: false in settings.yml, or wait a minute.",
+                        "rate-limited (429)")
+        if status >= 500:
+            raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} answered {status}. Try again later, or check "
+                        "the instance's log.", f"unavailable ({status})")
+        if status == 403:
+            raise _fail(SearchError, f"SearXNG at {self.base_url} refused the JSON format (403): enable the json "
+                        "format in SearXNG's settings.yml (search.formats: [html, json]) and restart it.",
+                        "refused (403)")
+        if status != 200:
+            raise _fail(SearchError, f"SearXNG at {self.base_url} answered {status} to {url}. Check --searxng-url "
+                        "(the instance's base URL, without /search).", f"failed ({status})")
+        try:
+            payload = response.json()
+            rows = payload["results"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise _fail(SearchError, f"{url} did not answer with SearXNG's JSON. Check --searxng-url "
+                        "(the instance's base URL, without /search).", "not SearXNG JSON") from exc
+        results = [
+            SearchResult(url=row["url"], title=(row.get("title") or "").strip(),
+                         snippet=(row.get("content") or "").strip(), provider=self.name)
+            for row in rows
+            if isinstance(row, dict) and row.get("url")
+        ][:k]
+        if not results and payload.get("unresponsive_engines"):
+            engines = ", ".join(" ".join(map(str, e)) if isinstance(e, list) else str(e)
+                                for e in payload["unresponsive_engines"])
+            raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} found nothing because its engines did not "
+                        f"answer: {engines}. Try again later, or enable other engines.", "engines unresponsive")
+        return results
+
+
+# -- local corpus ----------------------------------------------------------------------------
+
+
+class CorpusProvider:
+    """A folder of the author's files (``data.corpus.CorpusIndex``, BM25 over SQLite FTS5).
+
+    The index is brought up to date with the folder on first use (in a worker thread); call
+    :meth:`refresh` to pick up later changes. Results have ``file://`` URLs: take their text
+    with :meth:`read`, not with the fetcher."""
+
+    name = "corpus"
+
+    def __init__(self, index: Any):  # data.corpus.CorpusIndex
+        self.index = index
+        self._fresh = False
+
+    async def refresh(self) -> dict[str, int]:
+        """Re-index changed files now; returns ``CorpusIndex.refresh``'s counts."""
+        try:
+            counts = await asyncio.to_thread(self.index.refresh)
+        except RatStudioError as exc:  # ConfigError (folder gone), StoreError
+            raise _fail(SearchError, f"The local corpus cannot be searched: {exc}", "unreadable") from exc
+        self._fresh = True
+        log.info("corpus %s refreshed: %s", getattr(self.index, "folder", ""), counts)
+        return counts
+
+    async def search(self, query: str, k: int) -> list[SearchResult]:
+        if not self._fresh:
+            await self.refresh()
+        try:
+            return await asyncio.to_thread(self.index.search, query, k, self.name)
+        except StoreError as exc:
+            raise _fail(SearchError, f"The local corpus cannot be searched: {exc}", "unreadable") from exc
+
+    def read(self, url: str) -> tuple[str, str] | None:
+        """``(title, text)`` of a corpus result by its URL, or None when it is not ours. Sync:
+        one indexed lookup in a connection of its own, quick enough for the event loop.
+
+        Raises StoreError when the index cannot be read."""
+        return self.index.read(url)
+
+
+# -- the chain -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchResponse:
+    results: list[SearchResult]
+    provider: str  # the provider whose results these are
+    seconds: float
+    cached: bool = False
+    warnings: list[str] = field(default_factory=list)  # what went partly wrong, for gr.Warning
+
+
+@dataclass
+class _Failure:
+    error: SearchError
+    tries: int
+
+    def describe(self) -> str:
+        tries = f" after {self.tries} tries" if self.tries > 1 else ""
+        return f"{_reason(self.error)}{tries}"
+
+
+class SearchChain:
+    """Providers tried in order. On a retryable error (rate limit, unavailable) a provider is
+    tried again after ``backoff * 2**attempt`` seconds, up to ``retries`` times; then (or at
+    once on any other SearchError) the next provider is tried, and the response carries a
+    warning such as ``"ddg: rate-limited (429) after 3 tries; used searxng"``. A provider that
+    finds nothing also hands over to the next one. Results found are put in ``cache``; before
+    calling anyone, the cache is asked for every provider in order, and a hit is returned with
+    ``cached=True``. ``sleep`` is injectable for tests."""
+
+    def __init__(self, providers: list[SearchProvider], *, retries: int, backoff: float,
+                 cache: SearchCache | None = None, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+        if not providers:
+            raise ConfigError("No search provider configured: use --search ddg, searxng or corpus.")
+        self.providers = list(providers)
+        self.retries = max(0, retries)
+        self.backoff = backoff
+        self.cache = cache
+        self._sleep = sleep
+
+    @property
+    def names(self) -> list[str]:
+        return [p.name for p in self.providers]
+
+    async def search(self, query: str, k: int) -> SearchResponse:
+        """Up to ``k`` results for ``query``.
+
+        Raises SearchError when the query is empty or when every provider failed (then
+        SearchRateLimited if they all were rate-limited, SearchUnavailable if all failures were
+        retryable); the message names each provider's last error and the fix."""
+        query = " ".join(query.split())
+        if not query:
+            raise SearchError("The search query is empty: there is nothing to search for.")
+        if k < 1:
+            raise SearchError(f"Asked for {k} search results; ask for at least 1.")
+        started = time.monotonic()
+        warnings: list[str] = []
+
+        if hit := self._cached(query, k, warnings):
+            name, results = hit
+            return SearchResponse(results, name, time.monotonic() - started, cached=True, warnings=warnings)
+
+        failures: dict[str, _Failure] = {}
+        empty: list[str] = []
+        for provider in self.providers:
+            outcome = await self._try(provider, query, k)
+            if isinstance(outcome, _Failure):
+                failures[provider.name] = outcome
+                log.warning("search %s failed: %s", provider.name, outcome.error)
+                continue
+            results = _dedupe(outcome)[:k]
+            self._put(provider.name, query, k, results, warnings)
+            if not results and provider is not self.providers[-1]:
+                empty.append(provider.name)
+                continue
+            for name, failure in failures.items():
+                warnings.append(f"{name}: {failure.describe()}; used {provider.name}")
+            warnings.extend(f"{name}: no results; used {provider.name}" for name in empty)
+            return SearchResponse(results, provider.name, time.monotonic() - started, warnings=warnings)
+
+        if empty:  # some found nothing, the rest failed: nothing is an answer
+            warnings.extend(f"{name}: {f.describe()}; used {empty[-1]}" for name, f in failures.items())
+            return SearchResponse([], empty[-1], time.monotonic() - started, warnings=warnings)
+        raise self._all_failed(query, failures)
+
+    async def _try(self, provider: SearchProvider, query: str, k: int) -> list[SearchResult] | _Failure:
+        attempt = 0
+        while True:
+            try:
+                return await provider.search(query, k)
+            except SearchError as exc:
+                if not exc.retryable or attempt >= self.retries:
+                    return _Failure(exc, attempt + 1)
+                wait = self.backoff * 2**attempt
+                log.info("search %s: %s; retrying in %.1f s", provider.name, _reason(exc), wait)
+                await self._sleep(wait)
+                attempt += 1
+
+    def _cached(self, query: str, k: int, warnings: list[str]) -> tuple[str, list[SearchResult]] | None:
+        if self.cache is None:
+            return None
+        for provider in self.providers:
+            try:
+                rows = self.cache.get_search(provider.name, query, k)
+            except StoreError as exc:
+                warnings.append(f"search cache unreadable, searching anew: {exc}")
+                return None
+            if rows is not None:
+                return provider.name, [_result_from_dict(row, provider.name) for row in rows]
+        return None
+
+    def _put(self, name: str, query: str, k: int, results: list[SearchResult], warnings: list[str]) -> None:
+        if self.cache is None or not results:  # "nothing" is not kept: another provider may do better
+            return
+        try:
+            self.cache.put_search(name, query, k, [dataclasses.asdict(r) for r in results])
+        except StoreError as exc:
+            warnings.append(f"search results not cached: {exc}")
+
+    def _all_failed(self, query: str, failures: dict[str, _Failure]) -> SearchError:
+        lines = [f"- {name}: {f.describe()}: {f.error}" for name, f in failures.items()]
+        message = f"Every search provider failed for {query!r}:\n" + "\n".join(lines) + "\n" + FIX_HINT
+        errors = [f.error for f in failures.values()]
+        if all(isinstance(e, SearchRateLimited) for e in errors):
+            return SearchRateLimited(message)
+        if all(e.retryable for e in errors):
+            return SearchUnavailable(message)
+        return SearchError(message)
+
+    def read_local(self, url: str) -> tuple[str, str] | None:
+        """``(title, text)`` of a result that a local provider (the corpus) gave, so the
+        retrieval step can use it without HTTP (the fetcher refuses file:// URLs); None when no
+        provider holds that URL or its index cannot be read (logged)."""
+        for provider in self.providers:
+            read = getattr(provider, "read", None)
+            if read is None:
+                continue
+            try:
+                found = read(url)
+            except StoreError as exc:
+                log.warning("corpus read of %s failed: %s", url, exc)
+                continue
+            if found is not None:
+                return found
+        return None
+
+
+def _dedupe(results: list[SearchResult]) -> list[SearchResult]:
+    seen: set[str] = set()
+    unique = []
+    for result in results:
+        if result.url not in seen:
+            seen.add(result.url)
+            unique.append(result)
+    return unique
+
+
+def _result_from_dict(row: dict, provider: str) -> SearchResult:
+    return SearchResult(url=row["url"], title=row.get("title", ""), snippet=row.get("snippet", ""),
+                        provider=row.get("provider") or provider)
+
+
+# -- wiring ----------------------------------------------------------------------------------
+
+
+def default_corpus_db_path(folder: Path) -> Path:
+    """Where a folder's index goes when the caller gives no path: the system's temporary
+    folder, one file per corpus folder (app.py passes a path in its data directory instead)."""
+    digest = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"rat-studio-corpus-{digest}.db"
+
+
+def build_providers(settings: SearchSettings, *, corpus_db_path: str | Path | None = None,
+                    ddgs_factory: Callable[[], Any] | None = None) -> list[SearchProvider]:
+    """The providers named in ``settings.providers``, in that order.
+
+    Raises ConfigError when a name is unknown, a name repeats, searxng has no URL, the corpus
+    has no folder or its folder is missing, or a ddg backend is unknown."""
+    if not settings.providers:
+        raise ConfigError(f"No search provider given: use --search with one or more of {', '.join(SEARCH_PROVIDERS)}.")
+    providers: list[SearchProvider] = []
+    for raw in settings.providers:
+        name = raw.strip().lower()
+        if name not in SEARCH_PROVIDERS:
+            raise ConfigError(f"Unknown search provider {raw!r}: use one or more of {', '.join(SEARCH_PROVIDERS)}, "
+                              "comma separated (e.g. --search ddg,searxng).")
+        if name in (p.name for p in providers):
+            raise ConfigError(f"Search provider {name!r} is listed twice in --search.")
+        if name == "ddg":
+            _check_ddg_backends(settings.ddg_backends)
+            providers.append(DDGProvider(settings.ddg_backends, settings.timeout, ddgs_factory=ddgs_factory))
+        elif name == "searxng":
+            if not settings.searxng_url:
+                raise ConfigError("The searxng provider needs its URL: add --searxng-url http://host:port "
+                                  "(a SearXNG instance with the json format enabled).")
+            if not settings.searxng_url.startswith(("http://", "https://")):
+                raise ConfigError(f"--searxng-url {settings.searxng_url!r} is not an http(s) URL "
+                                  "(e.g. http://localhost:8888).")
+            providers.append(SearxngProvider(settings.searxng_url, settings.timeout))
+        else:
+            providers.append(CorpusProvider(_corpus_index(settings.corpus_dir, corpus_db_path)))
+    return providers
+
+
+def _check_ddg_backends(backends: str) -> None:
+    names = [b.strip() for b in backends.split(",") if b.strip()]
+    valid = ddg_backend_names()
+    unknown = [b for b in names if b not in valid]
+    if not names or unknown:
+        raise ConfigError(f"Unknown DuckDuckGo search backend(s): {', '.join(unknown) or '(none given)'}. "
+                          f"Use one or more of {', '.join(valid)}, comma separated.")
+
+
+def _corpus_index(folder: Path | None, db_path: str | Path | None) -> Any:
+    from data.corpus import CorpusIndex
+
+    if folder is None:
+        raise ConfigError("The corpus provider needs a folder: add --corpus DIR (a folder of .md/.txt/.html files).")
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise ConfigError(f"The corpus folder {folder} does not exist or is not a folder: check --corpus.")
+    return CorpusIndex(db_path or default_corpus_db_path(folder), folder)
