@@ -1,0 +1,216 @@
+"""From pages to the retrieved text of a prompt: split each page's Markdown into passages, rank
+them against the query with BM25, keep the best within a token budget, and format them as fenced,
+labelled blocks.
+
+Token counts are estimates (:func:`count_tokens`); no tokenizer is loaded.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from core.types import Page, Passage
+
+__all__ = ["count_tokens", "tokenize", "split_passages", "rank_passages", "select_passages", "format_passages"]
+
+#: What opens and closes a passage in a prompt. Neither can occur in a passage's text:
+#: :func:`format_passages` neutralises them there.
+FENCE_OPEN = "<passage>"
+FENCE_CLOSE = "</passage>"
+_FENCE_IN_TEXT = re.compile(r"<(\s*/?\s*passage\b)", re.I)
+
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+# a sentence ends at . ! ? … (and CJK full stops), possibly followed by closing quotes or
+# brackets, before whitespace; a line break inside a paragraph (list items) is a boundary too
+_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|\n")
+_WORD_END = re.compile(r"\s+")
+_WORD = re.compile(r"[^\W_]+")
+
+STOPWORDS = frozenset(
+    """a about an and are as at be but by for from has have he her his i if in into is it its
+    of on or our she so than that the their them then there these they this to was we were what
+    when where which who why will with would you your""".split()
+)
+
+
+def count_tokens(text: str) -> int:
+    """Estimated tokens of ``text``: one token per 4 characters, rounded up.
+
+    The usual rule of thumb for GPT-style tokenizers on English (about 1.3 tokens per word);
+    it counts a little high for plain English prose, which is the safe side for a budget, and
+    does not fall apart on URLs, code or languages with long words."""
+    return math.ceil(len(text) / 4)
+
+
+def tokenize(text: str) -> list[str]:
+    """The words BM25 compares: lowercase runs of letters and digits, stopwords removed."""
+    return [word for word in _WORD.findall(text.lower()) if word not in STOPWORDS]
+
+
+# -- splitting ---------------------------------------------------------------------------------
+def split_passages(page: Page, *, size_tokens: int = 180) -> list[Passage]:
+    """Split a page's Markdown text into passages of about ``size_tokens`` each.
+
+    Paragraphs (separated by blank lines) are packed together while they fit; a paragraph
+    longer than ``size_tokens`` is cut at sentence ends (or line breaks), and a sentence longer
+    than that at word ends. A heading starts a new passage when the current one is at least
+    half full, so that it stays with the text it introduces. Passages carry the page's
+    requested URL and title. A page with no text (or an error page) gives no passages."""
+    if not page.text.strip():
+        return []
+    size_tokens = max(size_tokens, 1)
+    pieces: list[str] = []
+    for paragraph in _PARAGRAPH_BREAK.split(page.text):
+        paragraph = paragraph.strip()
+        if paragraph:
+            pieces += _cut(paragraph, size_tokens)
+
+    texts: list[str] = []
+    current = ""
+    for piece in pieces:
+        heading = piece.startswith("#")
+        if current and heading and count_tokens(current) * 2 >= size_tokens:
+            texts.append(current)
+            current = ""
+        candidate = f"{current}\n\n{piece}" if current else piece
+        if current and count_tokens(candidate) > size_tokens:
+            texts.append(current)
+            current = piece
+        else:
+            current = candidate
+    if current:
+        texts.append(current)
+    return [Passage(text=text, url=page.url, title=page.title, tokens=count_tokens(text)) for text in texts]
+
+
+def _cut(text: str, size_tokens: int) -> list[str]:
+    """``text`` in pieces of at most ``size_tokens``, cut at sentence ends, else word ends, else
+    anywhere."""
+    if count_tokens(text) <= size_tokens:
+        return [text]
+    for boundary in (_SENTENCE_END, _WORD_END):
+        units = _split_after(text, boundary)
+        if len(units) > 1:
+            pieces: list[str] = []
+            for unit in _pack(units, size_tokens):
+                pieces += _cut(unit, size_tokens)
+            return pieces
+    width = size_tokens * 4  # one unbroken run of characters (a URL, base64): cut blindly
+    return [text[i:i + width] for i in range(0, len(text), width)]
+
+
+def _split_after(text: str, boundary: re.Pattern) -> list[str]:
+    """``text`` split after each match of ``boundary``, separators kept with the unit before."""
+    units, start = [], 0
+    for match in boundary.finditer(text):
+        if match.end() > start:
+            units.append(text[start:match.end()])
+            start = match.end()
+    units.append(text[start:])
+    return [unit for unit in units if unit.strip()]
+
+
+def _pack(units: Iterable[str], size_tokens: int) -> list[str]:
+    """Concatenate consecutive units while the result fits ``size_tokens``."""
+    packed: list[str] = []
+    current = ""
+    for unit in units:
+        if current and count_tokens((current + unit).strip()) > size_tokens:
+            packed.append(current.strip())
+            current = unit
+        else:
+            current += unit
+    if current.strip():
+        packed.append(current.strip())
+    return packed
+
+
+# -- ranking -----------------------------------------------------------------------------------
+def rank_passages(query: str, passages: Sequence[Passage], *, k1: float = 1.5, b: float = 0.75) -> list[Passage]:
+    """The passages with ``score`` set to their BM25 relevance to ``query``, best first.
+
+    The passages themselves are the collection (document frequencies and average length come
+    from them). IDF is the non-negative form ``ln(1 + (N - df + 0.5) / (df + 0.5))``; each
+    distinct query word counts once. Ties (including all-zero scores) keep the input order."""
+    if not passages:
+        return []
+    terms = set(tokenize(query))
+    counts, lengths = [], []
+    for passage in passages:  # the hot loop: C-level counting, no per-word Python code
+        words = _WORD.findall(passage.text.lower())
+        count = Counter(words)
+        counts.append(count)
+        lengths.append(len(words) - sum(count[word] for word in STOPWORDS.intersection(count)))
+    average = (sum(lengths) / len(lengths)) or 1.0
+    n = len(passages)
+    idf = {}
+    for term in terms:
+        df = sum(1 for count in counts if term in count)
+        idf[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+    scored = []
+    for passage, count, length in zip(passages, counts, lengths):
+        norm = k1 * (1 - b + b * length / average)
+        score = 0.0
+        for term in terms:
+            tf = count.get(term)
+            if tf:
+                score += idf[term] * tf * (k1 + 1) / (tf + norm)
+        scored.append(replace(passage, score=score))
+    return sorted(scored, key=lambda p: -p.score)  # sorted() is stable: ties keep input order
+
+
+# -- choosing ----------------------------------------------------------------------------------
+def select_passages(ranked: Sequence[Passage], budget_tokens: int, *, max_per_page: int | None = None) -> list[Passage]:
+    """The passages to put in a prompt, in the order given (best first): each one is taken if
+    its tokens still fit ``budget_tokens`` (and its page has fewer than ``max_per_page``), else
+    skipped for the next. Passages that scored zero are only used when none scored above zero."""
+    scored = [p for p in ranked if p.score > 0]
+    pool = scored or list(ranked)
+    chosen: list[Passage] = []
+    used = 0
+    per_page: Counter[str] = Counter()
+    for passage in pool:
+        tokens = passage.tokens or count_tokens(passage.text)
+        if used + tokens > budget_tokens:
+            continue
+        if max_per_page is not None and per_page[passage.url] >= max_per_page:
+            continue
+        chosen.append(passage)
+        used += tokens
+        per_page[passage.url] += 1
+    return chosen
+
+
+# -- formatting --------------------------------------------------------------------------------
+def format_passages(passages: Sequence[Passage]) -> str:
+    """The retrieved text as it goes into a prompt: for each passage a label line
+    ``[n] Title — URL`` and its text between ``<passage>`` and ``</passage>``.
+
+    Sources are numbered in order of first appearance; passages of the same URL share a number.
+    Retrieved text is data, not instructions: a fence marker inside a passage (or its title) is
+    neutralised (``<`` becomes ``‹``) so the text cannot close its fence, and titles and URLs are
+    put on one line so they cannot forge a label."""
+    numbers: dict[str, int] = {}
+    blocks = []
+    for passage in passages:
+        n = numbers.setdefault(passage.url, len(numbers) + 1)
+        title = _one_line(passage.title)
+        url = _one_line(passage.url)
+        label = f"[{n}] {title} — {url}" if title else f"[{n}] {url}"
+        blocks.append(f"{label}\n{FENCE_OPEN}\n{neutralise_fences(passage.text).strip()}\n{FENCE_CLOSE}")
+    return "\n\n".join(blocks)
+
+
+def neutralise_fences(text: str) -> str:
+    """``text`` with anything that reads as a passage fence (``<passage>``, ``</passage>``,
+    ``< / PASSAGE ...``) defused by turning its ``<`` into ``‹``."""
+    return _FENCE_IN_TEXT.sub(r"‹\1", text)
+
+
+def _one_line(text: str) -> str:
+    return neutralise_fences(" ".join(text.split()))

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what the tests need and runs them all. README.md gives this command; .ci/run runs it.
+#   bash scripts/test.sh [extra pytest arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+"$PYTHON" -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+
+# The browser tests drive Debian's Chromium through Playwright (no browser download is possible).
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  echo "Installing Debian's chromium for the browser tests..." >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
+
+# Fixture pages live beside the project in ../shared/fixtures/web.
+if [ ! -f ../shared/fixtures/web/manifest.json ]; then
+  echo "error: ../shared/fixtures/web is missing: clone the project next to its shared/ folder." >&2
+  exit 2
+fi
+
+exec "$PYTHON" -m pytest -q -p no:cacheprovider "$@"
