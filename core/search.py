@@ -157,13 +157,24 @@ class SearxngProvider:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
+
+    def _http(self) -> httpx.AsyncClient:
+        """One client (and its kept-alive connection) for all of a run's searches."""
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout, transport=self._transport, trust_env=False,
+                                             headers={"Accept": "application/json"})
+        return self._client
 
     async def search(self, query: str, k: int) -> list[SearchResult]:
         url = f"{self.base_url}/search"
         try:
-            async with httpx.AsyncClient(timeout=self.timeout, transport=self._transport, trust_env=False,
-                                         headers={"Accept": "application/json"}) as client:
-                response = await client.get(url, params={"q": query, "format": "json"})
+            response = await self._http().get(url, params={"q": query, "format": "json"})
         except httpx.TimeoutException as exc:
             raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} did not answer within {self.timeout:g} s.",
                         "timed out") from exc
@@ -291,6 +302,13 @@ class SearchChain:
     @property
     def names(self) -> list[str]:
         return [p.name for p in self.providers]
+
+    async def aclose(self) -> None:
+        """Close the providers' connections."""
+        for provider in self.providers:
+            close = getattr(provider, "aclose", None)
+            if close is not None:
+                await close()
 
     async def search(self, query: str, k: int) -> SearchResponse:
         """Up to ``k`` results for ``query``.

@@ -9,6 +9,7 @@ request: whoever asks closes them (``await client.aclose()``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from core.settings import Settings
@@ -16,6 +17,7 @@ from core.settings import Settings
 if TYPE_CHECKING:  # pragma: no cover
     from core.fetch import Fetcher
     from core.llm import LLMClient
+    from core.runner import Runner
     from core.search import SearchChain
     from data.store import Store
 
@@ -24,6 +26,12 @@ if TYPE_CHECKING:  # pragma: no cover
 class Services:
     settings: Settings
     store: "Store"
+
+    @cached_property
+    def runner(self) -> "Runner":
+        from core.runner import Runner
+
+        return Runner(self)
 
     def new_llm(self) -> "LLMClient":
         """A new LLM client. Raises LLMAuthError when no key is set for a server that needs one."""

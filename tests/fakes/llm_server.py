@@ -236,7 +236,7 @@ class FakeLLM:
                     self.close_connection = True
                     return
                 if fake.tokens_per_second:
-                    time.sleep(len(chunks_of(reply.text)) / fake.tokens_per_second)
+                    time.sleep(count_tokens(reply.text) / fake.tokens_per_second)
                 answer: dict[str, Any] = {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                     "model": body["model"],
@@ -261,12 +261,16 @@ class FakeLLM:
                                          "logprobs": None}], **extra}
 
                 self._event(chunk({"role": "assistant", "content": ""}))
+                # paced against a schedule (token n is due at start + n / rate), so the small
+                # overshoot of each sleep does not add up over a long answer
+                start, due = time.monotonic(), 0.0
                 for n, piece in enumerate(chunks_of(reply.text)):
                     if reply.cut_after is not None and n >= reply.cut_after:
                         self.close_connection = True  # no terminating chunk: a broken body
                         return
                     if fake.tokens_per_second:
-                        time.sleep(1 / fake.tokens_per_second)
+                        due += count_tokens(piece) / fake.tokens_per_second
+                        time.sleep(max(0.0, start + due - time.monotonic()))
                     self._event(chunk({"content": piece}))
                 self._event(chunk({}, reply.finish_reason))
                 if fake.send_usage and (body.get("stream_options") or {}).get("include_usage"):

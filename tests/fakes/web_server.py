@@ -17,7 +17,8 @@ Routes
 
 Knobs (attributes, thread-safe enough for tests): ``page_delay`` (seconds added to every
 /pages request, or a dict file -> seconds), ``search_delay``, ``rate_limit_next`` (the next N
-searches answer 429), ``fail_search_next`` (the next N answer 500). ``requests`` records every
+searches answer 429), ``fail_search_next`` (the next N answer 500), ``extra_results`` (SearXNG
+result dicts put first in every answer, e.g. links to the misbehaving routes). ``requests`` records every
 request path.
 """
 
@@ -45,6 +46,14 @@ def load_manifest(folder: Path = FIXTURES) -> list[dict]:
     return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):  # a client that hung up is not news
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 class FakeWeb:
     """Start with ``with FakeWeb() as web:``; ``web.url("/pages/x.html")`` builds URLs."""
 
@@ -63,14 +72,15 @@ class FakeWeb:
         self.rate_limit_next = 0
         self.fail_search_next = 0
         self.search_count = 0
+        self.extra_results: list[dict] = []  # put before every search's ranked results
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self._server = _QuietServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> "FakeWeb":
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -219,7 +229,8 @@ class FakeWeb:
                 if query.get("format", [""])[0] != "json":
                     return self._send(403, b"<h1>format not allowed</h1>")
                 q = query.get("q", [""])[0]
-                body = json.dumps({"query": q, "number_of_results": 0, "results": web.rank(q)})
+                results = list(web.extra_results) + web.rank(q)
+                body = json.dumps({"query": q, "number_of_results": len(results), "results": results})
                 return self._send(200, body.encode(), "application/json")
 
         return Handler

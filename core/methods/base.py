@@ -1,0 +1,115 @@
+"""What every method shares: the task, the context a method receives, the registry, and the
+one helper that turns a streamed LLM call into events.
+
+A method never touches openai, httpx or SQLite: it gets ``ctx.llm``, ``ctx.search``,
+``ctx.fetch`` and ``ctx.settings``, and yields events (core.events). To resume an interrupted
+run it reads ``ctx.prior``, the events the run stored before it stopped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from core.errors import TaskError
+from core.events import Event, LLMCalled, TokenDelta
+from core.settings import MethodSettings
+
+KINDS = ("writing", "plan", "qa")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Task:
+    prompt: str
+    kind: str = "writing"
+    task_set: str = ""
+
+    def validated(self, max_chars: int) -> "Task":
+        """The task with its prompt stripped. Raises TaskError when it is empty, too long or
+        of an unknown kind."""
+        prompt = (self.prompt or "").strip()
+        if not prompt:
+            raise TaskError("The task is empty: type what the text should be about, e.g. "
+                            '"Describe the life of Jin Yong".')
+        if len(prompt) > max_chars:
+            raise TaskError(
+                f"The task is {len(prompt):,} characters long; the limit is {max_chars:,}. "
+                "Shorten it, or raise the limit with --max-task-chars."
+            )
+        if self.kind not in KINDS:
+            raise TaskError(f"Unknown task kind {self.kind!r}: use one of {', '.join(KINDS)}.")
+        return Task(prompt, self.kind, self.task_set)
+
+
+@dataclass
+class MethodContext:
+    llm: Any  # core.llm.LLMClient or anything with the same stream()/complete()
+    search: Any  # core.search.SearchChain
+    fetch: Any  # core.fetch.Fetcher
+    settings: MethodSettings = field(default_factory=MethodSettings)
+    prior: list[Event] = field(default_factory=list)  # events stored before a resume
+    read_local: Callable[[str], tuple[str, str] | None] | None = None  # file:// corpus reader
+
+
+MethodFn = Callable[[Task, MethodContext], AsyncIterator[Event]]
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    name: str
+    description: str
+    paper: str
+    run: MethodFn
+    resumable: bool = False
+    uses_search: bool = True
+
+
+METHODS: dict[str, MethodInfo] = {}
+
+
+def register(name: str, description: str, paper: str, *, resumable: bool = False,
+             uses_search: bool = True) -> Callable[[MethodFn], MethodFn]:
+    def deco(fn: MethodFn) -> MethodFn:
+        METHODS[name] = MethodInfo(name, description, paper, fn, resumable, uses_search)
+        return fn
+
+    return deco
+
+
+def get_method(name: str) -> MethodInfo:
+    """Raises TaskError naming the known methods."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise TaskError(f"Unknown method {name!r}. Known methods: {', '.join(sorted(METHODS))}.") from None
+
+
+class Out(Generic[T]):
+    """Where an event-yielding helper leaves its result (an async generator cannot return)."""
+
+    value: T
+
+    def __init__(self, value: Any = None):
+        self.value = value
+
+
+async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, out: Out[str],
+                   i: int = 0, temperature: float | None = None,
+                   max_tokens: int | None = None) -> AsyncIterator[Event]:
+    """Stream one LLM call as TokenDelta events, then an LLMCalled event; the text is left in
+    ``out.value``. LLM errors propagate (the runner turns them into a resumable Failed)."""
+    from core.llm import Completion, Reset  # local: keeps methods importable without openai
+
+    async for item in ctx.llm.stream(prompt, role=role, temperature=temperature, max_tokens=max_tokens):
+        if isinstance(item, str):
+            if item:
+                yield TokenDelta(role=role, text=item, i=i)
+        elif isinstance(item, Reset):
+            yield TokenDelta(role=role, text="", i=i, reset=True)
+        elif isinstance(item, Completion):
+            out.value = item.text
+            yield LLMCalled(role=role, model=item.model, i=i, prompt_tokens=item.prompt_tokens,
+                            completion_tokens=item.completion_tokens, seconds=round(item.seconds, 4),
+                            estimated=item.estimated)

@@ -1,0 +1,82 @@
+"""One retrieval, as events: search -> fetch the results' pages concurrently -> split into
+passages -> rank them against the query (BM25) -> keep the best within the token budget.
+
+Nothing here raises for a dead page or a failed search: those become a PageRead with an error
+or a SearchDone with an error, and the caller gets fewer (or no) passages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+from core.errors import SearchError
+from core.events import Event, Note, PageRead, PassagesChosen, SearchDone
+from core.methods.base import MethodContext, Out
+from core.passages import count_tokens, rank_passages, select_passages, split_passages
+from core.types import Page, Passage, SearchResult
+
+
+async def retrieve(ctx: MethodContext, i: int, query: str, out: Out[list[Passage]], *,
+                   k: int | None = None, budget: int | None = None) -> AsyncIterator[Event]:
+    """Yield SearchDone, one PageRead per result, then PassagesChosen; leave the chosen
+    passages in ``out.value`` (empty when nothing could be read)."""
+    k = k or ctx.settings.k
+    budget = budget or ctx.settings.passage_tokens
+    out.value = []
+    started = time.perf_counter()
+    try:
+        response = await ctx.search.search(query, k)
+    except SearchError as exc:
+        yield SearchDone(i=i, query=query, results=(), seconds=round(time.perf_counter() - started, 4),
+                         error=str(exc))
+        return
+    results = tuple(response.results[:k])
+    yield SearchDone(i=i, query=query, results=results, provider=response.provider,
+                     seconds=round(response.seconds, 4), cached=response.cached,
+                     warnings=tuple(response.warnings))
+    if not results:
+        return
+
+    pages: list[Page] = []
+    async for page in read_pages(ctx, [r.url for r in results]):
+        pages.append(page)
+        yield PageRead(i=i, url=page.url, title=page.title, status=page.status, error=page.error,
+                       chars=len(page.text), seconds=round(page.seconds, 4), cached=page.cached)
+
+    candidates = [p for page in pages if page.ok for p in split_passages(page, size_tokens=ctx.settings.passage_size)]
+    if not candidates:
+        candidates = _snippet_passages(results)
+        if candidates:
+            yield Note(i=i, level="warning",
+                       text="No page could be read for this step; the search snippets are used instead.")
+    chosen = select_passages(rank_passages(query, candidates), budget)
+    out.value = chosen
+    yield PassagesChosen(i=i, passages=tuple(chosen))
+
+
+async def read_pages(ctx: MethodContext, urls: list[str]) -> AsyncIterator[Page]:
+    """Pages of a local corpus (file:// URLs) are read from its index; the rest over HTTP,
+    concurrently, each yielded as soon as it is read."""
+    remote = []
+    for url in urls:
+        if url.startswith("file://"):
+            found = ctx.read_local(url) if ctx.read_local else None
+            if found:
+                title, text = found
+                yield Page(url=url, status="ok", title=title, text=text, final_url=url, size=len(text.encode()))
+            else:
+                yield Page(url=url, status="error", error=f"{url} is no longer in the local corpus; re-index it.")
+        else:
+            remote.append(url)
+    if remote:
+        async for page in ctx.fetch.read_many(remote):
+            yield page
+
+
+def _snippet_passages(results: tuple[SearchResult, ...]) -> list[Passage]:
+    return [
+        Passage(text=r.snippet, url=r.url, title=r.title, tokens=count_tokens(r.snippet))
+        for r in results
+        if r.snippet.strip()
+    ]

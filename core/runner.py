@@ -1,0 +1,230 @@
+"""The runner: starts a method, stores each event the moment it happens, and passes it on.
+
+Tokens, calls and time are counted here and only here, from the events themselves (LLMCalled,
+SearchDone, PageRead), so a live run, a resumed run and a replay agree.
+
+A run ends in one of these states (runs.status):
+  done         Final was reached
+  draft        stopped after the draft on purpose ("Draft only"); continue() goes on
+  failed       a Failed event was stored; if it says resumable, resume() goes on
+  interrupted  the consumer stopped listening (Stop button, Ctrl-C); resume() goes on
+  running      still going, or the process died: resume() goes on from the stored events
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import asdict
+
+from core.errors import LLMError, RatStudioError, TaskError
+from core.events import (
+    DraftReady, Event, Failed, Final, LLMCalled, PageRead, RunStarted, SearchDone, StepRevised,
+)
+from core.methods import MethodContext, Task, get_method
+from core.services import Services
+
+log = logging.getLogger(__name__)
+
+
+class Runner:
+    def __init__(self, services: Services):
+        self.services = services
+        self.store = services.store
+
+    # -- public ----------------------------------------------------------------------------
+    async def start(self, method: str, task: Task, *, draft_only: bool = False) -> AsyncIterator[Event]:
+        """Run ``method`` on ``task``. Raises TaskError (before anything is stored) for an
+        empty or oversized task or an unknown method; every later failure is a Failed event."""
+        info = get_method(method)
+        task = task.validated(self.services.settings.method.max_task_chars)
+        task_id = self.store.add_task(task.prompt, task.kind, task.task_set)
+        run_id = self.store.create_run(info.name, task_id, self._run_settings())
+        async with aclosing(self._drive(run_id, info.name, task, prior=[], seq=0, draft_only=draft_only)) as events:
+            async for event in events:
+                yield event
+
+    async def resume(self, run_id: str, *, draft: list[str] | None = None,
+                     draft_only: bool = False) -> AsyncIterator[Event]:
+        """Continue a run from its stored events: after its last revised step, or with an
+        edited ``draft`` (stored as a new DraftReady; revision starts over from step 1).
+        Raises RunNotFound, or TaskError when the run is finished or its method cannot resume."""
+        run = self.store.get_run(run_id)
+        info = get_method(run["method"])
+        if run["status"] == "done" and draft is None:
+            raise TaskError(f"Run {run_id} is already finished; start a new run instead.")
+        if not info.resumable:
+            raise TaskError(f"The method {info.name!r} cannot resume; start a new run instead.")
+        prior = self.store.events(run_id)
+        seq = self.store.last_seq(run_id)
+        if draft is not None:
+            steps = tuple(s.strip() for s in draft if s and s.strip())
+            if not steps:
+                raise TaskError("The edited draft has no steps left: add at least one step.")
+            edited = DraftReady(steps=steps)
+            seq += 1
+            self.store.append_event(run_id, seq, edited)
+            prior.append(edited)
+        task = Task(run["task"], run["kind"], run["task_set"])
+        self.store.update_run(run_id, status="running", error="")
+        drive = self._drive(run_id, info.name, task, prior=prior, seq=seq, draft_only=draft_only,
+                            resumed=True, counts=run)
+        async with aclosing(drive) as events:
+            async for event in events:
+                yield event
+
+    # -- the loop --------------------------------------------------------------------------
+    async def _drive(self, run_id: str, method: str, task: Task, *, prior: list[Event], seq: int,
+                     draft_only: bool, resumed: bool = False, counts: dict | None = None) -> AsyncIterator[Event]:
+        tally = _Tally(counts)
+        started = time.perf_counter()
+        status = "interrupted"
+
+        def store(event: Event) -> None:
+            nonlocal seq
+            if event.persist:
+                seq += 1
+                self.store.append_event(run_id, seq, event)
+
+        first = RunStarted(run_id=run_id, method=method, task=task.prompt, resumed=resumed)
+        store(first)
+        yield first
+        ctx = None
+        try:
+            ctx = self._context(prior)
+            async for event in _closing(get_method(method).run(task, ctx)):
+                store(event)
+                changed = tally.see(event)
+                if isinstance(event, Final):
+                    status = "done"
+                    self.store.update_run(run_id, status="done", final_text=event.text,
+                                          sources=[asdict(s) for s in event.sources],
+                                          finished=_now(), **tally.fields(started))
+                elif changed:
+                    self.store.update_run(run_id, **tally.fields(started))
+                yield event
+                if draft_only and isinstance(event, DraftReady):
+                    status = "draft"
+                    self.store.update_run(run_id, status="draft", **tally.fields(started))
+                    return
+            if status != "done":  # a method that ended without Final
+                raise RatStudioError(f"The method {method!r} ended without a result.")
+        except (asyncio.CancelledError, GeneratorExit):
+            status = "interrupted"
+            raise
+        except RatStudioError as exc:
+            status = "failed"
+            failed = Failed(error=str(exc), resumable=_resumable(exc), error_type=type(exc).__name__)
+            store(failed)
+            self.store.update_run(run_id, status="failed", error=str(exc), **tally.fields(started))
+            yield failed
+        except Exception as exc:  # a bug: keep what was done, say so, let the run resume
+            log.exception("run %s crashed", run_id)
+            status = "failed"
+            failed = Failed(error=f"Internal error ({type(exc).__name__}: {exc}). What was done is kept; "
+                                  f"resume with `python app.py resume {run_id}` once fixed.",
+                            resumable=True, error_type=type(exc).__name__)
+            store(failed)
+            self.store.update_run(run_id, status="failed", error=failed.error, **tally.fields(started))
+            yield failed
+        finally:
+            if status == "interrupted":
+                self.store.update_run(run_id, status="interrupted", **tally.fields(started))
+            if ctx is not None:
+                await _close(ctx)
+
+    def _context(self, prior: list[Event]) -> MethodContext:
+        s = self.services
+        search = s.new_search()
+        return MethodContext(llm=s.new_llm(), search=search, fetch=s.new_fetcher(),
+                             settings=s.settings.method, prior=prior,
+                             read_local=getattr(search, "read_local", None))
+
+    def _run_settings(self) -> dict:
+        s = self.services.settings
+        return {"model": s.llm.model, "role_models": dict(s.llm.role_models), "search": list(s.search.providers),
+                "k": s.method.k, "passage_tokens": s.method.passage_tokens}
+
+
+class _Tally:
+    """Tokens, calls and seconds of a run, from its events."""
+
+    def __init__(self, run: dict | None = None):
+        run = run or {}
+        self.prompt_tokens = run.get("prompt_tokens", 0) or 0
+        self.completion_tokens = run.get("completion_tokens", 0) or 0
+        self.llm_calls = run.get("llm_calls", 0) or 0
+        self.by_role: dict[str, dict[str, int]] = dict(run.get("tokens_by_role") or {})
+        self.llm_seconds = run.get("llm_seconds", 0.0) or 0.0
+        self.search_seconds = run.get("search_seconds", 0.0) or 0.0
+        self.fetch_seconds = run.get("fetch_seconds", 0.0) or 0.0
+        self.steps_done = run.get("steps_done", 0) or 0
+        self.steps_total = run.get("steps_total", 0) or 0
+        self.wall_before = run.get("wall_seconds", 0.0) or 0.0
+
+    def see(self, e: Event) -> bool:
+        """Count the event; True when the run's row should be updated."""
+        if isinstance(e, LLMCalled):
+            self.prompt_tokens += e.prompt_tokens
+            self.completion_tokens += e.completion_tokens
+            self.llm_calls += 1
+            self.llm_seconds += e.seconds
+            role = self.by_role.setdefault(e.role, {"prompt": 0, "completion": 0, "calls": 0})
+            role["prompt"] += e.prompt_tokens
+            role["completion"] += e.completion_tokens
+            role["calls"] += 1
+            return False
+        if isinstance(e, SearchDone):
+            self.search_seconds += e.seconds
+            return False
+        if isinstance(e, PageRead):
+            self.fetch_seconds += e.seconds
+            return False
+        if isinstance(e, DraftReady):
+            self.steps_total, self.steps_done = len(e.steps), 0
+            return True
+        if isinstance(e, StepRevised):
+            self.steps_done = e.i
+            return True
+        return False
+
+    def fields(self, started: float) -> dict:
+        return {
+            "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+            "llm_calls": self.llm_calls, "tokens_by_role": self.by_role,
+            "llm_seconds": round(self.llm_seconds, 3), "search_seconds": round(self.search_seconds, 3),
+            "fetch_seconds": round(self.fetch_seconds, 3), "steps_done": self.steps_done,
+            "steps_total": self.steps_total,
+            "wall_seconds": round(self.wall_before + time.perf_counter() - started, 3),
+        }
+
+
+async def _closing(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """Pass events on, and close the source when the consumer stops early, so its own
+    clean-up runs now rather than whenever it is garbage-collected."""
+    async with aclosing(events):
+        async for event in events:
+            yield event
+
+
+def _resumable(exc: RatStudioError) -> bool:
+    return exc.retryable or isinstance(exc, LLMError)
+
+
+def _now() -> str:
+    from data.store import now
+
+    return now()
+
+
+async def _close(ctx: MethodContext) -> None:
+    for client in (ctx.llm, ctx.search, ctx.fetch):
+        close = getattr(client, "aclose", None)
+        if close is not None:
+            try:
+                await close()
+            except RuntimeError:  # the loop is closing; nothing left to flush
+                pass

@@ -1,0 +1,45 @@
+"""Shared fixtures: the two stand-ins (a fake OpenAI-compatible server and a local web with a
+SearXNG-style search), and Services wired to them over real HTTP, with a real SQLite file."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.services import Services
+from core.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
+from data.store import Store
+from tests.fakes.llm_server import FakeLLM
+from tests.fakes.web_server import FakeWeb
+
+
+@pytest.fixture
+def web():
+    with FakeWeb() as server:
+        yield server
+
+
+@pytest.fixture
+def llm():
+    with FakeLLM() as server:
+        yield server
+
+
+def make_settings(tmp_path, llm: FakeLLM, web: FakeWeb, **method) -> Settings:
+    return Settings(
+        llm=LLMSettings(base_url=llm.base_url, api_key="sk-test", model="fake-model", timeout=10,
+                        max_retries=2, backoff=0.01),
+        search=SearchSettings(providers=("searxng",), searxng_url=web.searxng_url, retries=1, backoff=0.01),
+        fetch=FetchSettings(allow_private_urls=True, timeout=5, step_deadline=8),
+        method=MethodSettings(**method),
+        db_path=tmp_path / "rat.db",
+    )
+
+
+@pytest.fixture
+def settings(tmp_path, llm, web) -> Settings:
+    return make_settings(tmp_path, llm, web)
+
+
+@pytest.fixture
+def services(settings) -> Services:
+    return Services(settings=settings, store=Store(settings.db_path))

@@ -1,0 +1,79 @@
+"""Scripted "models" for the fake LLM server: a reply function that answers RAT's three prompts
+(B.1 draft, B.2 query, B.3 revise, and our step-scope revise) the way a cooperative model would,
+so a test can check what each prompt contained and what the run did with each answer."""
+
+from __future__ import annotations
+
+import re
+
+from tests.fakes.llm_server import message_text
+
+TOPICS = [
+    "Python 3.6.0 was released in December 2016 with formatted string literals and many optimizations.",
+    "Mercurial moved its code base from Python 2 to Python 3 over several years of work.",
+    "Managing Python environments with virtualenv and pip keeps project dependencies apart.",
+    "Carbon emissions from forests and land use matter for climate change.",
+    "A new telescope lets astronomers study distant galaxies.",
+    "Parsing JSON quickly needs careful engineering of number parsing.",
+    "The t-SNE algorithm embeds high-dimensional data for visualisation.",
+    "Testing client-side applications with Django needs browser tests.",
+]
+
+
+def draft_steps(n: int) -> list[str]:
+    return [f"Step {i + 1}: {TOPICS[i % len(TOPICS)]}" for i in range(n)]
+
+
+def sections(prompt: str) -> dict[str, str]:
+    """'##Name:' headed sections of a prompt."""
+    found: dict[str, str] = {}
+    for match in re.finditer(r"^##([^\n]+?):?\n(.*?)(?=^##|\Z)", prompt, flags=re.S | re.M):
+        found[match.group(1).strip().rstrip(":")] = match.group(2).strip()
+    return found
+
+
+def prompt_of(body: dict) -> str:
+    return "\n".join(message_text(m) for m in body.get("messages", []) if m.get("role") == "user")
+
+
+def kind_of(prompt: str) -> str:
+    if "Try to answer this question/instruction with step-by-step thoughts" in prompt:
+        return "draft"
+    if "This summarization will be used as a query" in prompt:
+        return "query"
+    if prompt.startswith("##Existing Text in Wiki Web:"):
+        return "revise-step" if "##Paragraph to revise:" in prompt else "revise"
+    return "other"
+
+
+class RatAuthor:
+    """Answers RAT's prompts: the draft is ``steps`` joined by blank lines; a query is the
+    first words of the last paragraph of the content; a revision appends " [revised]" to the
+    last paragraph of the answer (or to the paragraph, in step-scope)."""
+
+    def __init__(self, steps: list[str], *, draft_text: str | None = None):
+        self.steps = steps
+        self.draft_text = draft_text
+        self.calls: list[tuple[str, str]] = []  # (kind, prompt)
+
+    def __call__(self, body: dict) -> str:
+        prompt = prompt_of(body)
+        kind = kind_of(prompt)
+        self.calls.append((kind, prompt))
+        parts = sections(prompt)
+        if kind == "draft":
+            return self.draft_text if self.draft_text is not None else "\n\n".join(self.steps)
+        if kind == "query":
+            last = parts["Content"].split("\n\n")[-1]
+            words = re.sub(r"^Step \d+:\s*", "", last).split()
+            return "Query: " + " ".join(words[:8])
+        if kind == "revise":
+            paragraphs = parts["Answer"].split("\n\n")
+            paragraphs[-1] += " [revised]"
+            return "\n\n".join(paragraphs)
+        if kind == "revise-step":
+            return parts["Paragraph to revise"] + " [revised]"
+        return "ok"
+
+    def of_kind(self, kind: str) -> list[str]:
+        return [p for k, p in self.calls if k == kind]
