@@ -109,3 +109,38 @@ def test_search_prints_results(env):
     assert proc.returncode == 0, proc.stderr
     assert "1. Python 3.6.0 is now available!" in proc.stdout
     assert "results from searxng" in proc.stderr
+
+
+def test_a_killed_run_resumes_from_its_last_completed_step(tmp_path, env, llm):
+    """A real crash: the process is killed mid-run (no clean-up at all); `resume` goes on after
+    the last revised step, and the draft and finished steps are not asked for again."""
+    import signal
+    import time
+
+    author = RatAuthor(draft_steps(4))
+    llm.reply(author)
+    llm.latency = 0.3
+    proc = subprocess.Popen([sys.executable, "app.py", "run", "Write about Python 3.", "--out", str(tmp_path / "a.md")],
+                            cwd=ROOT, env={**{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAT_STUDIO_"))}, **env},
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+    log = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        log.append(line)
+        if line.startswith("  revised step 2"):
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    run_id = re.search(r"run ([0-9a-f]{12})", "".join(log)).group(1)
+    assert "revised step 2" in "".join(log)
+    llm.latency = 0.0
+    calls_before = len(author.calls)
+    resumed = cli("resume", run_id, "--out", str(tmp_path / "b.md"), env_extra=env)
+    assert resumed.returncode == 0, resumed.stderr
+    kinds = [k for k, _ in author.calls[calls_before:]]
+    assert kinds.count("draft") == 0
+    assert kinds.count("query") in (2, 3)  # steps 3 and 4 (and step 3 again if it was cut mid-way)
+    assert "revised step 4" in resumed.stderr and "revised step 1" not in resumed.stderr
+    article = (tmp_path / "b.md").read_text()
+    assert article.count("[revised]") == 4
