@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 
 from core.errors import SearchError
 from core.events import Event, Note, PageRead, PassagesChosen, SearchDone
@@ -70,8 +71,9 @@ async def read_pages(ctx: MethodContext, urls: list[str]) -> AsyncIterator[Page]
         else:
             remote.append(url)
     if remote:
-        async for page in ctx.fetch.read_many(remote):
-            yield page
+        async with aclosing(ctx.fetch.read_many(remote)) as pages:  # a stopped run stops its fetches
+            async for page in pages:
+                yield page
 
 
 def _snippet_passages(results: tuple[SearchResult, ...]) -> list[Passage]:
