@@ -1,0 +1,155 @@
+"""How close a RAT run comes to its critical path, and how many tokens it writes.
+
+Runs RAT and RAT step-scope against the fake OpenAI-compatible server with injected latency
+(0.2 s before the first token, then 100 tokens/s) and the local web with injected page
+latency (each fixture page 0.05-0.6 s, seeded), for drafts of 5, 10 and 20 steps, and prints:
+
+  wall        the run's wall-clock time
+  bound       the critical-path lower bound: every LLM call's latency + tokens/rate, every
+              search's latency, and, per step, the slowest page it had to fetch (cached pages
+              cost nothing); nothing can finish sooner, since each step needs its pages and
+              each call needs the one before
+  ratio       wall / bound (target: <= 1.10)
+  crawl       per step, the time from the search's answer to the last page read, against the
+              slowest page and the sum of its pages (target: near the slowest, not the sum)
+  out tok     output tokens the model generated, by role, against the final article's tokens
+              (target: step-scope <= 1.5 x the article at 20 steps)
+
+    python -m bench.pipeline [--steps 5,10,20] [--methods rat,rat-step] [--latency 0.2] [--tps 100]
+
+Before measuring, one short run warms the process up (imports of the openai SDK and
+trafilatura, trafilatura's first extraction), as in the app, where they happen once at start.
+
+The fake model answers like a cooperative one: the draft is the given steps; a revision keeps
+its paragraph(s) and adds one sentence from the retrieved text (what a RAT revision does).
+Numbers, not pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from core.events import Final, LLMCalled, PageRead, RunStarted, SearchDone, StepRevised  # noqa: E402
+from core.methods import Task  # noqa: E402
+from core.services import Services  # noqa: E402
+from core.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings  # noqa: E402
+from data.store import Store  # noqa: E402
+from tests.fakes.llm_server import FakeLLM, count_tokens  # noqa: E402
+from tests.fakes.scripts import RatAuthor, draft_steps, sections  # noqa: E402
+from tests.fakes.web_server import FakeWeb  # noqa: E402
+
+SEARCH_DELAY = 0.05
+
+
+class Reviser(RatAuthor):
+    """RatAuthor whose revisions add a sentence from the retrieved text, as a real one would."""
+
+    def __call__(self, body: dict) -> str:
+        reply = super().__call__(body)
+        kind, prompt = self.calls[-1]
+        if kind in ("revise", "revise-step"):
+            retrieved = sections(prompt).get("Existing Text in Wiki Web", "")
+            sentences = [s for s in re.split(r"(?<=[.!?])\s+", re.sub(r"<[^>]+>|\[\d+\][^\n]*\n", " ", retrieved))
+                         if 40 < len(s) < 220]
+            if sentences:
+                reply = reply.replace(" [revised]", " " + sentences[0].strip() + " [revised]", 1) \
+                    if kind == "revise-step" else _add_to_last(reply, sentences[0].strip())
+        return reply
+
+
+def _add_to_last(text: str, sentence: str) -> str:
+    paragraphs = text.split("\n\n")
+    paragraphs[-1] = paragraphs[-1].replace(" [revised]", " " + sentence + " [revised]")
+    return "\n\n".join(paragraphs)
+
+
+async def one_run(services: Services, method: str, delays: dict[str, float], latency: float, tps: float) -> dict:
+    started = time.perf_counter()
+    events, stamps = [], []
+    async for e in services.runner.start(method, Task("Write an overview of Python 3, its tools and its community.")):
+        events.append(e)
+        stamps.append(time.perf_counter())
+    wall = time.perf_counter() - started
+    final = next(e for e in events if isinstance(e, Final))
+    calls = [e for e in events if isinstance(e, LLMCalled)]
+    bound = sum(latency + c.completion_tokens / tps for c in calls)
+    bound += sum(SEARCH_DELAY for e in events if isinstance(e, SearchDone) and not e.cached)
+    crawl, slowest_sum, pages_sum = [], 0.0, 0.0
+    search_at: dict[int, float] = {}
+    last_page_at: dict[int, float] = {}
+    per_step: dict[int, list[float]] = {}
+    for e, t in zip(events, stamps):
+        if isinstance(e, SearchDone):
+            search_at[e.i] = t
+        if isinstance(e, PageRead):
+            last_page_at[e.i] = t
+            per_step.setdefault(e.i, []).append(0.0 if e.cached else delays.get(e.url.rsplit("/", 1)[-1], 0.0))
+    for i, ds in per_step.items():
+        bound += max(ds)
+        slowest_sum += max(ds)
+        pages_sum += sum(ds)
+        crawl.append(last_page_at[i] - search_at[i])
+    by_role: dict[str, int] = {}
+    for c in calls:
+        by_role[c.role] = by_role.get(c.role, 0) + c.completion_tokens
+    return {
+        "method": method, "steps": sum(isinstance(e, StepRevised) for e in events), "wall": wall, "bound": bound,
+        "crawl": sum(crawl), "slowest": slowest_sum, "pages_sum": pages_sum, "by_role": by_role,
+        "out": sum(by_role.values()), "article": count_tokens(final.text), "run_id": events[0].run_id
+        if isinstance(events[0], RunStarted) else "",
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", default="5,10,20")
+    ap.add_argument("--methods", default="rat,rat-step")
+    ap.add_argument("--latency", type=float, default=0.2, help="seconds before an LLM answer's first token")
+    ap.add_argument("--tps", type=float, default=100.0, help="LLM tokens per second")
+    args = ap.parse_args()
+
+    rng = random.Random(7)
+    with FakeLLM() as llm, FakeWeb() as web, tempfile.TemporaryDirectory() as tmp:
+        delays = {entry["file"]: round(rng.uniform(0.05, 0.6), 3) for entry in web.manifest}
+        web.page_delay = delays
+        web.search_delay = SEARCH_DELAY
+        llm.latency, llm.tokens_per_second = args.latency, args.tps
+        print(f"LLM: {args.latency:.2f} s latency, {args.tps:.0f} tokens/s; search {SEARCH_DELAY:.2f} s; "
+              f"pages 0.05-0.60 s each\n")
+        header = (f"{'method':<9}{'steps':>6}{'wall s':>9}{'bound s':>9}{'ratio':>7}"
+                  f"{'crawl s':>9}{'slowest':>9}{'sum pg':>8}{'out tok':>9}{'article':>9}{'out/art':>8}"
+                  f"{'revise/art':>11}")
+        print(header)
+        print("-" * len(header))
+        def services(name: str, n: int) -> Services:
+            db = Path(tmp) / f"bench-{name}-{n}.db"  # a fresh store: no page is cached yet
+            settings = Settings(
+                llm=LLMSettings(base_url=llm.base_url, api_key="sk-bench", model="fake-model", max_retries=0),
+                search=SearchSettings(providers=("searxng",), searxng_url=web.searxng_url),
+                fetch=FetchSettings(allow_private_urls=True),
+                method=MethodSettings(max_steps=n), db_path=db)
+            llm.reply(Reviser(draft_steps(n)))
+            return Services(settings=settings, store=Store(db))
+
+        asyncio.run(one_run(services("warm-up", 2), "rat-step", delays, args.latency, args.tps))
+        for n in [int(x) for x in args.steps.split(",")]:
+            for method in args.methods.split(","):
+                r = asyncio.run(one_run(services(method, n), method, delays, args.latency, args.tps))
+                print(f"{method:<9}{r['steps']:>6}{r['wall']:>9.2f}{r['bound']:>9.2f}{r['wall'] / r['bound']:>7.3f}"
+                      f"{r['crawl']:>9.2f}{r['slowest']:>9.2f}{r['pages_sum']:>8.2f}{r['out']:>9}{r['article']:>9}"
+                      f"{r['out'] / r['article']:>8.2f}{r['by_role'].get('revise', 0) / r['article']:>11.2f}")
+        print("\ncrawl: summed over steps, search answered -> last page read; slowest/sum pg: the injected page "
+              "delays of each step's slowest page and of all its pages, summed over steps.")
+
+
+if __name__ == "__main__":
+    main()
