@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import html as html_lib
 import re
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Protocol
@@ -328,12 +329,19 @@ def _decode(body: bytes, charset: str, media: str) -> str:
         return body.decode("utf-8", errors="replace")
 
 
+# trafilatura keeps module-level lxml parsers and caches, which are not safe to use from two
+# threads at once (we saw heap corruption); extraction is CPU-bound under the GIL anyway, so
+# one extraction at a time costs little.
+_EXTRACTING = threading.Lock()
+
+
 def _extract_html(url: str, html: str, final_url: str) -> tuple[str, str, dict]:
     """(title, Markdown text, metadata) of an HTML page. Sync and CPU-bound: run it in a thread."""
     try:
-        document = trafilatura.extract_with_metadata(
-            html, url=final_url, output_format="markdown", include_comments=False, include_tables=True
-        )
+        with _EXTRACTING:
+            document = trafilatura.extract_with_metadata(
+                html, url=final_url, output_format="markdown", include_comments=False, include_tables=True
+            )
     except Exception as exc:  # trafilatura and lxml raise many types on broken input
         raise ExtractionError(f"Could not extract the text of {url}: {exc}; the page may be malformed.") from exc
     if document is None:
