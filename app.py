@@ -22,6 +22,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from annotation import cli as annotation_cli
 from core.errors import ConfigError, RatStudioError
 from core.settings import (
     ROLES, SEARCH_PROVIDERS, FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings,
@@ -296,6 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", parents=common, help="print a stored run's article as Markdown")
     p.add_argument("run_id")
     p.set_defaults(func=cmd_show)
+    annotation_cli.add_commands(sub, common)
     return parser
 
 

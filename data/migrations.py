@@ -25,7 +25,9 @@ def apply(db: sqlite_utils.Database) -> list[str]:
     for name, fn in MIGRATIONS:
         if name in done:
             continue
-        with db.conn:
+        with db.conn:  # one transaction per migration: it lands whole or not at all
+            if not db.conn.in_transaction:
+                db.execute("begin")  # sqlite3 opens none before CREATE by itself
             fn(db)
             db.execute(
                 "insert into _migrations (name, applied) values (?, ?)",
@@ -70,3 +72,89 @@ def m001_core(db: sqlite_utils.Database) -> None:
         {"provider": str, "query": str, "k": int, "results": str, "searched": str},
         pk=("provider", "query", "k"),
     )
+
+
+@migration
+def m002_arena(db: sqlite_utils.Database) -> None:
+    """Arena: outputs of any system (finished runs and imported texts), battles shown to people,
+    their votes and the LLM judge's votes. Votes are append-only: triggers refuse update and delete.
+    Python's sqlite3 runs DDL outside any transaction unless one is open, so this opens one: with
+    ``apply``'s ``with db.conn`` the tables and the ``_migrations`` row land together or not at all."""
+    statements = (
+        """create table outputs (
+            id integer primary key,
+            task_id integer not null references tasks(id),
+            method text not null,
+            text text not null,
+            digest text not null,
+            source text not null check (source in ('import', 'run')),
+            run_id text references runs(id),
+            created text not null)""",
+        "create unique index outputs_run on outputs(run_id) where run_id is not null",
+        "create unique index outputs_import on outputs(task_id, method, digest) where source = 'import'",
+        "create index outputs_task on outputs(task_id, method)",
+        """create table battles (
+            id integer primary key,
+            task_id integer not null references tasks(id),
+            output_a integer references outputs(id),
+            output_b integer references outputs(id),
+            method_a text not null,
+            method_b text not null,
+            annotator text not null,
+            source text not null default 'arena' check (source in ('arena', 'import')),
+            created text not null)""",
+        "create index battles_annotator on battles(annotator)",
+        "create index battles_methods on battles(method_a, method_b)",
+        """create table votes (
+            id integer primary key,
+            battle_id integer not null unique references battles(id),
+            annotator text not null,
+            choice text not null check (choice in ('a', 'b', 'tie', 'both_bad')),
+            created text not null)""",
+        """create trigger votes_append_only_update before update on votes
+            begin select raise(abort, 'votes are append-only'); end""",
+        """create trigger votes_append_only_delete before delete on votes
+            begin select raise(abort, 'votes are append-only'); end""",
+        """create table judge_votes (
+            id integer primary key,
+            task_id integer not null references tasks(id),
+            method_a text not null,
+            method_b text not null,
+            output_a integer references outputs(id),
+            output_b integer references outputs(id),
+            choice text not null check (choice in ('a', 'b', 'tie')),
+            n integer not null,
+            detail text not null,
+            model text not null,
+            created text not null)""",
+        "create index judge_votes_pair on judge_votes(output_a, output_b, model)",
+        """create trigger judge_votes_append_only_update before update on judge_votes
+            begin select raise(abort, 'judge votes are append-only'); end""",
+        """create trigger judge_votes_append_only_delete before delete on judge_votes
+            begin select raise(abort, 'judge votes are append-only'); end""",
+    )
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for sql in statements:
+        db.execute(sql)
+
+
+@migration
+def m003_procedures(db: sqlite_utils.Database) -> None:
+    """AAG's procedural memory (paper 002, section 3.1): procedures (input, output, steps), filled
+    from finished runs, imported JSONL or by hand. ``steps`` is a JSON list of strings; ``digest``
+    keeps the same procedure from being stored twice."""
+    statements = (
+        """create table procedures (
+            id integer primary key,
+            input text not null,
+            output text not null,
+            steps text not null,
+            source text not null check (source in ('run', 'import', 'task', 'manual')),
+            run_id text references runs(id),
+            digest text not null unique,
+            created text not null)""",
+        "create index procedures_run on procedures(run_id) where run_id is not null",
+    )
+    for sql in statements:
+        db.execute(sql)

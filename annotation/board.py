@@ -1,0 +1,49 @@
+"""Leaderboards kept up to date as votes arrive, for the arena and the leaderboard tab.
+
+A ``Boards`` object holds one ``Tally`` per (source, task set) and, when asked, folds in only
+the votes recorded since it last looked. Because the TrueSkill draw probability is the observed
+draw rate rounded to 0.01 (see ``annotation.ratings``), folding in new votes gives exactly what
+a rebuild from scratch gives; when the rounded rate moves, it rebuilds. Safe to share between
+Gradio's worker threads (one lock; each thread reads through its own Store connection).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from annotation.ratings import Tally, draw_probability, outcome, tally
+from data import arena
+from data.store import Store
+
+
+class Boards:
+    def __init__(self, store: Store):
+        self.store = store
+        self._tallies: dict[tuple[str, str | None], Tally] = {}
+        self._lock = threading.Lock()
+
+    def tally(self, source: str = "people", task_set: str | None = None) -> Tally:
+        """A private copy of the up-to-date tally of ``source`` ('people' or 'judge') over the
+        tasks of ``task_set`` (None: all). Raises ValueError for another source, StoreError."""
+        with self._lock:
+            key = (source, task_set)
+            current = self._tallies.get(key)
+            new = arena.vote_rows(self.store, source, task_set, after_id=current.last_id if current else 0)
+            if current is None or (new and not _same_draw_rate(current, new)):
+                current = self._rebuild(source, task_set, new if current is None else None)
+            elif new:
+                current.add_all(r[1:] for r in new)
+                current.last_id = new[-1][0]
+            self._tallies[key] = current
+            return current.copy()
+
+    def _rebuild(self, source: str, task_set: str | None, rows: list[tuple] | None) -> Tally:
+        rows = rows if rows is not None else arena.vote_rows(self.store, source, task_set)
+        fresh = tally([r[1:] for r in rows])
+        fresh.last_id = rows[-1][0] if rows else 0
+        return fresh
+
+
+def _same_draw_rate(t: Tally, new: list[tuple]) -> bool:
+    draws = t.draws + sum(outcome(r[3]) == "draw" for r in new)
+    return draw_probability(draws, t.total + len(new)) == t.p_draw

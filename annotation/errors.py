@@ -1,0 +1,18 @@
+"""Errors of the arena. Like every RatStudioError, the message is shown to the user as it is."""
+
+from __future__ import annotations
+
+from core.errors import RatStudioError
+
+
+class ArenaError(RatStudioError):
+    """Something in the arena, the leaderboard or the judge cannot be done as asked."""
+
+
+class ImportFormatError(ArenaError):
+    """A line of a JSONL file to import is not what ``votes import``/``outputs import`` reads.
+    The message names the line and the fix; nothing of the file was imported."""
+
+
+class NoPairLeft(ArenaError):
+    """There is no pair of outputs left to show this annotator; the message says how to make more."""

@@ -1,0 +1,99 @@
+"""Which two outputs an annotator sees next.
+
+Candidates are pairs of outputs of the same task from two different methods (finished runs and
+imported outputs alike) that this annotator has not been shown yet — an annotator never sees
+the same pair of outputs twice, whether or not they voted on it. Among them, the pair that
+teaches the leaderboard most comes first, by this key, smallest first:
+
+1. how many battles people were shown for the pair's two *methods* (the least-compared methods
+   first: every method pair gets evidence before any gets a lot);
+2. minus TrueSkill's match quality of the two methods' current ratings (evenly matched,
+   uncertain pairs first: their result is the least predictable);
+3. how many battles were shown for this very pair of *outputs* (spread over tasks);
+4. a random number (ties broken at random).
+
+Which output is A and which is B is a coin flip.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from itertools import combinations
+
+from annotation.errors import NoPairLeft
+from annotation.ratings import Tally
+from data import arena
+from data.store import Store
+
+HOW_TO_MAKE_MORE = (
+    "To make more, run methods on the same tasks (the Writer tab, or `python app.py batch`), "
+    "or import outputs of other systems with `python app.py outputs import FILE.jsonl`."
+)
+
+
+def candidate_pairs(outputs: Sequence[dict]) -> list[tuple[dict, dict]]:
+    """Every pair of outputs (rows with id, task_id, method) of one task from two methods."""
+    by_task: dict[int, list[dict]] = defaultdict(list)
+    for o in outputs:
+        by_task[o["task_id"]].append(o)
+    return [
+        (x, y)
+        for group in by_task.values()
+        for x, y in combinations(group, 2)
+        if x["method"] != y["method"]
+    ]
+
+
+def choose_pair(
+    outputs: Sequence[dict],
+    seen: set[frozenset[int]],
+    method_battles: dict[frozenset[str], int],
+    output_battles: dict[frozenset[int], int],
+    quality: Callable[[str, str], float],
+    rng: random.Random,
+) -> tuple[dict, dict] | None:
+    """The pair to show next by the key in the module docstring, in random A/B order;
+    None when every candidate pair was already seen."""
+    memo: dict[frozenset[str], float] = {}
+
+    def key(pair: tuple[dict, dict]) -> tuple:
+        x, y = pair
+        methods = frozenset((x["method"], y["method"]))
+        if methods not in memo:
+            memo[methods] = quality(x["method"], y["method"])
+        ids = frozenset((x["id"], y["id"]))
+        return (method_battles.get(methods, 0), -round(memo[methods], 9), output_battles.get(ids, 0), rng.random())
+
+    fresh = [p for p in candidate_pairs(outputs) if frozenset((p[0]["id"], p[1]["id"])) not in seen]
+    if not fresh:
+        return None
+    x, y = min(fresh, key=key)
+    return (y, x) if rng.random() < 0.5 else (x, y)
+
+
+def quality_from(t: Tally) -> Callable[[str, str], float]:
+    """Match quality of two methods under the tally's ratings (new methods at the prior)."""
+    prior = (t.ts.env.mu, t.ts.env.sigma)
+    return lambda m1, m2: t.ts.quality(t.ratings.get(m1, prior), t.ratings.get(m2, prior))
+
+
+def next_battle(
+    store: Store, annotator: str, people: Tally, *, rng: random.Random | None = None, task_set: str | None = None
+) -> int:
+    """Start the next battle for ``annotator`` and return its id. ``people`` is the current tally
+    of people's votes (for match quality). Raises NoPairLeft when there is nothing (left) to show,
+    StoreError."""
+    arena.sync_run_outputs(store)
+    outputs = arena.arena_outputs(store, task_set)
+    if not outputs:
+        raise NoPairLeft("No task has finished outputs from two different methods yet. " + HOW_TO_MAKE_MORE)
+    method_battles, output_battles = arena.battle_counts(store)
+    pair = choose_pair(
+        outputs, arena.seen_output_pairs(store, annotator), method_battles, output_battles,
+        quality_from(people), rng or random.Random(),
+    )
+    if pair is None:
+        raise NoPairLeft(f"You have judged every pair there is, {annotator} — thank you! " + HOW_TO_MAKE_MORE)
+    return arena.create_battle(store, pair[0]["id"], pair[1]["id"], annotator)

@@ -1,0 +1,96 @@
+"""How long the leaderboard takes: rebuild from 100,000 votes over 12 methods, and record one
+vote with the leaderboard brought up to date. Prints numbers; passes or fails nothing.
+
+    python bench/leaderboard.py [--votes 100000] [--methods 12] [--rounds 100]
+
+Targets: TrueSkill rebuild under 2 s; Bradley–Terry with 100 bootstrap rounds under 10 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from annotation import ratings  # noqa: E402
+from annotation.board import Boards  # noqa: E402
+from data import arena  # noqa: E402
+from data.store import Store  # noqa: E402
+
+
+def synthetic(n_votes: int, n_methods: int, seed: int = 0) -> list[tuple[str, str, str]]:
+    """Votes between methods of evenly spread strengths; about 1 in 5 a draw."""
+    rng = np.random.default_rng(seed)
+    names = [f"method{k:02d}" for k in range(n_methods)]
+    strength = np.linspace(-1, 1, n_methods)
+    a = rng.integers(0, n_methods, n_votes)
+    b = (a + rng.integers(1, n_methods, n_votes)) % n_methods
+    p_a = 1 / (1 + np.exp(strength[b] - strength[a]))
+    u = rng.random(n_votes)
+    choice = np.where(u < 0.2, "tie", np.where(u < 0.2 + 0.8 * p_a, "a", "b"))
+    return [(names[i], names[j], str(c)) for i, j, c in zip(a, b, choice)]
+
+
+def timed(fn, *args, **kwargs):
+    started = time.perf_counter()
+    result = fn(*args, **kwargs)
+    return result, time.perf_counter() - started
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--votes", type=int, default=100_000)
+    ap.add_argument("--methods", type=int, default=12)
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--single", type=int, default=50, help="single votes timed one by one")
+    args = ap.parse_args()
+
+    votes = synthetic(args.votes, args.methods)
+    print(f"{args.votes:,} votes over {args.methods} methods")
+    t, s = timed(ratings.tally, votes)
+    print(f"TrueSkill rebuild (in memory):            {s:7.3f} s   (target < 2 s)")
+    methods = t.methods
+    w, _ = ratings.pair_matrices(t, methods)
+    _, s_fit = timed(ratings.bradley_terry, w)
+    _, s_boot = timed(ratings.bootstrap_bt, t, methods, rounds=args.rounds)
+    print(f"Bradley–Terry fit + {args.rounds} bootstrap rounds:  {s_fit + s_boot:7.3f} s   (target < 10 s)")
+    _, s_rows = timed(ratings.rows, t, bootstrap=args.rounds)
+    print(f"Leaderboard rows from a tally (BT + CI):  {s_rows:7.3f} s")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Store(Path(tmp) / "bench.db")
+        records = [{"prompt": f"task {k % 500}", "kind": "writing", "task_set": "", "task_id": None,
+                    "method_a": a, "method_b": b, "choice": c, "annotator": f"ann{k % 40}", "line": k + 1}
+                   for k, (a, b, c) in enumerate(votes)]
+        _, s_import = timed(arena.import_votes, store, records)
+        print(f"Import of the votes into SQLite:          {s_import:7.3f} s")
+        boards = Boards(store)
+        _, s_db = timed(boards.tally, "people")
+        print(f"TrueSkill rebuild from SQLite:            {s_db:7.3f} s")
+
+        arena.import_outputs(store, [{"prompt": "bench task", "kind": "writing", "task_set": "", "method": m,
+                                      "text": f"text of {m}"} for m in methods[:2]])
+        ids = [o["id"] for o in arena.arena_outputs(store) if o["method"] in methods[:2]][-2:]
+        battles = [arena.create_battle(store, ids[0], ids[1], "bench") for _ in range(args.single)]
+        record_s, update_s, table_s = [], [], []
+        for k, battle in enumerate(battles):
+            _, s1 = timed(arena.record_vote, store, battle, "bench", "a" if k % 2 else "tie")
+            current, s2 = timed(boards.tally, "people")
+            _, s3 = timed(ratings.rows, current, bootstrap=args.rounds)
+            record_s.append(s1)
+            update_s.append(s2)
+            table_s.append(s3)
+        ms = lambda xs: 1000 * float(np.median(xs))  # noqa: E731
+        print(f"One vote: record {ms(record_s):.2f} ms + TrueSkill update {ms(update_s):.2f} ms "
+              f"(median of {args.single}; slowest update {1000 * max(update_s):.1f} ms: it rebuilds only when the "
+              f"rounded draw rate moves); whole table with BT CI {ms(table_s):.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,358 @@
+"""Arena queries: outputs of any system, battles shown to annotators, their votes, and the LLM
+judge's votes. The only SQL of the arena, leaderboard and judge lives here.
+
+Every write runs in its own ``begin immediate`` transaction, so many annotators voting at once
+wait for each other (``busy_timeout`` is set by ``Store``) instead of failing half-way, and an
+import of a whole file lands in one transaction or not at all. Votes are append-only: the schema
+refuses updates and deletes (see migration ``m002_arena``).
+
+Finished runs enter the arena through ``sync_run_outputs``, which copies their final text into
+``outputs`` (a snapshot: the text an annotator judged is the text stored with the battle), so
+imported outputs and runs are read through the same queries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import sqlite_utils
+
+from core.errors import StoreError
+from data.store import Store, now
+
+CHOICES = ("a", "b", "tie", "both_bad")
+JUDGE_CHOICES = ("a", "b", "tie")
+SOURCES = ("people", "judge")
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@contextmanager
+def _write(db: sqlite_utils.Database, what: str) -> Iterator[sqlite3.Connection]:
+    """One write transaction. Raises StoreError (naming ``what``) when SQLite refuses it."""
+    conn = db.conn
+    try:
+        conn.execute("begin immediate")
+    except sqlite3.Error as exc:
+        raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database file.") from exc
+    try:
+        yield conn
+    except sqlite3.Error as exc:
+        conn.rollback()
+        raise StoreError(f"Could not {what}: {exc}.") from exc
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
+
+
+def _task_id(conn: sqlite3.Connection, prompt: str, kind: str, task_set: str) -> int:
+    """The id of the task (created if new), inside the caller's transaction."""
+    row = conn.execute(
+        "select id from tasks where prompt = ? and kind = ? and task_set = ?", [prompt, kind, task_set]
+    ).fetchone()
+    if row:
+        return row[0]
+    cur = conn.execute(
+        "insert into tasks (prompt, kind, task_set, meta, created) values (?, ?, ?, '{}', ?)",
+        [prompt, kind, task_set, now()],
+    )
+    return cur.lastrowid
+
+
+def _import_output(conn: sqlite3.Connection, task_id: int, method: str, text: str) -> tuple[int, bool]:
+    """(output id, whether it was new) of an imported text, inside the caller's transaction."""
+    key = digest(text)
+    row = conn.execute(
+        "select id from outputs where task_id = ? and method = ? and digest = ? and source = 'import'",
+        [task_id, method, key],
+    ).fetchone()
+    if row:
+        return row[0], False
+    cur = conn.execute(
+        "insert into outputs (task_id, method, text, digest, source, run_id, created) "
+        "values (?, ?, ?, ?, 'import', null, ?)",
+        [task_id, method, text, key, now()],
+    )
+    return cur.lastrowid, True
+
+
+# -- outputs ----------------------------------------------------------------------------------
+
+
+def sync_run_outputs(store: Store) -> int:
+    """Copy finished runs (status 'done', non-empty final text) not yet in ``outputs``; returns
+    how many were added. Raises StoreError."""
+    new_runs = (
+        "from runs where status = 'done' and trim(coalesce(final_text, '')) != '' "
+        "and id not in (select run_id from outputs where run_id is not null)"
+    )
+    if store.db.execute(f"select 1 {new_runs} limit 1").fetchone() is None:
+        return 0  # the usual case: no write transaction for nothing
+    with _write(store.db, "add finished runs to the arena") as conn:
+        cur = conn.execute(
+            "insert or ignore into outputs (task_id, method, text, digest, source, run_id, created) "
+            f"select task_id, method, final_text, '', 'run', id, ? {new_runs}",
+            [now()],
+        )
+    return cur.rowcount
+
+
+def import_outputs(store: Store, records: Iterable[dict]) -> tuple[int, int]:
+    """Add outputs of any system, all in one transaction: each record has ``prompt``, ``kind``,
+    ``task_set``, ``method`` and ``text``. Returns (added, already present). Raises StoreError."""
+    added = present = 0
+    with _write(store.db, "import the outputs") as conn:
+        for r in records:
+            task_id = _task_id(conn, r["prompt"], r["kind"], r["task_set"])
+            _, new = _import_output(conn, task_id, r["method"], r["text"])
+            added += new
+            present += not new
+    return added, present
+
+
+def arena_outputs(store: Store, task_set: str | None = None) -> list[dict]:
+    """Outputs (id, task_id, method) of tasks that have outputs from at least two methods."""
+    sql = (
+        "select id, task_id, method from outputs where task_id in "
+        "(select task_id from outputs group by task_id having count(distinct method) >= 2)"
+    )
+    args: list[Any] = []
+    if task_set is not None:
+        sql += " and task_id in (select id from tasks where task_set = ?)"
+        args.append(task_set)
+    return list(store.db.query(sql + " order by id", args))
+
+
+def output_count(store: Store) -> int:
+    return store.db.execute("select count(*) from outputs").fetchone()[0]
+
+
+def latest_outputs(store: Store, methods: Iterable[str] | None = None) -> list[dict]:
+    """For each task and method, its newest output: task_id, prompt, method, id, text."""
+    rows = store.db.query(
+        "select o.id, o.task_id, o.method, o.text, t.prompt from outputs o join tasks t on t.id = o.task_id "
+        "where o.id in (select max(id) from outputs group by task_id, method) order by o.task_id, o.method"
+    )
+    wanted = set(methods) if methods is not None else None
+    return [r for r in rows if wanted is None or r["method"] in wanted]
+
+
+def methods(store: Store) -> list[str]:
+    """Every method that has an output or a vote, sorted."""
+    rows = store.db.execute(
+        "select method from outputs union select method_a from battles union select method_b from battles "
+        "union select method_a from judge_votes union select method_b from judge_votes order by 1"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def task_sets(store: Store) -> list[str]:
+    return [r[0] for r in store.db.execute("select distinct task_set from tasks order by 1").fetchall()]
+
+
+# -- battles and votes ------------------------------------------------------------------------
+
+
+def seen_output_pairs(store: Store, annotator: str) -> set[frozenset[int]]:
+    """The output pairs this annotator has been shown (voted on or not)."""
+    rows = store.db.execute(
+        "select output_a, output_b from battles where annotator = ? and output_a is not null", [annotator]
+    ).fetchall()
+    return {frozenset(r) for r in rows}
+
+
+def battle_counts(store: Store) -> tuple[dict[frozenset[str], int], dict[frozenset[int], int]]:
+    """How often each method pair and each output pair was shown to people (any annotator)."""
+    by_methods: dict[frozenset[str], int] = {}
+    by_outputs: dict[frozenset[int], int] = {}
+    for ma, mb, oa, ob, n in store.db.execute(
+        "select method_a, method_b, output_a, output_b, count(*) from battles group by 1, 2, 3, 4"
+    ).fetchall():
+        key = frozenset((ma, mb))
+        by_methods[key] = by_methods.get(key, 0) + n
+        if oa is not None and ob is not None:
+            okey = frozenset((oa, ob))
+            by_outputs[okey] = by_outputs.get(okey, 0) + n
+    return by_methods, by_outputs
+
+
+def create_battle(store: Store, output_a: int, output_b: int, annotator: str) -> int:
+    """Record that ``annotator`` is shown outputs A and B (A first). Raises StoreError."""
+    with _write(store.db, "start a battle") as conn:
+        rows = conn.execute(
+            "select id, task_id, method from outputs where id in (?, ?)", [output_a, output_b]
+        ).fetchall()
+        found = {r[0]: r for r in rows}
+        if output_a not in found or output_b not in found:
+            raise StoreError(f"Output {output_a} or {output_b} is not in {store.path}.")
+        cur = conn.execute(
+            "insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, source, created) "
+            "values (?, ?, ?, ?, ?, ?, 'arena', ?)",
+            [found[output_a][1], output_a, output_b, found[output_a][2], found[output_b][2], annotator, now()],
+        )
+    return cur.lastrowid
+
+
+def get_battle(store: Store, battle_id: int) -> dict:
+    """The battle with its task prompt, both texts and its vote (``choice`` is None before it).
+    Raises StoreError when there is no such battle."""
+    rows = list(
+        store.db.query(
+            "select b.*, t.prompt as prompt, t.kind as kind, oa.text as text_a, ob.text as text_b, "
+            "v.choice as choice from battles b join tasks t on t.id = b.task_id "
+            "left join outputs oa on oa.id = b.output_a left join outputs ob on ob.id = b.output_b "
+            "left join votes v on v.battle_id = b.id where b.id = ?",
+            [battle_id],
+        )
+    )
+    if not rows:
+        raise StoreError(f"No battle {battle_id} in {store.path}.")
+    return rows[0]
+
+
+def record_vote(store: Store, battle_id: int, annotator: str, choice: str) -> int:
+    """Append the annotator's vote on a battle shown to them; returns the vote id.
+    Raises ValueError for a choice not in CHOICES, StoreError when the battle is unknown, was
+    shown to someone else, or already has a vote."""
+    if choice not in CHOICES:
+        raise ValueError(f"choice must be one of {CHOICES}, not {choice!r}")
+    with _write(store.db, "record the vote") as conn:
+        row = conn.execute("select annotator from battles where id = ?", [battle_id]).fetchone()
+        if row is None:
+            raise StoreError(f"No battle {battle_id}: press Next to get a new pair.")
+        if row[0] != annotator:
+            raise StoreError("This pair was shown to another annotator: press Next to get your own.")
+        if conn.execute("select 1 from votes where battle_id = ?", [battle_id]).fetchone():
+            raise StoreError("You already voted on this pair: press Next for a new one.")
+        cur = conn.execute(
+            "insert into votes (battle_id, annotator, choice, created) values (?, ?, ?, ?)",
+            [battle_id, annotator, choice, now()],
+        )
+    return cur.lastrowid
+
+
+def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
+    """Add votes cast elsewhere, all in one transaction. Each record has ``prompt``, ``kind``,
+    ``task_set`` (or ``task_id`` of a task in this database), ``method_a``, ``method_b``,
+    ``choice``, ``annotator``, optional ``output_a``/``output_b`` texts, optional ``created`` and
+    ``line`` (for messages). A record with ``created`` equal to a vote already here (same task,
+    methods, annotator, choice) is skipped, so importing an export twice adds nothing.
+    Returns (added, skipped). Raises StoreError (naming the line) for an unknown task id."""
+    added = skipped = 0
+    with _write(store.db, "import the votes") as conn:
+        for r in records:
+            task_id = _record_task_id(conn, r, store)
+            if r.get("created") and _vote_exists(conn, task_id, r):
+                skipped += 1
+                continue
+            _insert_imported_vote(conn, task_id, r)
+            added += 1
+    return added, skipped
+
+
+def _record_task_id(conn: sqlite3.Connection, r: dict, store: Store) -> int:
+    if r.get("task_id") is None:
+        return _task_id(conn, r["prompt"], r["kind"], r["task_set"])
+    if not conn.execute("select 1 from tasks where id = ?", [r["task_id"]]).fetchone():
+        raise StoreError(
+            f"line {r.get('line', '?')}: no task {r['task_id']} in {store.path}; "
+            "give the task's text instead of its id."
+        )
+    return r["task_id"]
+
+
+def _vote_exists(conn: sqlite3.Connection, task_id: int, r: dict) -> bool:
+    return conn.execute(
+        "select 1 from votes v join battles b on b.id = v.battle_id where b.task_id = ? and b.method_a = ? "
+        "and b.method_b = ? and v.annotator = ? and v.choice = ? and v.created = ?",
+        [task_id, r["method_a"], r["method_b"], r["annotator"], r["choice"], r["created"]],
+    ).fetchone() is not None
+
+
+def _insert_imported_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> None:
+    outs = [
+        _import_output(conn, task_id, r[m], r[o])[0] if r.get(o) else None
+        for m, o in (("method_a", "output_a"), ("method_b", "output_b"))
+    ]
+    stamp = r.get("created") or now()
+    cur = conn.execute(
+        "insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, source, created) "
+        "values (?, ?, ?, ?, ?, ?, 'import', ?)",
+        [task_id, outs[0], outs[1], r["method_a"], r["method_b"], r["annotator"], stamp],
+    )
+    conn.execute(
+        "insert into votes (battle_id, annotator, choice, created) values (?, ?, ?, ?)",
+        [cur.lastrowid, r["annotator"], r["choice"], stamp],
+    )
+
+
+def export_votes(store: Store) -> Iterator[dict]:
+    """People's votes in the order they were recorded, as ``votes import`` reads them."""
+    rows = store.db.query(
+        "select v.id, t.prompt as task, t.id as task_id, t.kind, t.task_set, b.method_a, b.method_b, "
+        "v.choice as winner, v.annotator, v.created, oa.text as output_a, ob.text as output_b "
+        "from votes v join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id "
+        "left join outputs oa on oa.id = b.output_a left join outputs ob on ob.id = b.output_b order by v.id"
+    )
+    for row in rows:
+        row.pop("id")
+        yield {k: v for k, v in row.items() if v is not None}
+
+
+def vote_rows(store: Store, source: str = "people", task_set: str | None = None, after_id: int = 0) -> list[tuple]:
+    """(id, method_a, method_b, choice, task_id) of people's votes (``source='people'``) or the
+    judge's (``'judge'``), in the order they were recorded, with id > ``after_id``.
+    Raises ValueError for another source."""
+    if source == "people":
+        sql = (
+            "select v.id, b.method_a, b.method_b, v.choice, b.task_id from votes v "
+            "join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id where v.id > ?"
+        )
+    elif source == "judge":
+        sql = (
+            "select j.id, j.method_a, j.method_b, j.choice, j.task_id from judge_votes j "
+            "join tasks t on t.id = j.task_id where j.id > ?"
+        )
+    else:
+        raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
+    args: list[Any] = [after_id]
+    if task_set is not None:
+        sql += " and t.task_set = ?"
+        args.append(task_set)
+    return store.db.execute(sql + " order by 1", args).fetchall()
+
+
+# -- the LLM judge ----------------------------------------------------------------------------
+
+
+def judged_output_pairs(store: Store, model: str) -> set[frozenset[int]]:
+    rows = store.db.execute(
+        "select output_a, output_b from judge_votes where model = ? and output_a is not null", [model]
+    ).fetchall()
+    return {frozenset(r) for r in rows}
+
+
+def add_judge_vote(
+    store: Store, *, task_id: int, output_a: int, output_b: int, method_a: str, method_b: str,
+    choice: str, n: int, detail: dict, model: str,
+) -> int:
+    """Append one judged pair (the majority of ``n`` calls). Raises ValueError for a choice not
+    in JUDGE_CHOICES, StoreError when it cannot be written."""
+    if choice not in JUDGE_CHOICES:
+        raise ValueError(f"judge choice must be one of {JUDGE_CHOICES}, not {choice!r}")
+    with _write(store.db, "store the judge's vote") as conn:
+        cur = conn.execute(
+            "insert into judge_votes (task_id, method_a, method_b, output_a, output_b, choice, n, detail, model, "
+            "created) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [task_id, method_a, method_b, output_a, output_b, choice, n,
+             json.dumps(detail, ensure_ascii=False), model, now()],
+        )
+    return cur.lastrowid

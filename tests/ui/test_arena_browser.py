@@ -1,0 +1,119 @@
+"""The Arena tab end to end: blind before the vote (page, /config, API info), revealed after,
+and outputs shown as inert text. The browser test drives a real headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from core.services import Services
+from core.settings import Settings
+from data import arena
+from data.store import Store
+from ui import arena as arena_tab
+from ui.arena import reveal_text, safe_markdown
+
+CHROMIUM = "/usr/bin/chromium"
+METHODS = ("zebrafinchmethod", "yakherdmethod")
+HOSTILE = 'Alpha answer <script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+
+
+@pytest.fixture
+def services(tmp_path) -> Services:
+    path = tmp_path / "arena.db"
+    store = Store(path)
+    arena.import_outputs(store, [
+        {"prompt": "Describe the owl", "kind": "writing", "task_set": "", "method": METHODS[0], "text": HOSTILE},
+        {"prompt": "Describe the owl", "kind": "writing", "task_set": "", "method": METHODS[1],
+         "text": "Beta answer: owls hunt at **night**."},
+    ])
+    return Services(settings=Settings(db_path=path), store=store)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def app(services):
+    with gr.Blocks() as demo:
+        arena_tab.build(services)
+    port = free_port()
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
+    yield f"http://127.0.0.1:{port}"
+    demo.close()
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read().decode()
+
+
+def leaks(text: str) -> list[str]:
+    return [m for m in METHODS if m in text]
+
+
+def test_no_method_name_in_config_or_api_info(app):
+    config = get(f"{app}/config")
+    assert leaks(config) == []
+    info = json.loads(get(f"{app}/gradio_api/info"))
+    assert info["named_endpoints"] == {} and info["unnamed_endpoints"] == {}  # every event is private
+    deps = json.loads(config)["dependencies"]
+    assert deps and all(d["api_visibility"] == "private" for d in deps)
+
+
+@pytest.mark.parametrize("text, inert", [
+    ("<script>alert(1)</script>", "&lt;script>"),
+    ('<img src=x onerror="alert(1)">', "&lt;img"),
+    ("[click](javascript:alert(1))", "[click](#)"),
+])
+def test_safe_markdown_makes_html_inert(text, inert):
+    assert inert in safe_markdown(text)
+
+
+def test_safe_markdown_keeps_code_as_written():
+    text = "Use `a < b` here.\n\n```\nif a < b: pass\n```\n"
+    assert safe_markdown(text) == text
+
+
+def test_reveal_names_both_methods():
+    shown = reveal_text({"method_a": "rat", "method_b": "<b>cot</b>", "choice": "both_bad"})
+    assert "`rat`" in shown and "&lt;b&gt;cot" in shown and "Both are bad" in shown
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+def test_blind_until_the_vote_in_a_browser(app, services):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page()
+            dialogs = []
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(app)
+            page.get_by_label("Your name").fill("ana")
+            page.get_by_role("button", name="Start").click()
+            page.get_by_text("Beta answer").wait_for(timeout=15_000)
+            page.get_by_text("Alpha answer").wait_for()
+            assert leaks(page.content()) == []
+            assert page.evaluate("window.pwned") is None and dialogs == []
+
+            page.get_by_role("button", name="A is better").click()
+            page.get_by_text("was written by").wait_for(timeout=15_000)
+            assert set(leaks(page.content())) == set(METHODS)
+            assert page.get_by_role("button", name="B is better").is_disabled()
+        finally:
+            browser.close()
+    rows = arena.vote_rows(services.store)
+    assert [(r[3]) for r in rows] == ["a"] and {rows[0][1], rows[0][2]} == set(METHODS)

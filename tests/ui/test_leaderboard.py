@@ -1,0 +1,61 @@
+"""ui.leaderboard: the handlers called directly (no browser)."""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+import pytest
+from matplotlib.figure import Figure
+
+from core.services import Services
+from core.settings import Settings
+from data import arena
+from data.store import Store
+from ui import leaderboard
+
+
+@pytest.fixture
+def tab(tmp_path):
+    path = tmp_path / "lb.db"
+    store = Store(path)
+    votes = [{"prompt": "t", "kind": "writing", "task_set": "s", "task_id": None, "method_a": a, "method_b": b,
+              "choice": c, "annotator": "ana", "output_a": None, "output_b": None, "created": None, "line": 1}
+             for a, b, c in [("rat", "cot", "a"), ("cot", "direct", "tie"), ("rat", "direct", "both_bad")]]
+    arena.import_votes(store, votes)
+    with gr.Blocks() as demo:
+        built = leaderboard.build(Services(settings=Settings(db_path=path), store=store))
+    built.demo = demo
+    return built
+
+
+def test_show_people(tab):
+    out = tab.show("people", leaderboard.ALL)
+    assert [row[0] for row in out[tab.table]][0] == "rat"
+    assert len(out[tab.table]) == 3 and "3** people votes" in out[tab.summary]
+    assert all(isinstance(out[p], Figure) for p in (tab.ratings_plot, tab.winrate_plot, tab.battles_plot))
+
+
+def test_show_without_votes_says_what_to_do(tab):
+    out = tab.show("judge", leaderboard.ALL)
+    assert out[tab.table] == [] and "run the LLM judge" in out[tab.summary]
+    assert tab.show("people", "no such set")[tab.table] == []
+
+
+def test_choices_list_task_sets_and_methods(tab):
+    out = tab.choices()
+    assert ("s", "s") in out[tab.task_set]["choices"]
+    assert out[tab.method_a]["choices"] == ["cot", "direct", "rat"]
+
+
+async def test_judge_needs_two_different_methods(tab):
+    with pytest.raises(gr.Error):
+        await tab.run_judge("rat", None, 10)
+    with pytest.raises(gr.Error):
+        await tab.run_judge("rat", "rat", 10)
+
+
+def test_every_event_is_private(tab):
+    deps = tab.demo.get_config_file()["dependencies"]
+    assert deps and all(d["api_visibility"] == "private" for d in deps)
+    json.dumps([d["api_name"] for d in deps])

@@ -1,0 +1,189 @@
+"""The Arena tab: an annotator sees a task and two anonymous outputs, A and B, from two methods,
+votes, and only then learns which methods wrote them.
+
+Blind for real: which method wrote which output never reaches the browser before the vote.
+The browser session's ``gr.State`` holds only the annotator's name and the id of the battle
+shown (Gradio keeps State values on the server; their outputs are sent to the client as None),
+the battle's methods stay in the database until ``reveal`` reads them after the vote, no
+component is created with a method name in its value, and every event is private in Gradio's
+API (``api_visibility="private"``).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import re
+
+import gradio as gr
+
+from annotation.board import Boards
+from annotation.errors import NoPairLeft
+from annotation.pairing import next_battle
+from core.errors import StoreError
+from core.services import Services
+from data import arena
+
+CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
+MAX_NAME = 80
+
+# The arena rules of the RAT paper's appendix C (after Chatbot Arena's), in our words.
+RULES = """### How to judge
+You see one task and two answers to it, **A** and **B**, written by two different methods.
+Which method wrote which stays hidden until you have voted.
+
+- Read both answers and choose the better one. When they are about equally good, choose **Tie**;
+  when neither would be acceptable, choose **Both are bad**.
+- After your vote the two methods are shown. Press **Next** for another pair
+  (pressing Next before voting skips the pair).
+
+Weigh the answers on:
+1. **Relevance** — does it do what the task asks?
+2. **Accuracy** — are its facts and steps right?
+3. **Completeness** — is anything needed missing or skipped?
+4. **Readability** — is it coherent and easy to follow?
+
+Do not let the length of an answer or its place (A or B) decide for you."""
+
+START_HINT = "Type your name and press **Start** to get your first pair."
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_SCRIPT_LINK = re.compile(r"\]\(\s*(?:javascript|data|vbscript):[^)]*\)", re.IGNORECASE)
+
+
+def safe_markdown(text: str) -> str:
+    """Markdown with every HTML tag made inert (``<`` escaped outside code, where Markdown
+    already shows it as text) and script links removed. Gradio's own sanitiser runs too."""
+    parts = re.split(r"(^(?:```|~~~)[^\n]*\n.*?^(?:```|~~~)[ \t]*$)", text or "", flags=re.MULTILINE | re.DOTALL)
+    out = []
+    for k, part in enumerate(parts):
+        out.append(part if k % 2 else _escape_prose(part))
+    return "".join(out)
+
+
+def _escape_prose(text: str) -> str:
+    pieces, last = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        pieces.append(_escape_plain(text[last:m.start()]))
+        pieces.append(m.group(0))
+        last = m.end()
+    pieces.append(_escape_plain(text[last:]))
+    return "".join(pieces)
+
+
+def _escape_plain(text: str) -> str:
+    return _SCRIPT_LINK.sub("](#)", text.replace("&", "&amp;").replace("<", "&lt;"))
+
+
+def _name(value: str) -> str:
+    """Method names (any text, from imports) shown inline."""
+    return "`" + html.escape(value.replace("`", "'")) + "`"
+
+
+# -- what the view shows ----------------------------------------------------------------------
+
+
+def battle_view(battle: dict) -> tuple[str, str, str]:
+    """(task, A, B) Markdown of a battle, with no method name in it."""
+    task = f"### Task\n{safe_markdown(battle['prompt'])}"
+    return task, safe_markdown(battle["text_a"] or "*(empty)*"), safe_markdown(battle["text_b"] or "*(empty)*")
+
+
+def reveal_text(battle: dict) -> str:
+    """Who wrote A and B, and the vote cast — only ever called after the vote."""
+    voted = CHOICE_LABELS.get(battle.get("choice") or "", "no vote")
+    return (f"**A** was written by {_name(battle['method_a'])}, **B** by {_name(battle['method_b'])}. "
+            f"Your vote: **{voted}**. Press **Next** for another pair.")
+
+
+# -- handlers ---------------------------------------------------------------------------------
+
+
+class ArenaTab:
+    """The components and handlers of one Arena tab. Per-user data lives in ``state`` only:
+    ``{"annotator": name, "battle": id or None}``."""
+
+    def __init__(self, services: Services):
+        self.services = services
+        self.boards = Boards(services.store)
+
+    def start(self, name: str) -> dict:
+        name = (name or "").strip()
+        if not name:
+            raise gr.Error("Type your name first: votes are kept under it.")
+        if len(name) > MAX_NAME:
+            raise gr.Error(f"Use a name of at most {MAX_NAME} characters.")
+        return self.next({"annotator": name, "battle": None})
+
+    def next(self, state: dict | None) -> dict:
+        if not state or not state.get("annotator"):
+            raise gr.Error("Type your name and press Start first.")
+        store = self.services.store
+        try:
+            battle_id = next_battle(store, state["annotator"], self.boards.tally("people"))
+            battle = arena.get_battle(store, battle_id)
+        except NoPairLeft as exc:
+            return self._empty(state, str(exc))
+        except StoreError as exc:
+            raise gr.Error(str(exc)) from exc
+        task, a, b = battle_view(battle)
+        return self._view({**state, "battle": battle_id}, task, a, b, "", voting=True)
+
+    def vote(self, choice: str, state: dict | None) -> dict:
+        if not state or not state.get("battle"):
+            raise gr.Error("There is no pair to vote on: press Next.")
+        store = self.services.store
+        try:
+            arena.record_vote(store, state["battle"], state["annotator"], choice)
+        except StoreError as exc:
+            raise gr.Error(str(exc)) from exc
+        battle = arena.get_battle(store, state["battle"])
+        return {self.state: {**state, "battle": None}, self.reveal: reveal_text(battle),
+                **{b: gr.update(interactive=False) for b in self.buttons.values()}}
+
+    def _empty(self, state: dict, message: str) -> dict:
+        return self._view({**state, "battle": None}, f"### Nothing to judge\n{message}", "", "", "", voting=False)
+
+    def _view(self, state: dict, task: str, a: str, b: str, reveal: str, *, voting: bool) -> dict:
+        return {
+            self.state: state, self.task: task, self.out_a: a, self.out_b: b, self.reveal: reveal,
+            self.next_btn: gr.update(interactive=True),
+            **{btn: gr.update(interactive=voting) for btn in self.buttons.values()},
+        }
+
+    # -- layout ---------------------------------------------------------------------------------
+    def layout(self) -> None:
+        self.state = gr.State(None)
+        gr.Markdown(RULES)
+        with gr.Row(equal_height=True):
+            self.name = gr.Textbox(label="Your name", placeholder="e.g. ana", max_length=MAX_NAME, scale=4)
+            self.start_btn = gr.Button("Start", variant="primary", scale=1)
+        self.task = gr.Markdown(START_HINT)
+        with gr.Row(equal_height=False):
+            with gr.Column(variant="panel"):
+                gr.Markdown("#### A")
+                self.out_a = gr.Markdown()
+            with gr.Column(variant="panel"):
+                gr.Markdown("#### B")
+                self.out_b = gr.Markdown()
+        with gr.Row():
+            self.buttons = {c: gr.Button(label, interactive=False) for c, label in CHOICE_LABELS.items()}
+        self.reveal = gr.Markdown()
+        self.next_btn = gr.Button("Next", interactive=False)
+
+    def wire(self) -> None:
+        view = [self.state, self.task, self.out_a, self.out_b, self.reveal, self.next_btn, *self.buttons.values()]
+        private = {"api_visibility": "private", "queue": True}
+        gr.on([self.start_btn.click, self.name.submit], self.start, inputs=self.name, outputs=view, **private)
+        self.next_btn.click(self.next, inputs=self.state, outputs=view, **private)
+        for choice, button in self.buttons.items():
+            button.click(functools.partial(self.vote, choice), inputs=self.state,
+                         outputs=[self.state, self.reveal, *self.buttons.values()], **private)
+
+
+def build(services: Services) -> ArenaTab:
+    """Create the Arena tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
+    tab = ArenaTab(services)
+    tab.layout()
+    tab.wire()
+    return tab

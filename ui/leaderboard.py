@@ -1,0 +1,145 @@
+"""The Leaderboard tab: TrueSkill and Bradley–Terry ratings of the methods from people's votes or
+the LLM judge's (kept apart), the win-rate and battle-count matrices, the agreement between the
+judge and people, and a button that runs the LLM judge."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from annotation import judge, plots, ratings
+from annotation.board import Boards
+from core.errors import RatStudioError
+from core.services import Services
+from data import arena
+from ui.arena import safe_markdown
+
+ALL = "__all__"  # the "every task set" choice
+SOURCE_CHOICES = [("People", "people"), ("LLM judge", "judge")]
+HEADERS = ["method", "mu", "sigma", "mu - 3 sigma", "win rate", "battles", "wins", "ties", "losses",
+           "BT", "BT 95% low", "BT 95% high"]
+BOOTSTRAP = 100
+
+EXPLAIN = """TrueSkill (mu 25, sigma 25/3, tau 0) updates the ratings vote by vote in the order they were
+cast; *Tie* and *Both are bad* count as draws, and the draw probability is the observed draw rate.
+The order matters to TrueSkill, so the Bradley–Terry column fits all votes at once (ties as half
+a win) on the Elo scale, with a 95% bootstrap interval. Win rate counts a draw as half a win."""
+
+JUDGE_HELP = f"""The judge compares the newest outputs of two methods on every task they share,
+{judge.N_CALLS} calls per pair by default, half with each output first, at temperature
+{judge.TEMPERATURE}; the majority wins, and a verdict that follows the order rather than the
+outputs counts as a tie. Pairs this model has judged already are skipped. Leave both methods
+empty to judge every pair of methods."""
+
+
+def table_rows(rows: list[ratings.Row]) -> list[list]:
+    return [
+        [r.method, round(r.mu, 2), round(r.sigma, 2), round(r.conservative, 2), f"{r.win_rate:.1%}", r.battles,
+         r.wins, r.ties, r.losses, round(r.bt), round(r.bt_low), round(r.bt_high)]
+        for r in rows
+    ]
+
+
+def agreement_text(store, task_set: str | None) -> str:
+    people, judged = ([r[1:] for r in arena.vote_rows(store, s, task_set)] for s in ("people", "judge"))
+    shared = ratings.agreement(people, judged)
+    if not shared.compared:
+        return "Judge and people have not voted on the same task and method pair yet."
+    return (f"Judge and people agree on **{shared.agreed} of {shared.compared}** people's votes "
+            f"on the pairs both judged (**{shared.rate:.0%}**).")
+
+
+class LeaderboardTab:
+    def __init__(self, services: Services):
+        self.services = services
+        self.boards = Boards(services.store)
+
+    # -- handlers -------------------------------------------------------------------------------
+    def choices(self) -> dict:
+        store = self.services.store
+        sets = [("every task set", ALL)] + [(s or "(no set)", s) for s in arena.task_sets(store)]
+        methods = arena.methods(store)
+        return {self.task_set: gr.update(choices=sets), self.method_a: gr.update(choices=methods),
+                self.method_b: gr.update(choices=methods)}
+
+    def show(self, source: str, task_set: str) -> dict:
+        chosen = None if task_set in (None, ALL) else task_set
+        t = self.boards.tally(source, chosen)
+        rows = ratings.rows(t, bootstrap=BOOTSTRAP)
+        if not rows:
+            hint = "vote in the Arena tab" if source == "people" else "run the LLM judge below"
+            return {self.summary: f"No {source} votes yet: {hint}.", self.table: [], self.ratings_plot: None,
+                    self.winrate_plot: None, self.battles_plot: None}
+        methods = [r.method for r in rows]
+        summary = (f"**{t.total}** {source} votes over **{len(methods)}** methods; draw probability "
+                   f"{t.p_draw:.2f}. {agreement_text(self.services.store, chosen)}")
+        return {
+            self.summary: summary, self.table: table_rows(rows),
+            self.ratings_plot: plots.ratings_figure(rows),
+            self.winrate_plot: plots.matrix_figure(ratings.win_rate_matrix(t, methods), methods,
+                                                   "Win rate (row against column)", percent=True),
+            self.battles_plot: plots.matrix_figure(ratings.battle_matrix(t, methods), methods,
+                                                   "Battles", percent=False),
+        }
+
+    async def run_judge(self, method_a: str | None, method_b: str | None, n: float | None,
+                        progress=gr.Progress()) -> str:
+        picked = [m for m in (method_a, method_b) if m]
+        if len(picked) == 1 or (len(picked) == 2 and method_a == method_b):
+            raise gr.Error("Choose two different methods, or leave both empty to judge every pair.")
+        calls = int(n or judge.N_CALLS)
+        if calls < 1:
+            raise gr.Error("The number of calls per pair must be at least 1.")
+
+        def on_progress(done: int, total: int, line: str) -> None:
+            progress((done, total), desc=line)
+
+        try:
+            report = await judge.judge_store(self.services, methods=picked or None, n=calls, on_progress=on_progress)
+        except RatStudioError as exc:
+            raise gr.Error(str(exc)) from exc
+        lines = "\n".join(f"- {safe_markdown(line)}" for line in report.lines[-30:])
+        return f"{report.summary()}\n\n{lines}"
+
+    # -- layout ---------------------------------------------------------------------------------
+    def layout(self) -> None:
+        with gr.Row(equal_height=True):
+            self.source = gr.Radio(SOURCE_CHOICES, value="people", label="Votes of")
+            self.task_set = gr.Dropdown([("every task set", ALL)], value=ALL, label="Task set")
+            self.refresh = gr.Button("Refresh", scale=0)
+        self.summary = gr.Markdown()
+        self.table = gr.Dataframe(headers=HEADERS, interactive=False, wrap=True)
+        gr.Markdown(EXPLAIN)
+        self.ratings_plot = gr.Plot(label="Ratings")
+        with gr.Row():
+            self.winrate_plot = gr.Plot(label="Win rate")
+            self.battles_plot = gr.Plot(label="Battles")
+        with gr.Accordion("LLM judge", open=False):
+            gr.Markdown(JUDGE_HELP)
+            with gr.Row():
+                self.method_a = gr.Dropdown([], label="Method", value=None)
+                self.method_b = gr.Dropdown([], label="against", value=None)
+                self.n = gr.Number(judge.N_CALLS, label="Calls per pair", precision=0, minimum=1, maximum=50)
+            self.judge_btn = gr.Button("Run LLM judge", variant="primary")
+            self.judge_log = gr.Markdown()
+
+    def wire(self) -> None:
+        private = {"api_visibility": "private"}
+        view = [self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot]
+        filters = [self.source, self.task_set]
+        choices = [self.task_set, self.method_a, self.method_b]
+        loaded = gr.on(None, self.choices, inputs=None, outputs=choices, **private)
+        loaded.then(self.show, inputs=filters, outputs=view, **private)
+        gr.on([self.refresh.click, self.source.change, self.task_set.change], self.show, inputs=filters,
+              outputs=view, **private)
+        self.refresh.click(self.choices, outputs=choices, **private)
+        judged = self.judge_btn.click(self.run_judge, inputs=[self.method_a, self.method_b, self.n],
+                                      outputs=self.judge_log, **private)
+        judged.then(self.show, inputs=filters, outputs=view, **private)
+
+
+def build(services: Services) -> LeaderboardTab:
+    """Create the Leaderboard tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
+    tab = LeaderboardTab(services)
+    tab.layout()
+    tab.wire()
+    return tab
