@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from annotation import cli as annotation_cli
+from core import commands as method_commands
 from core.errors import ConfigError, RatStudioError
 from core.settings import (
     ROLES, SEARCH_PROVIDERS, FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings,
@@ -54,6 +55,9 @@ def _common(suppress: bool) -> argparse.ArgumentParser:
     g.add_argument("--passage-tokens", type=int, help="retrieved tokens per revision [RAT_STUDIO_PASSAGE_TOKENS; 1500]")
     g.add_argument("--max-steps", type=int, help="most draft steps revised [RAT_STUDIO_MAX_STEPS; 30]")
     g.add_argument("--max-task-chars", type=int, help="longest task accepted [RAT_STUDIO_MAX_TASK_CHARS; 20000]")
+    g.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="a method parameter, repeatable, e.g. --param itrg.iterations=3 "
+                        "[RAT_STUDIO_PARAMS, comma separated]")
     g = p.add_argument_group("storage and server")
     g.add_argument("--db", help="SQLite file [RAT_STUDIO_DB; default in the user data folder]")
     g.add_argument("--host", help="address the UI listens on [RAT_STUDIO_HOST; 127.0.0.1]")
@@ -111,6 +115,8 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
             passage_tokens=pick("passage_tokens", "RAT_STUDIO_PASSAGE_TOKENS", MethodSettings.passage_tokens, int),
             max_steps=pick("max_steps", "RAT_STUDIO_MAX_STEPS", MethodSettings.max_steps, int),
             max_task_chars=pick("max_task_chars", "RAT_STUDIO_MAX_TASK_CHARS", MethodSettings.max_task_chars, int),
+            params=method_params(getattr(args, "param", None) or
+                                 [p for p in env.get("RAT_STUDIO_PARAMS", "").split(",") if p.strip()]),
         ),
         db_path=Path(db).expanduser(),
         host=pick("host", "RAT_STUDIO_HOST", "127.0.0.1"),
@@ -119,6 +125,18 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
         share=share,
         auth=tuple(auth.split(":", 1)) if auth else None,
     )
+
+
+def method_params(pairs: list[str]) -> dict[str, str]:
+    """KEY=VALUE pairs as a dict; each method checks the types of its own keys.
+    Raises ConfigError for a pair without "="."""
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param {pair!r} is not KEY=VALUE, e.g. --param itrg.iterations=3.")
+        params[key.strip()] = value.strip()
+    return params
 
 
 def default_db_path(env: dict[str, str]) -> Path:
@@ -298,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_id")
     p.set_defaults(func=cmd_show)
     annotation_cli.add_commands(sub, common)
+    method_commands.add_commands(sub, common)
     return parser
 
 

@@ -9,6 +9,10 @@ core.passages.format_passages), never into the instruction part of a prompt.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from core.methods.base import Task
 
 # Prompt B.1 (001, appendix B): initial step-by-step answer.
 DRAFT = """##Question:
@@ -82,6 +86,22 @@ If you find the paragraph is right and does not need more details, just output i
 Output only the revised paragraph (it may keep its subtitle), not the answer so far.
 Do not repeat what the answer so far already says.
 Just output the revised paragraph directly. DO NOT add additional explanations or announcement unless you are asked to."""
+
+
+# Ours: QA tasks (kind "qa") are scored by exact match and F1 on a short answer (core.batch),
+# so every method asks for one on its last line, as ITRG's answer step does (003, 3.3: a short
+# answer generated after the document).
+QA_INSTRUCTION = (
+    "This question has a short answer (a name, a date, a number or a few words). "
+    'End your reply with a last line of the form "Answer: <the short answer>".'
+)
+
+def question_for(task: "Task") -> str:
+    """The task prompt as the methods put it in their prompts: QA tasks get the short-answer
+    instruction appended."""
+    if task.kind == "qa":
+        return f"{task.prompt}\n\n{QA_INSTRUCTION}"
+    return task.prompt
 
 
 _SPLIT = re.compile(r"(?:\r?\n[ \t]*){2,}|(?:\s*/n/n\s*)+")

@@ -25,6 +25,7 @@ from core.events import (
     DraftReady, Event, Failed, Final, LLMCalled, PageRead, RunStarted, SearchDone, StepRevised,
 )
 from core.methods import MethodContext, Task, get_method
+from core.procedures import ProcedureMemory
 from core.services import Services
 
 log = logging.getLogger(__name__)
@@ -141,12 +142,13 @@ class Runner:
         search = s.new_search()
         return MethodContext(llm=s.new_llm(), search=search, fetch=s.new_fetcher(),
                              settings=s.settings.method, prior=prior,
-                             read_local=getattr(search, "read_local", None))
+                             read_local=getattr(search, "read_local", None),
+                             memory=ProcedureMemory(s.store))
 
     def _run_settings(self) -> dict:
         s = self.services.settings
         return {"model": s.llm.model, "role_models": dict(s.llm.role_models), "search": list(s.search.providers),
-                "k": s.method.k, "passage_tokens": s.method.passage_tokens}
+                "k": s.method.k, "passage_tokens": s.method.passage_tokens, "params": dict(s.method.params)}
 
 
 class _Tally:

@@ -144,3 +144,15 @@ def test_a_killed_run_resumes_from_its_last_completed_step(tmp_path, env, llm):
     assert "revised step 4" in resumed.stderr and "revised step 1" not in resumed.stderr
     article = (tmp_path / "b.md").read_text()
     assert article.count("[revised]") == 4
+
+
+def test_method_params_reach_the_method_and_bad_ones_are_refused(env, llm):
+    from tests.fakes.method_scripts import __name__ as _  # noqa: F401  (the scripts exist)
+
+    llm.reply(lambda body: "A plain answer.")
+    proc = cli("run", "Who wrote Hamlet?", "--method", "itrg-refresh", "--param", "itrg.iterations=2", env_extra=env)
+    assert proc.returncode == 0, proc.stderr
+    generations = [b for b in llm.requests if "Hamlet" in str(b["messages"])]
+    assert len(generations) == 2, "two ITRG iterations, one generation each"
+    bad = cli("run", "x", "--param", "itrg.iterations", env_extra=env)
+    assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr

@@ -51,6 +51,7 @@ class MethodContext:
     settings: MethodSettings = field(default_factory=MethodSettings)
     prior: list[Event] = field(default_factory=list)  # events stored before a resume
     read_local: Callable[[str], tuple[str, str] | None] | None = None  # file:// corpus reader
+    memory: Any = None  # core.procedures.ProcedureMemory: AAG's procedural memory
 
 
 MethodFn = Callable[[Task, MethodContext], AsyncIterator[Event]]

@@ -44,12 +44,13 @@ def rat_step(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
 
 
 async def _rat(task: Task, ctx: MethodContext, *, step_scope: bool) -> AsyncIterator[Event]:
+    question = prompts.question_for(task)  # QA tasks also ask for a short "Answer:" line
     state = _State.from_prior(ctx.prior)
     book = SourceBook.from_events(ctx.prior)
 
     if state.steps is None:
         text: Out[str] = Out("")
-        async for ev in generate(ctx, prompts.DRAFT.format(question=task.prompt), role="draft", out=text):
+        async for ev in generate(ctx, prompts.DRAFT.format(question=question), role="draft", out=text):
             yield ev
         steps = prompts.split_steps(text.value)
         if not steps:
@@ -92,11 +93,11 @@ async def _rat(task: Task, ctx: MethodContext, *, step_scope: bool) -> AsyncIter
             skipped = ""
             rev: Out[str] = Out("")
             if step_scope:
-                prompt = prompts.REVISE_STEP.format(content=content, question=task.prompt,
+                prompt = prompts.REVISE_STEP.format(content=content, question=question,
                                                     context=state.article or "(nothing yet: this is the first paragraph)",
                                                     step=step)
             else:
-                prompt = prompts.REVISE.format(content=content, question=task.prompt, answer=so_far)
+                prompt = prompts.REVISE.format(content=content, question=question, answer=so_far)
             async for ev in generate(ctx, prompt, role="revise", out=rev, i=i):
                 yield ev
             after = prompts.normalise_answer(rev.value) or (step if step_scope else so_far)

@@ -1,0 +1,423 @@
+"""Run several methods over a task set, side by side; and score QA runs.
+
+Batch. ``load_tasks`` reads a JSONL task file (one ``{"id", "prompt", "kind", "task_set",
+"answers"?}`` object per line) and says which line is wrong and how to fix it. ``Batch.run``
+starts every (task, method) pair through the runner, so each output is an ordinary stored run
+(the arena picks finished runs up at once), a few at a time. It is resumable: a pair that already
+has a finished run (status "done" for the same prompt, kind, task set and method) is skipped, so
+running the same command again after an interruption runs only the rest. A run that fails is
+reported and the batch goes on. Progress goes to a callback (the CLI prints one line that
+updates); nothing here prints.
+
+QA evaluation. ``score_qa`` scores the latest finished run of each method on each task of a QA
+set against the task's gold answers, with exact match and token F1 after ITRG's normalisation
+(003, section 3.3: "we lowercase generated answers and remove articles, punctuation and duplicate
+whitespaces"; SQuAD's evaluation script), taking the best over the gold answers. The prediction
+is the text after the last "Answer:" line when there is one (every method asks QA tasks for one),
+else the whole text. ``recall`` is 003's answer recall (table 4): a gold answer occurs in the
+whole output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.errors import RatStudioError, TaskError
+from core.methods.baselines import normalize_answer
+
+log = logging.getLogger(__name__)
+
+TASKS_DIR = Path(__file__).resolve().parent.parent / "data" / "tasks"
+KINDS = ("writing", "plan", "qa")
+EXAMPLE = '{"id": "w1", "prompt": "Describe Jin Yong\'s life.", "kind": "writing", "task_set": "rat-writing"}'
+ALL_RUNS = 10**9  # list_runs limit meaning "all of them"
+
+
+class BatchInputError(TaskError):
+    """A task file or a method list cannot be used; the message names the line and the fix."""
+
+
+# -- tasks -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TaskSpec:
+    id: str
+    prompt: str
+    kind: str = "writing"
+    task_set: str = ""
+    answers: tuple[str, ...] = ()
+    line: int = 0
+
+    def task(self):
+        from core.methods.base import Task
+
+        return Task(self.prompt, self.kind, self.task_set)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.prompt, self.kind, self.task_set)
+
+
+def load_tasks(path: str | Path, *, max_chars: int | None = None) -> list[TaskSpec]:
+    """The tasks of a JSONL file. ``prompt`` is required; ``kind`` defaults to "writing",
+    ``task_set`` to the file's name without extension, ``id`` to "line N". Raises
+    BatchInputError naming the first bad line and the fix (blank lines are skipped)."""
+    path = Path(path)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise BatchInputError(f"No task file {path}. The bundled sets are in {TASKS_DIR}: "
+                              f"{', '.join(sorted(p.name for p in TASKS_DIR.glob('*.jsonl')))}.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BatchInputError(f"Cannot read {path}: {exc}.") from exc
+    specs: list[TaskSpec] = []
+    ids: dict[str, int] = {}
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path} line {n}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BatchInputError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}). "
+                                  f"Write one JSON object per line, e.g. {EXAMPLE}") from None
+        if not isinstance(record, dict):
+            raise BatchInputError(f"{where}: expected a JSON object, got {type(record).__name__}. E.g. {EXAMPLE}")
+        prompt = record.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise BatchInputError(f'{where}: "prompt" must be a non-empty string (the task). E.g. {EXAMPLE}')
+        if max_chars and len(prompt.strip()) > max_chars:
+            raise BatchInputError(f"{where}: the prompt is {len(prompt.strip()):,} characters; the limit is "
+                                  f"{max_chars:,}. Shorten it, or raise the limit with --max-task-chars.")
+        kind = record.get("kind", "writing")
+        if kind not in KINDS:
+            raise BatchInputError(f'{where}: "kind" is {kind!r}; use one of {", ".join(KINDS)}.')
+        task_set = record.get("task_set", path.stem)
+        if not isinstance(task_set, str):
+            raise BatchInputError(f'{where}: "task_set" must be a string, e.g. "{path.stem}".')
+        answers = record.get("answers", [])
+        if isinstance(answers, str):
+            answers = [answers]
+        if not isinstance(answers, list) or not all(isinstance(a, (str, int, float)) for a in answers):
+            raise BatchInputError(f'{where}: "answers" must be a list of strings, e.g. ["Canberra"].')
+        task_id = str(record.get("id", f"line {n}"))
+        if task_id in ids:
+            raise BatchInputError(f'{where}: the id {task_id!r} is already used on line {ids[task_id]}; '
+                                  "give every task its own id.")
+        ids[task_id] = n
+        specs.append(TaskSpec(task_id, prompt.strip(), kind, task_set, tuple(str(a) for a in answers), n))
+    if not specs:
+        raise BatchInputError(f"{path} has no tasks: write one JSON object per line, e.g. {EXAMPLE}")
+    return specs
+
+
+def parse_methods(text: str | Iterable[str]) -> list[str]:
+    """A comma-separated method list, checked against the registry. Raises BatchInputError
+    naming the unknown ones and the known ones."""
+    from core.methods import METHODS
+
+    names = [m.strip() for m in (text.split(",") if isinstance(text, str) else text) if m and m.strip()]
+    if not names:
+        raise BatchInputError(f"Name at least one method with --methods, e.g. --methods rat,rag-5. "
+                              f"Known methods: {', '.join(sorted(METHODS))}.")
+    unknown = [m for m in names if m not in METHODS]
+    if unknown:
+        raise BatchInputError(f"Unknown method {', '.join(unknown)}. Known methods: {', '.join(sorted(METHODS))}.")
+    return list(dict.fromkeys(names))
+
+
+# -- running -----------------------------------------------------------------------------------
+@dataclass
+class PairResult:
+    task_id: str
+    method: str
+    status: str  # done | failed | skipped | interrupted
+    run_id: str = ""
+    error: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Progress:
+    total: int  # pairs to run in this batch (skipped ones not included)
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def finished(self) -> int:
+        return self.done + self.failed
+
+    def eta_seconds(self) -> float | None:
+        if not self.finished:
+            return None
+        elapsed = time.monotonic() - self.started
+        return elapsed / self.finished * (self.total - self.finished)
+
+    def line(self) -> str:
+        text = f"{self.finished}/{self.total} done, {self.failed} failed"
+        if self.skipped:
+            text += f", {self.skipped} skipped (already finished)"
+        eta = self.eta_seconds()
+        if eta is not None and self.finished < self.total:
+            text += f", ETA {format_duration(eta)}"
+        return text
+
+
+@dataclass
+class BatchReport:
+    results: list[PairResult]
+    methods: list[str]
+
+    def by_method(self) -> dict[str, dict]:
+        table: dict[str, dict] = {}
+        for m in self.methods:
+            rows = [r for r in self.results if r.method == m]
+            ran = [r for r in rows if r.status in ("done", "failed")]
+            table[m] = {
+                "done": sum(r.status == "done" for r in rows),
+                "failed": sum(r.status == "failed" for r in rows),
+                "skipped": sum(r.status == "skipped" for r in rows),
+                "prompt_tokens": sum(r.prompt_tokens for r in ran),
+                "completion_tokens": sum(r.completion_tokens for r in ran),
+                "llm_calls": sum(r.llm_calls for r in ran),
+                "seconds": round(sum(r.seconds for r in ran), 2),
+                "seconds_per_run": round(sum(r.seconds for r in ran) / len(ran), 2) if ran else 0.0,
+            }
+        return table
+
+    @property
+    def failed(self) -> list[PairResult]:
+        return [r for r in self.results if r.status == "failed"]
+
+
+class Batch:
+    """Runs (task, method) pairs through ``services.runner``, ``concurrency`` at a time."""
+
+    def __init__(self, services, methods: list[str], *, concurrency: int = 2,
+                 on_progress: Callable[[Progress], None] | None = None):
+        self.services = services
+        self.methods = parse_methods(methods)
+        self.concurrency = max(1, concurrency)
+        self.on_progress = on_progress or (lambda progress: None)
+
+    def finished_pairs(self) -> set[tuple[str, str, str, str]]:
+        """(prompt, kind, task_set, method) of every run with status done."""
+        return {(r["task"], r["kind"], r["task_set"], r["method"])
+                for r in self.services.store.list_runs(status="done", limit=ALL_RUNS)}
+
+    def plan(self, tasks: list[TaskSpec]) -> tuple[list[tuple[TaskSpec, str]], list[tuple[TaskSpec, str]]]:
+        """(pairs to run, pairs already finished), task by task so that a task's outputs from
+        every method arrive together (the arena can pair them at once)."""
+        finished = self.finished_pairs()
+        todo, skipped = [], []
+        for spec in tasks:
+            for method in self.methods:
+                (skipped if (*spec.key, method) in finished else todo).append((spec, method))
+        return todo, skipped
+
+    async def run(self, tasks: list[TaskSpec]) -> BatchReport:
+        todo, skipped = self.plan(tasks)
+        progress = Progress(total=len(todo), skipped=len(skipped))
+        results = [PairResult(spec.id, method, "skipped") for spec, method in skipped]
+        self.on_progress(progress)
+        gate = asyncio.Semaphore(self.concurrency)
+
+        async def one(spec: TaskSpec, method: str) -> PairResult:
+            async with gate:
+                try:
+                    result = await self._run_pair(spec, method)
+                except Exception as exc:  # a bug or a broken store: report it, keep the batch going
+                    log.exception("batch: %s on %s crashed", method, spec.id)
+                    result = PairResult(spec.id, method, "failed", error=f"internal error ({type(exc).__name__}: {exc})")
+            if result.status == "done":
+                progress.done += 1
+            else:
+                progress.failed += 1
+            self.on_progress(progress)
+            return result
+
+        results += await asyncio.gather(*(one(spec, method) for spec, method in todo))
+        return BatchReport(results=results, methods=self.methods)
+
+    async def _run_pair(self, spec: TaskSpec, method: str) -> PairResult:
+        from core.events import Failed, Final, RunStarted
+
+        store = self.services.store
+        # the task row keeps the id and gold answers, for `eval qa` and the arena
+        store.add_task(spec.prompt, spec.kind, spec.task_set, meta={"id": spec.id, "answers": list(spec.answers)})
+        result = PairResult(spec.id, method, "failed")
+        try:
+            async with aclosing(self.services.runner.start(method, spec.task())) as events:
+                async for event in events:
+                    if isinstance(event, RunStarted):
+                        result.run_id = event.run_id
+                    elif isinstance(event, Final):
+                        result.status = "done"
+                    elif isinstance(event, Failed):
+                        result.error = event.error
+        except RatStudioError as exc:  # refused before it started (too long, unknown kind)
+            result.error = str(exc)
+        if result.run_id:
+            run = store.get_run(result.run_id)
+            result.prompt_tokens = run["prompt_tokens"]
+            result.completion_tokens = run["completion_tokens"]
+            result.llm_calls = run["llm_calls"]
+            result.seconds = run["wall_seconds"]
+            if result.status != "done" and not result.error:
+                result.error = run["error"] or f"the run ended with status {run['status']}"
+        return result
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds}s"
+    minutes, seconds = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes}m" if minutes >= 10 else f"{minutes}m {seconds}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes}m"
+
+
+def format_table(headers: list[str], rows: list[list]) -> str:
+    """A plain text table: the first column left-aligned, the others right-aligned."""
+    cells = [headers] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[c]) for r in cells) for c in range(len(headers))]
+
+    def fmt(row: list[str]) -> str:
+        return "  ".join(v.ljust(w) if c == 0 else v.rjust(w) for c, (v, w) in enumerate(zip(row, widths)))
+
+    return "\n".join([fmt(cells[0]), "  ".join("-" * w for w in widths), *(fmt(r) for r in cells[1:])])
+
+
+def format_report(report: BatchReport) -> str:
+    rows = []
+    for method, s in report.by_method().items():
+        rows.append([method, s["done"], s["failed"], s["skipped"], f"{s['prompt_tokens']:,}",
+                     f"{s['completion_tokens']:,}", s["llm_calls"], f"{s['seconds']:.1f}", f"{s['seconds_per_run']:.1f}"])
+    return format_table(["method", "done", "failed", "skipped", "prompt tok", "completion tok", "calls",
+                         "seconds", "s/run"], rows)
+
+
+# -- QA evaluation -----------------------------------------------------------------------------
+def extract_answer(text: str) -> str:
+    """The short answer in an output: after its last "Answer:" line, else the whole text."""
+    found = None
+    for line in text.splitlines():
+        stripped = line.strip().lstrip("#*> ").strip()
+        lower = stripped.lower()
+        for label in ("final answer:", "answer:"):
+            if lower.startswith(label):
+                found = stripped[len(label):].strip().strip("*").strip()
+                break
+    return found if found is not None else text.strip()
+
+
+def exact_match(prediction: str, golds: Iterable[str]) -> float:
+    pred = normalize_answer(prediction)
+    return float(any(pred == normalize_answer(g) for g in golds))
+
+
+def f1_score(prediction: str, golds: Iterable[str]) -> float:
+    """SQuAD token F1, the best over the gold answers."""
+    pred = normalize_answer(prediction).split()
+    best = 0.0
+    for gold in golds:
+        ref = normalize_answer(gold).split()
+        if not pred or not ref:
+            best = max(best, float(pred == ref))
+            continue
+        common = sum((Counter(pred) & Counter(ref)).values())
+        if common:
+            precision, recall = common / len(pred), common / len(ref)
+            best = max(best, 2 * precision * recall / (precision + recall))
+    return best
+
+
+def answer_recall(text: str, golds: Iterable[str]) -> float:
+    """003's answer recall: 1 when a (normalised) gold answer occurs in the (normalised) text."""
+    whole = f" {normalize_answer(text)} "
+    return float(any(f" {normalize_answer(g)} " in whole for g in golds if normalize_answer(g)))
+
+
+@dataclass
+class QAScore:
+    method: str
+    n: int = 0  # tasks scored
+    em: float = 0.0  # mean, in percent
+    f1: float = 0.0
+    recall: float = 0.0
+    missing: int = 0  # tasks with gold answers but no finished run of this method
+    details: list[dict] = field(default_factory=list)
+
+
+def load_answers(path: str | Path) -> dict[tuple[str, str], tuple[str, ...]]:
+    """Gold answers of a task file, keyed by (prompt, task_set)."""
+    return {(s.prompt, s.task_set): s.answers for s in load_tasks(path) if s.answers}
+
+
+def score_qa(store, *, task_set: str = "qa", methods: list[str] | None = None,
+             answers: dict[tuple[str, str], tuple[str, ...]] | None = None) -> list[QAScore]:
+    """EM, F1 and answer recall per method over the latest finished run of each task of
+    ``task_set`` that has gold answers (from the task's stored meta, else ``answers``)."""
+    answers = dict(answers or {})
+    latest: dict[tuple[str, str], dict] = {}
+    gold: dict[str, tuple[str, ...]] = {}
+    for run in store.list_runs(status="done", limit=ALL_RUNS):  # newest first
+        if run["task_set"] != task_set or (methods and run["method"] not in methods):
+            continue
+        latest.setdefault((run["task"], run["method"]), run)
+        if run["task"] not in gold:
+            meta = _meta(store, run["task_id"])
+            gold[run["task"]] = tuple(str(a) for a in meta.get("answers") or ()) or answers.get((run["task"], task_set), ())
+    for (prompt, ts), golds in answers.items():
+        if ts == task_set and not gold.get(prompt):
+            gold[prompt] = golds
+    names = methods or sorted({m for _, m in latest})
+    scores = []
+    for method in names:
+        score = QAScore(method)
+        for prompt, golds in gold.items():
+            if not golds:
+                continue
+            run = latest.get((prompt, method))
+            if run is None:
+                score.missing += 1
+                continue
+            prediction = extract_answer(run["final_text"])
+            row = {"task": prompt, "run_id": run["id"], "prediction": prediction, "answers": list(golds),
+                   "em": exact_match(prediction, golds), "f1": f1_score(prediction, golds),
+                   "recall": answer_recall(run["final_text"], golds)}
+            score.details.append(row)
+        score.n = len(score.details)
+        if score.n:
+            score.em = round(100 * sum(d["em"] for d in score.details) / score.n, 2)
+            score.f1 = round(100 * sum(d["f1"] for d in score.details) / score.n, 2)
+            score.recall = round(100 * sum(d["recall"] for d in score.details) / score.n, 2)
+        scores.append(score)
+    return scores
+
+
+def format_qa(scores: list[QAScore]) -> str:
+    rows = [[s.method, s.n, f"{s.em:.1f}", f"{s.f1:.1f}", f"{s.recall:.1f}", s.missing] for s in scores]
+    return format_table(["method", "tasks", "EM", "F1", "recall", "missing"], rows)
+
+
+def _meta(store, task_id: int) -> dict:
+    try:
+        meta = store.get_task(task_id).get("meta") or "{}"
+        return json.loads(meta) if isinstance(meta, str) else dict(meta)
+    except (RatStudioError, ValueError):
+        return {}

@@ -1,0 +1,207 @@
+"""CLI commands for running methods side by side and for AAG's procedure memory:
+
+    python app.py batch TASKS.jsonl --methods rat,rag-5 [--concurrency N]
+    python app.py eval qa [--methods direct,rag-5] [--task-set qa] [--tasks FILE] [--run]
+    python app.py procedures import FILE.jsonl
+    python app.py procedures export FILE.jsonl
+    python app.py procedures list [--limit N]
+    python app.py procedures add-from-run RUN_ID [RUN_ID ...]
+
+``add_commands(subparsers, parents)`` adds them to app.py's parser; every handler is
+``handler(args, services) -> exit code``. Errors are raised as our own (app.main prints them);
+progress goes to standard error, tables and listings to standard output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from core.batch import TASKS_DIR
+
+#: Batch concurrency when --concurrency is not given. The flag is the common one (it also sizes
+#: the UI queue); its environment default, meant for the UI, is not used for batches.
+DEFAULT_BATCH_CONCURRENCY = 2
+
+
+def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    """Add ``batch``, ``eval`` and ``procedures`` to ``subparsers`` (each with ``parents``, the
+    flags every command takes)."""
+    p = subparsers.add_parser("batch", parents=parents, help="run several methods over a task file (resumable)",
+                              description="Run every method on every task of a JSONL file. Finished task/method "
+                                          "pairs are skipped, so running the same command again continues an "
+                                          "interrupted batch. Parallel runs: --concurrency N (default "
+                                          f"{DEFAULT_BATCH_CONCURRENCY}).")
+    p.add_argument("tasks", help=f"JSONL task file, one {{\"id\", \"prompt\", \"kind\", \"task_set\"}} per line "
+                                 f"(bundled sets: {TASKS_DIR})")
+    p.add_argument("--methods", required=True, help="comma-separated methods, e.g. rat,rag-5,direct")
+    p.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
+    p.set_defaults(func=cmd_batch)
+
+    p = subparsers.add_parser("eval", parents=parents, help="score stored runs (eval qa: exact match and F1)")
+    evals = p.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
+    q = evals.add_parser("qa", parents=parents, help="exact match and F1 of the runs on a QA task set",
+                         description="Score the latest finished run of each method on each task of a QA set "
+                                     "against its gold answers: exact match and token F1 after SQuAD/ITRG "
+                                     "normalisation, and answer recall (a gold answer occurs in the output).")
+    q.add_argument("--methods", help="comma-separated methods (default: every method with runs on the set)")
+    q.add_argument("--task-set", default="qa", help="task set to score (default qa)")
+    q.add_argument("--tasks", help="task file with the gold answers (default data/tasks/TASK_SET.jsonl)")
+    q.add_argument("--run", action="store_true", help="first run the missing task/method pairs (a batch)")
+    q.add_argument("--details", action="store_true", help="also list every task's prediction and scores")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_eval_qa)
+
+    p = subparsers.add_parser("procedures", parents=parents, help="AAG's procedure memory: import, list, add runs")
+    procs = p.add_subparsers(dest="procedures_command", metavar="ACTION", required=True)
+    a = procs.add_parser("import", parents=parents, help="import procedures from JSONL "
+                                                         '({"input", "output", "steps"} per line)')
+    a.add_argument("file")
+    a.set_defaults(func=cmd_procedures_import)
+    a = procs.add_parser("export", parents=parents, help="write every procedure to a JSONL file")
+    a.add_argument("file")
+    a.set_defaults(func=cmd_procedures_export)
+    a = procs.add_parser("list", parents=parents, help="list the newest procedures")
+    a.add_argument("--limit", type=int, default=50)
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(func=cmd_procedures_list)
+    a = procs.add_parser("add-from-run", parents=parents,
+                         help="store finished runs as procedures (input = task, output = text, steps = draft)")
+    a.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    a.set_defaults(func=cmd_procedures_add_from_run)
+
+
+# -- batch -------------------------------------------------------------------------------------
+def cmd_batch(args, services) -> int:
+    from core.batch import Batch, format_report, load_tasks
+
+    tasks = load_tasks(args.tasks, max_chars=services.settings.method.max_task_chars)
+    batch = Batch(services, args.methods.split(","), concurrency=_concurrency(args, services),
+                  on_progress=ProgressLine())
+    try:
+        report = asyncio.run(batch.run(tasks))
+    except KeyboardInterrupt:
+        print("\ninterrupted: finished runs are kept; run the same command again to continue.", file=sys.stderr)
+        return 130
+    print(file=sys.stderr)
+    if args.json:
+        from dataclasses import asdict
+
+        print(json.dumps({"results": [asdict(r) for r in report.results], "methods": report.by_method()},
+                         ensure_ascii=False, indent=2))
+    else:
+        print(format_report(report))
+    for r in report.failed:
+        print(f"failed: {r.method} on {r.task_id}" + (f" (run {r.run_id})" if r.run_id else "") + f": {r.error}",
+              file=sys.stderr)
+    return 1 if report.failed else 0
+
+
+def _concurrency(args, services) -> int:
+    if getattr(args, "concurrency", None) is not None:
+        return max(1, args.concurrency)
+    return DEFAULT_BATCH_CONCURRENCY
+
+
+class ProgressLine:
+    """Prints "12/40 done, 1 failed, ETA 3m" to standard error: rewritten in place on a
+    terminal, one line per update otherwise."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.width = 0
+
+    def __call__(self, progress) -> None:
+        line = progress.line()
+        if self.tty:
+            self.stream.write("\r" + line.ljust(self.width))
+            self.width = len(line)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+# -- eval --------------------------------------------------------------------------------------
+def cmd_eval_qa(args, services) -> int:
+    from core.batch import Batch, format_qa, load_answers, load_tasks, parse_methods, score_qa
+    from core.errors import TaskError
+
+    methods = parse_methods(args.methods) if args.methods else None
+    path = Path(args.tasks) if args.tasks else TASKS_DIR / f"{args.task_set}.jsonl"
+    answers = load_answers(path) if path.exists() else {}
+    if args.run:
+        if not methods:
+            raise TaskError("--run needs --methods: name the methods to run, e.g. --methods direct,rag-5.")
+        tasks = [t for t in load_tasks(path) if t.task_set == args.task_set]
+        report = asyncio.run(Batch(services, methods, concurrency=_concurrency(args, services),
+                                   on_progress=ProgressLine()).run(tasks))
+        print(file=sys.stderr)
+        for r in report.failed:
+            print(f"failed: {r.method} on {r.task_id}: {r.error}", file=sys.stderr)
+    scores = score_qa(services.store, task_set=args.task_set, methods=methods, answers=answers)
+    if not scores or not any(s.n for s in scores):
+        raise TaskError(f"No finished runs to score on the task set {args.task_set!r}. Run some first: "
+                        f"python app.py batch {path} --methods direct,rag-5 (or add --run here).")
+    if args.json:
+        print(json.dumps([s.__dict__ for s in scores], ensure_ascii=False, indent=2))
+        return 0
+    print(format_qa(scores))
+    if args.details:
+        for s in scores:
+            for d in s.details:
+                print(f"{s.method}\tEM {d['em']:.0f}\tF1 {d['f1']:.2f}\t{d['prediction'][:60]!r}\tgold {d['answers']}"
+                      f"\t{d['task'][:60]}")
+    return 0
+
+
+# -- procedures --------------------------------------------------------------------------------
+def cmd_procedures_import(args, services) -> int:
+    from core.procedures import ProcedureMemory
+
+    memory = ProcedureMemory(services.store)
+    added, existing = memory.import_jsonl(args.file)
+    print(f"{added} procedures added, {existing} already there; {memory.count()} in memory.", file=sys.stderr)
+    return 0
+
+
+def cmd_procedures_export(args, services) -> int:
+    from core.procedures import ProcedureMemory
+
+    records = list(ProcedureMemory(services.store).export_records())
+    Path(args.file).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    print(f"{len(records)} procedures written to {args.file}", file=sys.stderr)
+    return 0
+
+
+def cmd_procedures_list(args, services) -> int:
+    from core.procedures import ProcedureMemory
+
+    memory = ProcedureMemory(services.store)
+    items = memory.recent(limit=args.limit)
+    if args.json:
+        print(json.dumps([{"id": p.id, "source": p.source, "run_id": p.run_id, **p.to_record()} for p in items],
+                         ensure_ascii=False, indent=2))
+        return 0
+    if not items:
+        print("The procedure memory is empty: python app.py procedures import FILE.jsonl, or "
+              "python app.py procedures add-from-run RUN_ID.", file=sys.stderr)
+        return 0
+    for p in items:
+        head = " ".join(p.input.split())[:70]
+        print(f"{p.id:>5}  {p.source:<7} {len(p.steps):>3} steps  {head}")
+    print(f"{memory.count()} procedures in memory", file=sys.stderr)
+    return 0
+
+
+def cmd_procedures_add_from_run(args, services) -> int:
+    from core.procedures import ProcedureMemory
+
+    memory = ProcedureMemory(services.store)
+    for run_id in args.run_ids:
+        proc_id, new = memory.add_from_run(run_id)
+        print(f"run {run_id}: procedure {proc_id}" + ("" if new else " (already there)"), file=sys.stderr)
+    return 0

@@ -1,0 +1,324 @@
+"""AAG, analogy-augmented generation with a procedural memory (paper 002, sections 3 and 4.5).
+
+    QR      outline the solution, then write up to 4 questions          (3.2; A.4: 4 queries)
+    RAG     retrieve 3 procedures like the task; a first answer         (3.5 step 1; 4.1)
+    SUM     per question: retrieve 3 procedures, summarise them as an answer to the question;
+            the context is the stack of "Q: <question>\\nA: <summary>"  (3.3)
+    UPDATE  the first answer updated with the context                   (3.5 step 4)
+    CRITIC  the critic lists edits as bullets or says "NO UPDATE REQUIRED"; the editor applies
+            them with the context; up to ``aag.critic_cycles`` cycles     (3.4)
+
+Ablations (4.5): ``aag-nosum`` uses the retrieved procedures themselves (all questions'
+procedures, duplicates removed) as the context instead of summaries; ``aag-nocr`` stops after
+UPDATE; ``aag-noqr`` has no query rewriting, hence no summaries and no UPDATE: the task itself is
+the single query, and the first answer goes straight to the critic loop with the procedures it
+retrieved as context.
+
+Memory. Procedures come from ``ctx.memory`` (a ``core.procedures.ProcedureMemory``; the runner
+passes it once MethodContext has a ``memory`` field). When there is no memory or it is empty, AAG
+says so in a Note and retrieves web pages with ``core.retrieval.retrieve`` instead, so the method
+still runs (with web passages standing in for procedures). That is our choice: 002 always has a
+memory built from its datasets.
+
+Prompts. 002's prompt listings (appendix A.2) did not survive in our copy of the paper, so every
+prompt here is ours, written from the paper's description of each module. The number of critic
+cycles is also lost ("for a maximum of cycles"); 3 is ours.
+
+Roles: QR and summaries are "query", the first answer is "draft", UPDATE, critic and editor are
+"revise". Parameters: ``aag.max_queries`` (4), ``aag.procedures`` (3), ``aag.critic_cycles`` (3).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import AsyncIterator
+
+from core import prompts
+from core.events import DraftReady, Event, Final, Note, PassagesChosen, QueryMade, SearchDone, StepRevised, StepStarted
+from core.methods.base import MethodContext, Out, Task, generate, register
+from core.methods.baselines import param, question_for, urls_of, web_query
+from core.passages import format_passages
+from core.retrieval import retrieve
+from core.sources import SourceBook
+from core.types import Passage, SearchResult
+
+MAX_QUERIES = 4  # 002, 3.2 and A.4
+PROCEDURES_PER_QUERY = 3  # 002, A.2 ("retrieve 3 procedures") and 4.1
+CRITIC_CYCLES = 3  # ours: the paper's number is lost in our copy
+NO_UPDATE = "NO UPDATE REQUIRED"  # 002, 3.4
+
+# Ours (002 3.2: "first generate a high-level outline ... then suggest relevant questions which
+# can be answered with relevant procedures in the memory"; at most 4).
+REWRITE = """##Task:
+{task}
+
+##Instruction:
+First write a short high-level outline of how to accomplish the task, one step per line, under the heading "Outline:".
+Then, based on the outline, write at most {n} questions whose answers can be found in procedures of similar past tasks (how something similar was done before), one question per line, under the heading "Questions:".
+Output only the two lists."""
+
+# Ours (002 3.5 step 1 and 4.1: the RAG answer from retrieved procedures, "like the few-shot case").
+FIRST_ANSWER = """##Procedures from memory:
+{procedures}
+
+##Task:
+{task}
+
+##Instruction:
+The procedures above show how similar tasks were done before. Using them where they apply, answer the task. Where the task asks for a procedure or a plan, answer with ordered steps.
+Just respond to the task directly. DO NOT add additional explanations or introducement unless you are asked to."""
+
+# Ours (002 3.3: "asking it to generate a summary of the retrieved procedures as an answer to the question").
+SUMMARY = """##Question:
+{question}
+
+##Retrieved procedures:
+{procedures}
+
+##Instruction:
+Answer the question with a short summary of the retrieved procedures. Keep only the information that helps answer the question and leave out the steps that do not. If the procedures do not answer the question, say so in one sentence.
+Just output the summary."""
+
+# Ours (002 3.5 step 4: "performs the first update to the RAG response using the context provided by the generated summaries").
+UPDATE = """##Task:
+{task}
+
+##Current answer:
+{answer}
+
+##Knowledge from similar procedures:
+{context}
+
+##Instruction:
+Update the current answer according to the knowledge above: correct what the knowledge contradicts and add the steps or details it shows are missing. Keep what is already right.
+Just output the updated answer. DO NOT add additional explanations or introducement."""
+
+# Ours (002 3.4: the critic "evaluates if any edits are required, and suggests them as a bulleted
+# list. In case no edits are required, the critic appends the string 'NO UPDATE REQUIRED'").
+CRITIC = """##Task:
+{task}
+
+##Knowledge from similar procedures:
+{context}
+
+##Answer to review:
+{answer}
+
+##Instruction:
+You are a critic. Check whether the answer accomplishes the task, whether its steps are clear, in a sensible order and detailed enough, and whether it uses only the resources the task allows.
+If edits are required, list them as a bulleted list, one edit per bullet.
+If no edits are required, write NO UPDATE REQUIRED."""
+
+# Ours (002 3.4: the edits are "performed by the LLM with a prompt including the list of edits,
+# context from the summarizer, and the current version of the output procedure steps").
+EDIT = """##Task:
+{task}
+
+##Knowledge from similar procedures:
+{context}
+
+##Current answer:
+{answer}
+
+##Edits to make:
+{edits}
+
+##Instruction:
+Apply the edits above to the current answer, using the knowledge where it helps. Keep everything else as it is.
+Just output the edited answer. DO NOT add additional explanations or introducement."""
+
+
+@register("aag", "AAG: outline and up to 4 questions, procedures from memory summarised per question, a first answer updated with them, then a critic/editor loop",
+          "002 (AAG), section 3")
+def aag(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
+    return _aag(task, ctx, rewrite=True, summarize=True, critic=True)
+
+
+@register("aag-nosum", "AAG-NOSUM: AAG without summaries; the retrieved procedures themselves are the context",
+          "002 (AAG), ablation of section 4.5")
+def aag_nosum(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
+    return _aag(task, ctx, rewrite=True, summarize=False, critic=True)
+
+
+@register("aag-nocr", "AAG-NOCR: AAG without the critic loop; the updated first answer is final",
+          "002 (AAG), ablation of section 4.5")
+def aag_nocr(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
+    return _aag(task, ctx, rewrite=True, summarize=True, critic=False)
+
+
+@register("aag-noqr", "AAG-NOQR: AAG without query rewriting; the task is the single query and its first answer goes to the critic loop",
+          "002 (AAG), ablation of section 4.5")
+def aag_noqr(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
+    return _aag(task, ctx, rewrite=False, summarize=False, critic=True)
+
+
+async def _aag(task: Task, ctx: MethodContext, *, rewrite: bool, summarize: bool, critic: bool) -> AsyncIterator[Event]:
+    max_queries = max(1, param(ctx, "aag.max_queries", MAX_QUERIES))
+    per_query = max(1, param(ctx, "aag.procedures", PROCEDURES_PER_QUERY))
+    cycles = max(0, param(ctx, "aag.critic_cycles", CRITIC_CYCLES)) if critic else 0
+    question = question_for(task)
+    book = SourceBook()
+    memory = getattr(ctx, "memory", None)
+    if memory is None or memory.count() == 0:
+        memory = None
+        yield Note(level="warning", text="The procedure memory is empty (or not connected), so AAG retrieves web pages "
+                                         "instead of procedures. Fill it with `python app.py procedures import FILE.jsonl` "
+                                         "or `python app.py procedures add-from-run RUN_ID`.")
+
+    # QR: outline, then questions
+    questions: list[str] = []
+    if rewrite:
+        qr: Out[str] = Out("")
+        async for ev in generate(ctx, REWRITE.format(task=task.prompt, n=max_queries), role="query", out=qr):
+            yield ev
+        outline, questions = parse_rewrite(qr.value, max_queries)
+        if outline:
+            yield DraftReady(steps=tuple(outline))
+        if not questions:
+            yield Note(level="warning", text="The query rewriter wrote no questions; the task itself is the one question.")
+            questions = [task.prompt]
+    n = 1 + len(questions) + (1 if questions else 0) + cycles
+
+    # RAG: procedures like the task, and a first answer
+    yield StepStarted(i=1, thought="Retrieve procedures like the task and write a first answer", n=n)
+    query = web_query(task.prompt)[0]
+    yield QueryMade(i=1, query=query)
+    first: Out[list[Passage]] = Out([])
+    async for ev in _recall(ctx, memory, 1, query, first, per_query):
+        book.see(ev)
+        yield ev
+    text: Out[str] = Out("")
+    prompt = FIRST_ANSWER.format(procedures=format_passages(first.value) or "(none found)", task=question)
+    async for ev in generate(ctx, prompt, role="draft", out=text, i=1):
+        yield ev
+    answer = prompts.normalise_answer(text.value) or text.value.strip()
+    step = StepRevised(i=1, before="", after=answer, sources=urls_of(first.value), article=answer)
+    book.see(step)
+    yield step
+
+    # per question: retrieve, then summarise (or keep the procedures themselves)
+    context_passages: list[Passage] = list(first.value)
+    summaries: list[str] = []
+    gathered: list[Passage] = []
+    for j, q in enumerate(questions, start=1):
+        i = 1 + j
+        yield StepStarted(i=i, thought=q, n=n)
+        yield QueryMade(i=i, query=web_query(q)[0])
+        found: Out[list[Passage]] = Out([])
+        async for ev in _recall(ctx, memory, i, web_query(q)[0], found, per_query):
+            book.see(ev)
+            yield ev
+        gathered += found.value
+        if summarize:
+            s: Out[str] = Out("")
+            prompt = SUMMARY.format(question=q, procedures=format_passages(found.value) or "(none found)")
+            async for ev in generate(ctx, prompt, role="query", out=s, i=i):
+                yield ev
+            summary = f"Q: {q}\nA: {' '.join(s.value.split())}"
+            summaries.append(summary)
+            book.use(i, urls_of(found.value))
+            yield Note(i=i, text=summary)
+
+    if questions:
+        unique = list({(p.url, p.text): p for p in gathered}.values())
+        context_passages = unique
+        context = "\n\n".join(summaries) if summarize else (format_passages(unique) or "(no procedures found)")
+        i = 2 + len(questions)
+        yield StepStarted(i=i, thought="Update the first answer with what the questions found", n=n)
+        upd: Out[str] = Out("")
+        async for ev in generate(ctx, UPDATE.format(task=question, answer=answer, context=context),
+                                 role="revise", out=upd, i=i):
+            yield ev
+        before, answer = answer, prompts.normalise_answer(upd.value) or answer
+        step = StepRevised(i=i, before=before, after=answer, sources=urls_of(unique), article=answer)
+        book.see(step)
+        yield step
+    else:  # NOQR: the procedures retrieved with the task are the context
+        context = format_passages(first.value) or "(no procedures found)"
+
+    # critic loop
+    start = n - cycles
+    for c in range(1, cycles + 1):
+        i = start + c
+        yield StepStarted(i=i, thought=f"Critic, cycle {c} of {cycles}", n=n)
+        crit: Out[str] = Out("")
+        async for ev in generate(ctx, CRITIC.format(task=question, context=context, answer=answer),
+                                 role="revise", out=crit, i=i):
+            yield ev
+        if NO_UPDATE.lower() in crit.value.lower():
+            yield Note(i=i, text=f"critic: {NO_UPDATE}")
+            break
+        edits = crit.value.strip()
+        yield Note(i=i, text=f"critic: {edits}")
+        ed: Out[str] = Out("")
+        async for ev in generate(ctx, EDIT.format(task=question, context=context, answer=answer, edits=edits),
+                                 role="revise", out=ed, i=i):
+            yield ev
+        before, answer = answer, prompts.normalise_answer(ed.value) or answer
+        step = StepRevised(i=i, before=before, after=answer, sources=urls_of(context_passages), article=answer)
+        book.see(step)
+        yield step
+    else:
+        if cycles:
+            yield Note(text=f"critic: stopped after {cycles} cycles (the limit; raise aag.critic_cycles for more).")
+    yield Final(text=answer, sources=book.sources())
+
+
+async def _recall(ctx: MethodContext, memory, i: int, query: str, out: Out[list[Passage]],
+                  k: int) -> AsyncIterator[Event]:
+    """Procedures from memory as SearchDone and PassagesChosen events (provider "memory"); the
+    web through ``retrieve`` when there is no memory."""
+    if memory is None:
+        async for ev in retrieve(ctx, i, query, out, k=k):
+            yield ev
+        return
+    started = time.perf_counter()
+    hits = memory.search(query, k)
+    results = tuple(SearchResult(url=p.url, title=p.title, snippet=" ".join(p.text(300).split()), provider="memory")
+                    for p in hits)
+    yield SearchDone(i=i, query=query, results=results, provider="memory",
+                     seconds=round(time.perf_counter() - started, 4))
+    passages = [p.passage() for p in hits]
+    out.value = passages
+    yield PassagesChosen(i=i, passages=tuple(passages))
+
+
+_HEADING = re.compile(r"^\W*(outline|questions?)\W*$", re.I)
+_HEADING_INLINE = re.compile(r"^\W*(outline|questions?)\s*\**\s*:\s*\**\s*(.+)$", re.I)
+_BULLET = re.compile(r"^\s*(?:[-*•]+|\(?\d+[.)]|Q\d+[:.)])\s*", re.I)
+
+
+def parse_rewrite(text: str, limit: int) -> tuple[list[str], list[str]]:
+    """The outline steps and (at most ``limit``) questions of a query-rewriting answer. Without
+    a "Questions:" heading, the lines that end with "?" are the questions."""
+    outline: list[str] = []
+    questions: list[str] = []
+    section = ""
+    for raw in text.replace("/n", "\n").splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        head = _HEADING.match(line)
+        inline = _HEADING_INLINE.match(line)
+        if head or inline:
+            section = "questions" if (head or inline).group(1).lower().startswith("question") else "outline"
+            if inline:
+                line = inline.group(2)
+            else:
+                continue
+        item = _BULLET.sub("", line).strip().strip("*").strip()
+        if not item:
+            continue
+        if section == "questions":
+            questions.append(item)
+        elif section == "outline":
+            outline.append(item)
+        elif item.endswith("?"):
+            questions.append(item)
+        else:
+            outline.append(item)
+    if not questions:  # no heading at all: questions are the lines that ask
+        questions = [o for o in outline if o.endswith("?")]
+        outline = [o for o in outline if not o.endswith("?")]
+    return outline, list(dict.fromkeys(questions))[:limit]

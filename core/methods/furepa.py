@@ -1,0 +1,342 @@
+"""FuRePA, furthest reasoning with plan assessment (paper 004, in Vietnamese; arXiv 2309.12767).
+
+Furthest reasoning (004, 3.1). Each iteration t < T (T = 6) sees only the question Q and the
+evidence E_t gathered so far: earlier reasoning and earlier queries are masked, so the model
+reasons from scratch every time. It samples n = 5 plans, each "[Analysis] r [Search] q" or
+"[Analysis] r [Answer] a". The first iteration (E_0 empty) has its own prompt that only asks
+what to search first (appendix A.1); the later ones use appendix A.2.
+
+Plan assessment (004, 3.2).
+- Plan decision (eq. 5): when t > 0 and the share of answer plans is at least θ = 0.6, the run
+  ends with the majority answer (answers compared after SQuAD normalisation; ties go to the
+  earliest plan).
+- Query filter (3.2.2): the candidate queries, with the queries already run, are clustered with
+  DBSCAN (eps = 2, min_samples = 1) over their bag of words; clusters that hold a query already
+  run are dropped, and each other cluster gives its central query (its medoid). When nothing is
+  left, the iteration ends and the temperature is raised by Δtp.
+- Query scorer (3.2.3). THE PAPER'S SCORER IS A TRAINED ROBERTA-LARGE MODEL that estimates the
+  MRR of a query over the corpus; we have no training data, so OUR SCORER STANDS IN FOR IT: each
+  remaining candidate is run, and scored by what its retrieval returns: the BM25 relevance to the
+  question of its best passage not already in the evidence (BM25 over all passages the candidates
+  found this iteration), times that passage's novelty (the share of its distinct words not
+  already in the evidence). The best candidate's top new passage is added to the evidence
+  (eq. 3). A candidate that finds nothing new scores zero.
+- After T iterations without an answer, an answer is forced (our prompt: A.2's, plus "answer
+  now").
+
+Temperature. 004 samples at tp0 (0.2; 004 also reports 1.0) and raises it by Δtp (0.8; also 0.5)
+"when Q̂_t is empty" (3.2.2), i.e. when every candidate repeats an executed query; we also raise
+it when no candidate finds a new passage. With ``furepa.temperature_schedule = "per-iteration"``
+the temperature is tp0 + t·Δtp instead. Either way it is capped at 2.0, the API's maximum.
+
+Prompts: appendix A's, translated back to English from our Vietnamese copy (the few-shot
+questions, searches and answers are the paper's English; the analyses are translated). The
+forced-answer prompt is ours. Every plan and the forced answer use the role "draft".
+Parameters: ``furepa.n`` (5), ``furepa.theta`` (0.6), ``furepa.iterations`` (6), ``furepa.tp0``
+(0.2), ``furepa.dtp`` (0.8), ``furepa.eps`` (2.0), ``furepa.temperature_schedule``
+("on-repeat" | "per-iteration").
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from core.errors import TaskError
+from core.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
+from core.methods.base import MethodContext, Out, Task, generate, register
+from core.methods.baselines import normalize_answer, param, web_query
+from core.passages import format_passages, rank_passages, tokenize
+from core.retrieval import retrieve
+from core.sources import SourceBook
+from core.types import Passage
+
+N_PLANS = 5  # n (004, 4.1)
+THETA = 0.6  # θ (004, 4.1)
+ITERATIONS = 6  # T (004, 4.1)
+TP0 = 0.2  # tp0 (004, 4.1: "0.2/1.0")
+DTP = 0.8  # Δtp (004, 4.1: "0.8/0.5")
+EPS = 2.0  # DBSCAN eps over bag of words (004, 4.1)
+MAX_TEMPERATURE = 2.0  # the OpenAI API's upper bound
+SCHEDULES = ("on-repeat", "per-iteration")
+
+# Appendix A.1: the first iteration, which only asks what to search first.
+FIRST_SYSTEM = ("You are given problems that require multi-hop searching and reasoning. "
+                "You should follow the examples and tell me what information to search first accurately.")
+FIRST_USER = ("To solve this multi-hop problem: {question} What specific information should I search from wiki "
+              "at the first step? Search one target at the first step.")
+FIRST_SHOTS = (
+    ("What was the name of the Infantry that was commanded by a Senator who was know as Jim Lane?",
+     "[Search] the Senator who was known as Jim Lane"),
+    ("Which person born on March 23, 1902 did George Roby Dempster have political battles with?",
+     "[Search] the person George Roby Dempster have political battles with"),
+    ("Do director of film Swami Dada and director of film Common Clay (1930 Film) have the same nationality?",
+     "[Search] the nationality of director of film Swami Dada"),
+    ("How many square miles is the state that houses the university that Joseph L. Badaracco attended?",
+     "[Search] the university Joseph L. Badaracco attended"),
+    ("The Tudor-style Norfolk Hotel, now run by the Fairmont group, is a landmark in the capital city of which "
+     "west African country?",
+     "[Search] the Tudor-style Norfolk Hotel, now run by the Fairmont group, is a landmark in what city"),
+)
+
+# Appendix A.2: the later iterations.
+SYSTEM = ("You are given problems that require multi-hop searching and reasoning with related contexts. "
+          "You should tell me the answer if all needed information is provided in the context, otherwise tell me "
+          "what specific information to search next. Do not answer with uncertainty. "
+          "Lines only start with '[Analysis]' or '[Answer]' or '[Search]'.")
+USER = "Context:\n{context}\nQuestion:\n{question}"
+# (In the first example our copy says Saint Motel has 3 members; its context lists four.)
+SHOTS = (
+    ("Saint Motel: The band consists of A/J Jackson (lead vocals, guitar, piano), Aaron Sharp (lead guitar), "
+     "Dak Lerdamornpong (bass), and Greg Erwin (drums). Curve Lake First Nation: The Curve Lake First Nation "
+     "registered a population on these three reserves of 741, with an additional 1,050 registered band members "
+     "living off-reserve.",
+     "Which band has more members, Saint Motel or Curve?",
+     "[Analysis] According to the context, we now know Saint Motel has four members. The context gives information "
+     "about Curve Lake First Nation, not the band. We still need information about the band Curve.\n"
+     "[Search] the number of members in the band Curve"),
+    ("Dhyanchand Stadium is a cricket ground in Jhansi, India. The stadium is named after Major Dhyan Chand who "
+     "lived in Jhansi. Dhyan Chand: He is known for his extraordinary goal-scoring feats, in addition to earning "
+     "three Olympic gold medals (1928, 1932, and 1936) in field hockey, during an era where India was the most "
+     "dominant team in Hockey.",
+     "Where is the stadium located which is named after the man who won three Olympic gold medals in 1928, 1932, "
+     "and 1936?",
+     "[Analysis] The man who won three Olympic gold medals in 1928, 1932 and 1936 is Dhyan Chand. The stadium named "
+     "after him is Dhyanchand Stadium. Dhyanchand Stadium is in Jhansi, India. Then we have the answer to the "
+     "question.\n[Answer] Jhansi, India"),
+    ("Matthias W. Day (August 8, 1853 – September 12, 1927) was a career American army officer who received the "
+     "Medal of Honor, the United States' highest military decoration, for his actions during the American Indian "
+     "Wars in the latter half of the 19th century. Day was a longtime officer with the African-American 9th Cavalry "
+     "Regiment, seeing action during the Apache Wars against the Apache leaders Victorio and Geronimo.",
+     "In 2010, who controlled the Senate and the body who presides over any impeachment trial of the president of "
+     "the country Matthias W. Day holds citizenship in",
+     "[Analysis] Matthias W. Day holds citizenship in the United States. Then we need to know which body presides "
+     "over any impeachment trial of the president of the United States.\n"
+     "[Search] Who presides over any impeachment trial of the president of the United States"),
+    ("The Oberoi family is an Indian family that is famous for its involvement in hotels, namely through The Oberoi "
+     "Group.",
+     "The Oberoi family is part of a hotel company that has a head office in what city?",
+     "[Analysis] The Oberoi family is part of a hotel company called The Oberoi Group. Then we need to know in which "
+     "city The Oberoi Group has its head office.\n[Search] the Oberoi Group has a head office in what city"),
+    ("\"Human Error\" is the twenty-fourth episode and season finale of the third season of \"House\" and the "
+     "seventieth episode overall. House (also called House, M.D.) is an American television medical drama that "
+     "originally ran on the Fox network for eight seasons, from November 16, 2004 to May 21, 2012.",
+     "\"Human Error\" is the season finale of the third season of a tv show that aired on what network?",
+     "[Analysis] \"Human Error\" is the season finale of the third season of \"House\". The TV show \"House\" aired "
+     "on the Fox network. Then we have the answer.\n[Answer] Fox network"),
+)
+# Ours: 004 forces an answer after the last round but gives no prompt for it.
+FORCE = ("\n\nThe search budget is spent: answer now, from the context and what you know. "
+         "Reply with one [Analysis] line and one [Answer] line.")
+
+
+@dataclass(frozen=True)
+class Plan:
+    kind: str  # "search", "answer", or "" when the reply follows neither form
+    analysis: str
+    text: str  # the query or the answer
+
+
+@register("furepa", "FuRePA: each round plans from the question and evidence only (earlier reasoning masked), "
+                    "5 sampled plans, answer at ≥60% agreement, else DBSCAN-filtered queries scored by what their "
+                    "retrieval returns (a stand-in for the paper's trained RoBERTa scorer)",
+          "004 (FuRePA), sections 3.1-3.2 and appendix A")
+async def furepa(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
+    n = max(1, param(ctx, "furepa.n", N_PLANS))
+    theta = param(ctx, "furepa.theta", THETA)
+    iterations = max(1, param(ctx, "furepa.iterations", ITERATIONS))
+    tp0 = param(ctx, "furepa.tp0", TP0)
+    dtp = param(ctx, "furepa.dtp", DTP)
+    eps = param(ctx, "furepa.eps", EPS)
+    schedule = param(ctx, "furepa.temperature_schedule", "on-repeat")
+    if schedule not in SCHEDULES:
+        raise TaskError(f"furepa.temperature_schedule={schedule!r} is not known: use one of {', '.join(SCHEDULES)}.")
+    question = task.prompt
+    book = SourceBook()
+    evidence: list[Passage] = []
+    executed: list[str] = []  # never shown to the model: only the query filter reads it
+    raises = 0
+    answer: Plan | None = None
+
+    for t in range(iterations):
+        i = t + 1
+        steps = t if schedule == "per-iteration" else raises
+        temperature = round(min(MAX_TEMPERATURE, tp0 + steps * dtp), 4)
+        yield StepStarted(i=i, n=iterations,
+                          thought=f"Plan from the question and {len(evidence)} piece(s) of evidence "
+                                  f"({n} plans at temperature {temperature:g})")
+        messages = plan_messages(question, evidence)
+        plans: list[Plan] = []
+        for _ in range(n):
+            reply: Out[str] = Out("")
+            async for ev in generate(ctx, messages, role="draft", out=reply, i=i, temperature=temperature):
+                yield ev
+            plans.append(parse_plan(reply.value, first=not evidence))
+        answers = [p for p in plans if p.kind == "answer" and p.text]
+        share = len(answers) / len(plans)
+        if t > 0 and evidence and share >= theta:
+            answer = majority(answers)
+            yield Note(i=i, text=f"FuRePA: {len(answers)}/{len(plans)} plans answer (≥ θ = {theta:g}): "
+                                 f"the majority answer is {answer.text!r}.")
+            break
+        yield Note(i=i, text=f"FuRePA: {len(answers)}/{len(plans)} plans answer (θ = {theta:g}): searching.")
+
+        candidates = list(dict.fromkeys(web_query(p.text)[0] for p in plans if p.kind == "search" and p.text))
+        kept = filter_queries(candidates, executed, eps)
+        if not kept:
+            raises += 1
+            yield Note(i=i, text=f"Every candidate query repeats one already run ({len(candidates)} candidates); "
+                                 f"the temperature goes up by {dtp:g}.")
+            continue
+        if len(kept) < len(candidates):
+            yield Note(i=i, text=f"Query filter: {len(candidates)} candidates, {len(kept)} after DBSCAN "
+                                 "(repeats of earlier queries and near-duplicates removed).")
+
+        found: dict[str, list[Passage]] = {}
+        for q in kept:
+            yield QueryMade(i=i, query=q)
+            out: Out[list[Passage]] = Out([])
+            async for ev in retrieve(ctx, i, q, out, k=ctx.settings.k):
+                book.see(ev)
+                yield ev
+            found[q] = out.value
+            executed.append(q)
+        scores, tops = score_queries(question, found, evidence)
+        shown = ", ".join(f"{q!r}: {s:.2f}" for q, s in scores.items())
+        best = max(kept, key=lambda q: (tops[q] is not None, scores[q]))  # max() keeps the first of equals
+        if tops[best] is None:
+            raises += 1
+            yield Note(i=i, text=f"No candidate query found a new passage ({shown}); the temperature goes up by {dtp:g}.")
+            continue
+        yield Note(i=i, text=f"Query scores (retrieval-based stand-in for the paper's trained scorer): {shown}. "
+                             f"Best: {best!r}.")
+        top = tops[best]
+        evidence.append(top)
+        step = StepRevised(i=i, before="", after=top.text, sources=(top.url,),
+                           article=format_passages(evidence))
+        book.see(step)
+        yield step
+
+    if answer is None:
+        i = iterations + 1
+        yield StepStarted(i=i, n=i, thought="No answer after the last round: the answer is forced")
+        reply = Out("")
+        messages = plan_messages(question, evidence)
+        messages[-1] = {"role": "user", "content": messages[-1]["content"] + FORCE}
+        async for ev in generate(ctx, messages, role="draft", out=reply, i=i, temperature=tp0):
+            yield ev
+        plan = parse_plan(reply.value, first=False)
+        if plan.kind != "answer" or not plan.text:
+            lines = [line.strip() for line in reply.value.splitlines() if line.strip()]
+            plan = Plan("answer", plan.analysis, re.sub(r"^\[\w+\]\s*", "", lines[-1]) if lines else "")
+        answer = plan
+        yield Note(i=i, text=f"FuRePA: forced answer {answer.text!r}.")
+
+    if task.kind == "qa":
+        text = f"{answer.analysis}\n\nAnswer: {answer.text}" if answer.analysis else answer.text
+    else:
+        text = answer.text
+    yield Final(text=text.strip(), sources=book.sources())
+
+
+def plan_messages(question: str, evidence: list[Passage]) -> list[dict]:
+    """The chat for one plan: the question and the evidence so far, and nothing else of the run
+    (furthest reasoning masks earlier reasoning and queries)."""
+    if not evidence:
+        messages = [{"role": "system", "content": FIRST_SYSTEM}]
+        for q, a in FIRST_SHOTS:
+            messages += [{"role": "user", "content": FIRST_USER.format(question=q)},
+                         {"role": "assistant", "content": a}]
+        messages.append({"role": "user", "content": FIRST_USER.format(question=question)})
+        return messages
+    messages = [{"role": "system", "content": SYSTEM}]
+    for context, q, a in SHOTS:
+        messages += [{"role": "user", "content": USER.format(context=context, question=q)},
+                     {"role": "assistant", "content": a}]
+    messages.append({"role": "user", "content": USER.format(context=format_passages(evidence), question=question)})
+    return messages
+
+
+_TAG = re.compile(r"\[(analysis|search|answer)\]", re.I)
+
+
+def parse_plan(text: str, *, first: bool) -> Plan:
+    """A reply as a plan. The last [Search] or [Answer] decides the kind; a first-iteration reply
+    without a tag is read as a query (its first line)."""
+    parts = _TAG.split(text)
+    analysis, kind, body = [], "", ""
+    for tag, content in zip(parts[1::2], parts[2::2]):
+        tag = tag.lower()
+        content = content.strip()
+        if tag == "analysis":
+            analysis.append(" ".join(content.split()))
+        else:
+            kind, body = tag, content
+    if kind == "search":
+        body = body.splitlines()[0].strip() if body else ""
+    if not kind and first and text.strip():
+        kind, body = "search", text.strip().splitlines()[0].strip()
+    return Plan(kind=kind, analysis=" ".join(analysis), text=body.strip().strip('"').strip())
+
+
+def majority(answers: list[Plan]) -> Plan:
+    """The answer most plans give (after SQuAD normalisation); ties go to the earliest."""
+    counts = Counter(normalize_answer(p.text) for p in answers)
+    top = max(counts.values())
+    return next(p for p in answers if counts[normalize_answer(p.text)] == top)
+
+
+def filter_queries(candidates: list[str], executed: list[str], eps: float = EPS) -> list[str]:
+    """004's query filter: DBSCAN (``eps``, min_samples 1) over the bag of words of the executed
+    and candidate queries; clusters holding an executed query are dropped, every other cluster
+    gives its medoid, in the order the candidates came."""
+    if not candidates:
+        return []
+    import numpy as np
+    from sklearn.cluster import DBSCAN
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    texts = executed + candidates
+    try:
+        bag = CountVectorizer(analyzer=tokenize).fit_transform(texts).toarray().astype(float)
+    except ValueError:  # no word at all (only stopwords): every query is the same bag
+        bag = np.zeros((len(texts), 1))
+    labels = DBSCAN(eps=eps, min_samples=1).fit(bag).labels_
+    spent = set(labels[: len(executed)])
+    kept: list[str] = []
+    seen: set[int] = set()
+    for j, label in enumerate(labels[len(executed):]):
+        if label in spent or label in seen:
+            continue
+        seen.add(label)
+        members = [m for m, lab in enumerate(labels) if lab == label and m >= len(executed)]
+        vectors = bag[members]
+        spread = [float(np.linalg.norm(vectors - v, axis=1).sum()) for v in vectors]
+        kept.append(texts[members[spread.index(min(spread))]])
+    return kept
+
+
+def score_queries(question: str, found: dict[str, list[Passage]],
+                  evidence: list[Passage]) -> tuple[dict[str, float], dict[str, Passage | None]]:
+    """Our stand-in for 004's trained query scorer (see the module docstring): per query, BM25 of
+    its best new passage against the question (over every passage found this round) times that
+    passage's novelty against the evidence; and that passage (None when nothing new was found)."""
+    have = {(p.url, p.text) for p in evidence}
+    known_words = {w for p in evidence for w in tokenize(p.text)}
+    tops: dict[str, Passage | None] = {}
+    for q, passages in found.items():
+        new = [p for p in passages if (p.url, p.text) not in have]
+        tops[q] = new[0] if new else None
+    pool = list({(p.url, p.text): p for p in tops.values() if p is not None}.values())
+    relevance = {(p.url, p.text): p.score for p in rank_passages(question, pool)}
+    scores: dict[str, float] = {}
+    for q, top in tops.items():
+        if top is None:
+            scores[q] = 0.0
+            continue
+        words = set(tokenize(top.text))
+        novelty = len(words - known_words) / len(words) if words else 0.0
+        scores[q] = round(relevance[(top.url, top.text)] * novelty, 4)
+    return scores, tops

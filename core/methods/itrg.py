@@ -1,0 +1,157 @@
+"""ITRG / Iter-RetGen, iterative retrieval-generation synergy (paper 003, section 2).
+
+For t = 1..T (T = 5, top-k = 5 documents: 003, section 3.3):
+
+    GAR   q_t = q                    at t = 1
+          q_t = [q ; y_(t-1)]        at t > 1   (question + last output)
+          R_t = retrieve(q_t)                    top-5
+    RAG   refine   y_t = M(prompt(y_(t-1), q, R_update)),  R_update = R_t - R_(t-1)   (eq. 1-2)
+                   "If R_update is an empty set, we do not regenerate a new document and set
+                   y_t = y_(t-1)": the round is skipped (a StepRevised with ``skipped``).
+          refresh  y_t = M(prompt(q, R_t))                                              (eq. 3)
+                   the last output never enters the generation prompt; it only expands the
+                   search query.
+
+Choices of ours, where 003 is silent:
+- A "document" is a retrieved passage (003 retrieves Wikipedia paragraphs); two are the same
+  when their URL and text are. R_update subtracts the previous iteration's set, as eq. 1 does
+  (not every set before it).
+- Refine at t = 1 has no y_0 to refine, so it writes the first document with the refresh prompt
+  from R_1 (= R_1 - R_0).
+- A round after the first that retrieves nothing at all (a failed search) keeps the last output,
+  in refresh too: writing from no documents would throw away what earlier rounds found.
+- 003 gives only the refresh prompt ("write a document that contains the answer"); the refine
+  prompt below is ours, written from its description (eq. 2).
+- The query [q ; y_(t-1)] is cut to ``MAX_QUERY_CHARS`` for a web search engine (003 used a
+  dense retriever), with a Note.
+- QA tasks end, as in 003's evaluation, with a short answer generated from the last document
+  and the question (003 generates 200-token documents, then 15-token answers); our prompt.
+
+Roles: documents are "draft" (refresh, and refine's first) or "revise" (refine's later rounds);
+the short answer is "draft". Parameters: ``itrg.iterations`` (5), ``itrg.top_k`` (5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from core import prompts
+from core.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
+from core.methods.base import MethodContext, Out, Task, generate, register
+from core.methods.baselines import QA_INSTRUCTION, param, urls_of, web_query
+from core.passages import format_passages
+from core.retrieval import retrieve
+from core.sources import SourceBook
+from core.types import Passage
+
+ITERATIONS = 5  # T (003, section 3.3)
+TOP_K = 5  # top-5 paragraphs per query (003, section 3.3)
+
+# 003, section 2.3.2: "Prompt for refresh with all documents", word for word.
+REFRESH = """In the following task, you should write a document that contains the answer to the question.
+
+Passage: {passages}
+
+Question: {question}
+
+Document:"""
+
+# Ours: 003 describes refine (eq. 2: prompt(y_(t-1), q, R_update)) but gives no prompt for it.
+REFINE = """In the following task, you should refine the document so that it answers the question better, using the new passages. Keep what the passages do not contradict, correct what they contradict, and add what they add. Output only the refined document.
+
+Passage: {passages}
+
+Question: {question}
+
+Document: {document}
+
+Refined document:"""
+
+# Ours: the read step of 003's QA evaluation (a short answer from the generated document).
+ANSWER = """Read the document and answer the question.
+
+Document: {document}
+
+Question: {question}
+
+{instruction}"""
+
+
+@register("itrg-refine", "ITRG refine: T rounds of search with question + last output; each rewrites the last output with only the newly retrieved documents",
+          "003 (ITRG / Iter-RetGen), section 2.3.1")
+def itrg_refine(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
+    return _itrg(task, ctx, refine=True)
+
+
+@register("itrg-refresh", "ITRG refresh: T rounds of search with question + last output; each writes anew from the question and the documents retrieved",
+          "003 (ITRG / Iter-RetGen), section 2.3.2")
+def itrg_refresh(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
+    return _itrg(task, ctx, refine=False)
+
+
+def _key(p: Passage) -> tuple[str, str]:
+    return (p.url, " ".join(p.text.split()))
+
+
+async def _itrg(task: Task, ctx: MethodContext, *, refine: bool) -> AsyncIterator[Event]:
+    iterations = max(1, param(ctx, "itrg.iterations", ITERATIONS))
+    top_k = max(1, param(ctx, "itrg.top_k", TOP_K))
+    book = SourceBook()
+    question = task.prompt
+    output = ""  # y_(t-1)
+    previous: set[tuple[str, str]] = set()  # R_(t-1)
+
+    for t in range(1, iterations + 1):
+        yield StepStarted(i=t, n=iterations,
+                          thought="Search with the question" if t == 1 else "Search with the question and the last output")
+        query, cut = web_query(question if t == 1 else f"{question}\n{output}")
+        if cut:
+            yield Note(i=t, text=f"The query (question + last output) is long; the search uses its first {len(query)} characters.")
+        yield QueryMade(i=t, query=query)
+        found: Out[list[Passage]] = Out([])
+        async for ev in retrieve(ctx, t, query, found, k=top_k):
+            book.see(ev)
+            yield ev
+        docs = found.value
+        current = {_key(p) for p in docs}
+
+        new = [p for p in docs if _key(p) not in previous]
+        if t > 1 and (not docs or (refine and not new)):
+            if refine:
+                yield Note(i=t, text="Nothing new was retrieved in this round; the last output is kept (003, eq. 2).")
+            else:
+                yield Note(i=t, level="warning", text="Nothing could be retrieved in this round; the last output is kept.")
+            skipped = StepRevised(i=t, before=output, after=output, article=output,
+                                  skipped="no newly retrieved documents; kept the last output")
+            book.see(skipped)
+            yield skipped
+            previous = current
+            continue
+        if refine and t > 1:
+            prompt = REFINE.format(passages=format_passages(new), question=question, document=output)
+            used, role = new, "revise"
+        else:
+            # refresh, and refine's first round: write from the question and R_t only
+            if not docs:
+                yield Note(i=t, level="warning",
+                           text="Nothing could be retrieved; the document is written from the question alone.")
+            prompt = REFRESH.format(passages=format_passages(docs) or "(none)", question=question)
+            used, role = docs, "draft"
+
+        text: Out[str] = Out("")
+        async for ev in generate(ctx, prompt, role=role, out=text, i=t):
+            yield ev
+        before, output = output, prompts.normalise_answer(text.value) or output
+        revised = StepRevised(i=t, before=before, after=output, sources=urls_of(used), article=output)
+        book.see(revised)
+        yield revised
+        previous = current
+
+    final = output
+    if task.kind == "qa":
+        answer: Out[str] = Out("")
+        async for ev in generate(ctx, ANSWER.format(document=output, question=question, instruction=QA_INSTRUCTION),
+                                 role="draft", out=answer, i=iterations):
+            yield ev
+        final = f"{output}\n\n{answer.value.strip()}" if output else answer.value.strip()
+    yield Final(text=final, sources=book.sources())

@@ -1,0 +1,63 @@
+"""RAT's ablations (001, tables 3 and 4): non-causal RAT makes every query from the initial
+draft before any revision; CoT+RAG retrieves once with the whole draft and revises once."""
+
+from __future__ import annotations
+
+import pytest
+
+from core import prompts
+from core.events import DraftReady, Final, QueryMade, SearchDone, StepRevised
+from core.methods import Task
+from tests.fakes.method_scripts import MethodAuthor, collect, of
+from tests.fakes.scripts import draft_steps, sections
+
+TASK = Task("Write a short history of Python 3 and its ecosystem.")
+
+
+@pytest.fixture
+def author(llm):
+    a = MethodAuthor(draft_steps(3))
+    llm.reply(a)
+    return a
+
+
+async def test_noncausal_makes_all_queries_before_any_revision(services, author):
+    events = await collect(services.runner.start("rat-noncausal", TASK))
+    steps = author.steps
+    # model calls: the draft, every query, then every revision
+    assert author.kinds() == ["draft"] + ["query"] * 3 + ["revise"] * 3
+    # events: every query and every search before the first revision
+    first_revision = next(n for n, e in enumerate(events) if isinstance(e, StepRevised))
+    positions = [n for n, e in enumerate(events) if isinstance(e, (QueryMade, SearchDone))]
+    assert len(positions) == 6 and max(positions) < first_revision
+    # each query sees the initial draft up to its step, never a revision
+    for i, prompt in enumerate(author.of_kind("query"), start=1):
+        assert sections(prompt)["Content"] == "\n\n".join(steps[:i])
+        assert "[revised]" not in prompt
+    revised = of(events, StepRevised)
+    assert [e.i for e in revised] == [1, 2, 3] and all(e.sources for e in revised)
+    final = events[-1]
+    assert isinstance(final, Final) and final.text == "\n\n".join(s + " [revised]" for s in steps)
+    assert {n for s in final.sources for n in s.steps} == {1, 2, 3}
+
+
+async def test_cot_rag_retrieves_once_with_the_whole_draft(services, author):
+    events = await collect(services.runner.start("cot-rag", TASK))
+    draft = "\n\n".join(author.steps)
+    assert author.kinds() == ["draft", "revise"], "no query-writing call: the draft is the query"
+    queries = of(events, QueryMade)
+    assert [q.query for q in queries] == [" ".join(draft.split())]
+    assert len(of(events, SearchDone)) == 1 and of(events, SearchDone)[0].query == queries[0].query
+    assert sections(author.of_kind("revise")[0])["Answer"] == draft
+    revised = of(events, StepRevised)
+    assert len(revised) == 1 and revised[0].before == draft and revised[0].sources
+    assert of(events, DraftReady)[0].steps == tuple(author.steps)
+    assert events[-1].text == prompts.normalise_answer(author.default("revise", author.of_kind("revise")[0], 1))
+
+
+async def test_cot_rag_keeps_the_draft_when_search_fails(services, author, web):
+    web.fail_search_next = 10
+    events = await collect(services.runner.start("cot-rag", TASK))
+    assert author.kinds() == ["draft"]
+    assert of(events, StepRevised)[0].skipped
+    assert events[-1].text == "\n\n".join(author.steps)

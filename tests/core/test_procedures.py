@@ -1,0 +1,124 @@
+"""AAG's procedure memory: the table (migration m003), BM25 search, import/export, procedures
+from finished runs, and the CLI commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from core.errors import StoreError, TaskError
+from core.methods import Task
+from core.procedures import ProcedureMemory
+from data import procedures as table
+from tests.fakes.method_scripts import MethodAuthor, collect
+
+
+@pytest.fixture
+def memory(services):
+    return ProcedureMemory(services.store)
+
+
+def test_the_migration_creates_the_table(services):
+    assert "procedures" in services.store.db.table_names()
+    applied = {r[0] for r in services.store.db.execute("select name from _migrations").fetchall()}
+    assert "m003_procedures" in applied
+
+
+def test_search_ranks_with_bm25_and_leaves_out_unrelated(memory):
+    memory.add("flour, eggs, milk", "pancakes", ["Whisk the eggs and milk", "Fry in butter"])
+    memory.add("a Django project", "test a Django application", ["Write tests", "Run manage.py test"])
+    memory.add("a fresh computer", "install Python packages", ["Create a virtualenv", "pip install"])
+    hits = memory.search("How do I test my Django app?", k=3)
+    assert [h.output for h in hits] == ["test a Django application"]
+    assert hits[0].score > 0 and hits[0].url == f"memory://procedure/{hits[0].id}"
+    assert memory.search("quantum chromodynamics", k=3) == []
+    assert len(memory.search("a", k=3)) == 0, "stopwords match nothing"
+    # the index follows the table
+    memory.add("a Django project", "deploy a Django application", ["Collect static files", "Run gunicorn"])
+    assert {h.output for h in memory.search("Django application", k=3)} == {
+        "test a Django application", "deploy a Django application"}
+
+
+def test_the_same_procedure_is_stored_once(memory):
+    first = memory.add("in", "out", ["a", "b"])
+    again = memory.add("in", "out", ["a", " b "])
+    assert first[1] is True and again == (first[0], False)
+    assert memory.count() == 1
+    with pytest.raises(TaskError, match="steps or an output"):
+        memory.add("in", "", [])
+    with pytest.raises(StoreError, match="source"):
+        table.add(memory.store, "in", "out", ["x"], source="bogus")
+
+
+def test_import_and_export_round_trip(memory, tmp_path):
+    src = tmp_path / "procs.jsonl"
+    src.write_text('{"input": "eggs", "output": "omelette", "steps": ["Beat", "Cook"]}\n\n'
+                   '{"prompt": "Plan a crafting table", "steps": "Punch a tree\\nCraft planks", "answers": ["1 table"]}\n',
+                   encoding="utf-8")
+    assert memory.import_jsonl(src) == (2, 0)
+    assert memory.import_jsonl(src) == (0, 2)
+    listed = memory.recent()
+    assert [p.source for p in listed] == ["task", "import"]
+    assert listed[0].steps == ("Punch a tree", "Craft planks") and listed[0].output == "1 table"
+    records = list(memory.export_records())
+    assert records[0] == {"input": "eggs", "output": "omelette", "steps": ["Beat", "Cook"]}
+
+
+@pytest.mark.parametrize("line, message", [
+    ("{not json", "line 2: not valid JSON"),
+    ('["a list"]', "line 2: expected a JSON object"),
+    ('{"output": "x", "steps": ["a"]}', 'line 2: "input"'),
+    ('{"input": "x", "steps": "" }', 'line 2: a procedure needs "steps" or an "output"'),
+    ('{"input": "x", "steps": [1, 2]}', 'line 2: "steps" must be a list of strings'),
+])
+def test_import_names_the_bad_line_and_stores_nothing(memory, tmp_path, line, message):
+    src = tmp_path / "bad.jsonl"
+    src.write_text('{"input": "eggs", "output": "omelette", "steps": ["Beat"]}\n' + line + "\n", encoding="utf-8")
+    with pytest.raises(TaskError, match=message):
+        memory.import_jsonl(src)
+    assert memory.count() == 0
+
+
+async def test_a_finished_run_becomes_a_procedure(services, llm, memory):
+    author = MethodAuthor(["First, gather wood.", "Then craft planks."])
+    llm.reply(author)
+    events = await collect(services.runner.start("cot", Task("Plan a crafting table", "plan")))
+    run_id = events[0].run_id
+    proc_id, new = memory.add_from_run(run_id)
+    assert new
+    proc = table.get(services.store, proc_id)
+    assert proc["input"] == "Plan a crafting table"
+    assert proc["output"] == "First, gather wood.\n\nThen craft planks."
+    assert proc["steps"] == ["First, gather wood.", "Then craft planks."] and proc["run_id"] == run_id
+    assert memory.add_from_run(run_id) == (proc_id, False)
+
+
+async def test_an_unfinished_run_is_refused(services, llm, memory):
+    llm.reply(MethodAuthor())
+    events = await collect(services.runner.start("rat", Task("Write about Python")), stop_after=lambda ev: len(ev) > 3)
+    with pytest.raises(TaskError, match="has not finished"):
+        memory.add_from_run(events[0].run_id)
+
+
+def test_procedures_commands(services, tmp_path, capsys):
+    from app import _common
+    from core.commands import add_commands
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(dest="command"), [_common(suppress=True)])
+    src = tmp_path / "p.jsonl"
+    src.write_text('{"input": "eggs", "output": "omelette", "steps": ["Beat", "Cook"]}\n', encoding="utf-8")
+
+    def run(*argv):
+        args = parser.parse_args(list(argv))
+        return args.func(args, services)
+
+    assert run("procedures", "import", str(src)) == 0
+    assert "1 procedures added" in capsys.readouterr().err
+    assert run("procedures", "list", "--json") == 0
+    assert json.loads(capsys.readouterr().out)[0]["output"] == "omelette"
+    out = tmp_path / "out.jsonl"
+    assert run("procedures", "export", str(out)) == 0
+    assert json.loads(out.read_text().splitlines()[0])["steps"] == ["Beat", "Cook"]

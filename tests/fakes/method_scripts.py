@@ -1,0 +1,156 @@
+"""A scripted "model" for the fake LLM server that answers the prompts of every method of the
+papers (baselines, RAT ablations, ITRG, AAG, FuRePA), the way a cooperative model would. Each
+prompt is recognised by a phrase of its instruction; a test overrides the answer for a kind with
+``handlers={kind: fn(prompt, body, n) -> str}`` (``n`` counts the calls of that kind, from 1)
+and inspects ``calls`` afterwards."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+
+from tests.fakes.llm_server import message_text
+from tests.fakes.scripts import draft_steps, sections
+
+MARKERS = (  # (kind, phrase of the prompt), tried in order
+    ("draft", "Try to answer this question/instruction with step-by-step thoughts"),
+    ("query", "This summarization will be used as a query"),
+    ("rag", "##Retrieved Text:"),
+    ("itrg-refresh", "you should write a document that contains the answer"),
+    ("itrg-refine", "you should refine the document"),
+    ("itrg-answer", "Read the document and answer the question."),
+    ("aag-rewrite", 'under the heading "Outline:"'),
+    ("aag-first", "##Procedures from memory:"),
+    ("aag-summary", "Answer the question with a short summary of the retrieved procedures"),
+    ("aag-update", "Update the current answer according to the knowledge"),
+    ("aag-critic", "You are a critic."),
+    ("aag-edit", "Apply the edits above"),
+)
+
+Handler = Callable[[str, dict, int], str]
+
+
+def kind_of(body: dict) -> str:
+    messages = body.get("messages", [])
+    system = "\n".join(message_text(m) for m in messages if m.get("role") == "system")
+    last_user = next((message_text(m) for m in reversed(messages) if m.get("role") == "user"), "")
+    if "tell me what information to search first" in system:
+        return "furepa-first"
+    if "Lines only start with '[Analysis]'" in system:
+        return "furepa-forced" if "The search budget is spent" in last_user else "furepa-plan"
+    if last_user.startswith("##Existing Text in Wiki Web:"):
+        return "revise"
+    for kind, phrase in MARKERS:
+        if phrase in last_user:
+            return kind
+    return "direct"
+
+
+def last_user(body: dict) -> str:
+    return next((message_text(m) for m in reversed(body.get("messages", [])) if m.get("role") == "user"), "")
+
+
+class MethodAuthor:
+    """Answers every method's prompts; records ``calls`` as (kind, last user message, body)."""
+
+    def __init__(self, steps: list[str] | None = None, handlers: dict[str, Handler] | None = None):
+        self.steps = steps if steps is not None else draft_steps(3)
+        self.handlers = dict(handlers or {})
+        self.calls: list[tuple[str, str, dict]] = []
+        self.counts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict) -> str:
+        kind = kind_of(body)
+        prompt = last_user(body)
+        with self._lock:
+            self.calls.append((kind, prompt, body))
+            self.counts[kind] = n = self.counts.get(kind, 0) + 1
+        if kind in self.handlers:
+            return self.handlers[kind](prompt, body, n)
+        return self.default(kind, prompt, n)
+
+    def default(self, kind: str, prompt: str, n: int) -> str:
+        parts = sections(prompt)
+        if kind == "draft":
+            return "\n\n".join(self.steps)
+        if kind == "query":
+            last = parts["Content"].split("\n\n")[-1]
+            return "Query: " + " ".join(re.sub(r"^Step \d+:\s*", "", last).split()[:8])
+        if kind == "revise":
+            paragraphs = parts["Answer"].split("\n\n")
+            paragraphs[-1] += " [revised]"
+            return "\n\n".join(paragraphs)
+        if kind == "rag":
+            return "An answer written with the retrieved text."
+        if kind in ("itrg-refresh", "itrg-refine"):
+            return f"Document {n} about Python releases and Mercurial."
+        if kind == "itrg-answer":
+            return "Answer: December 2016"
+        if kind == "aag-rewrite":
+            return ("Outline:\n1. Install the tools\n2. Write the code\n"
+                    "Questions:\n1. How to install Python packages?\n2. How to test a Django application?")
+        if kind == "aag-first":
+            return "1. First step of the first answer.\n\n2. Second step of the first answer."
+        if kind == "aag-summary":
+            return f"Summary {n} of the procedures."
+        if kind == "aag-update":
+            return "1. Updated first step.\n\n2. Updated second step."
+        if kind == "aag-critic":
+            return "NO UPDATE REQUIRED"
+        if kind == "aag-edit":
+            return f"Edited answer {n}."
+        if kind == "furepa-first":
+            return "[Search] Python 3.6.0 release"
+        if kind == "furepa-plan":
+            return "[Analysis] The context says when Python 3.6.0 was released.\n[Answer] December 2016"
+        if kind == "furepa-forced":
+            return "[Analysis] Forced to answer.\n[Answer] December 2016"
+        return "A direct answer."
+
+    def of_kind(self, kind: str) -> list[str]:
+        return [p for k, p, _ in self.calls if k == kind]
+
+    def bodies(self, kind: str) -> list[dict]:
+        return [b for k, _, b in self.calls if k == kind]
+
+    def kinds(self) -> list[str]:
+        return [k for k, _, _ in self.calls]
+
+
+# -- helpers for method tests ------------------------------------------------------------------
+async def collect(gen, stop_after=None):
+    """All events of a run; with ``stop_after``, stop listening (closing the generator)."""
+    from contextlib import aclosing
+
+    events = []
+    async with aclosing(gen):
+        async for e in gen:
+            events.append(e)
+            if stop_after and stop_after(events):
+                break
+    return events
+
+
+def of(events, cls):
+    return [e for e in events if isinstance(e, cls)]
+
+
+def patch_context(monkeypatch, services, *, params: dict | None = None, memory=None):
+    """Run with method ``params`` (as ``--param KEY=VALUE`` sets them) and, when given, a
+    procedure ``memory`` other than the one the runner builds on the store."""
+    from dataclasses import replace
+
+    if params:
+        method = replace(services.settings.method, params=dict(params))
+        monkeypatch.setattr(services, "settings", replace(services.settings, method=method))
+    if memory is not None:
+        original = services.runner._context
+
+        def context(prior):
+            ctx = original(prior)
+            ctx.memory = memory
+            return ctx
+
+        monkeypatch.setattr(services.runner, "_context", context)
