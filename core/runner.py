@@ -60,26 +60,27 @@ class Runner:
         if not info.resumable:
             raise TaskError(f"The method {info.name!r} cannot resume; start a new run instead.")
         prior = self.store.events(run_id)
-        seq = self.store.last_seq(run_id)
+        edited = None
         if draft is not None:
             steps = tuple(s.strip() for s in draft if s and s.strip())
             if not steps:
                 raise TaskError("The edited draft has no steps left: add at least one step.")
             edited = DraftReady(steps=steps)
-            seq += 1
-            self.store.append_event(run_id, seq, edited)
             prior.append(edited)
         task = Task(run["task"], run["kind"], run["task_set"])
         self.store.update_run(run_id, status="running", error="")
-        drive = self._drive(run_id, info.name, task, prior=prior, seq=seq, draft_only=draft_only,
-                            resumed=True, counts=run)
+        drive = self._drive(run_id, info.name, task, prior=prior, seq=self.store.last_seq(run_id),
+                            draft_only=draft_only, resumed=True, counts=run, edited=edited)
         async with aclosing(drive) as events:
             async for event in events:
                 yield event
 
     # -- the loop --------------------------------------------------------------------------
     async def _drive(self, run_id: str, method: str, task: Task, *, prior: list[Event], seq: int,
-                     draft_only: bool, resumed: bool = False, counts: dict | None = None) -> AsyncIterator[Event]:
+                     draft_only: bool, resumed: bool = False, counts: dict | None = None,
+                     edited: DraftReady | None = None) -> AsyncIterator[Event]:
+        """Run the method, storing and passing on each event. ``edited``: an author's edited
+        draft, stored and passed on right after RunStarted (the method finds it in ``prior``)."""
         tally = _Tally(counts)
         started = time.perf_counter()
         status = "interrupted"
@@ -93,6 +94,10 @@ class Runner:
         first = RunStarted(run_id=run_id, method=method, task=task.prompt, resumed=resumed)
         store(first)
         yield first
+        if edited is not None:
+            store(edited)
+            tally.see(edited)
+            yield edited
         ctx = None
         try:
             ctx = self._context(prior)

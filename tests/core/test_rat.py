@@ -239,3 +239,17 @@ async def test_literal_slash_n_draft_is_split(services, llm):
     events = await collect(services.runner.start("rat", TASK, draft_only=True))
     assert of(events, DraftReady)[0].steps == ("First part.", "Second part.", "Third part.")
     assert services.store.get_run(events[0].run_id)["status"] == "draft"
+
+
+async def test_an_edited_draft_is_revised_as_edited(services, author):
+    events = await collect(services.runner.start("rat-step", TASK, draft_only=True))
+    run_id = events[0].run_id
+    assert services.store.get_run(run_id)["status"] == "draft"
+    edited = ["Step A: Python 3.6.0 added formatted string literals.", author.steps[2]]
+    resumed = await collect(services.runner.resume(run_id, draft=edited))
+    assert isinstance(resumed[0], RunStarted) and resumed[1] == DraftReady(steps=tuple(edited))
+    assert [sections(p)["Paragraph to revise"] for p in author.of_kind("revise-step")] == edited
+    assert resumed[-1].text == "\n\n".join(s + " [revised]" for s in edited)
+    stored = services.store.events(run_id)
+    assert [e for e in stored if isinstance(e, DraftReady)][-1].steps == tuple(edited)
+    assert services.store.get_run(run_id)["steps_total"] == 2

@@ -1,0 +1,351 @@
+"""The Writer's pure parts: the word diff, the view folded from events, the HTML it renders (all
+web and model text escaped), undoing revisions, export, history rows and the replay schedule."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from core.events import (
+    DraftReady, Failed, Final, LLMCalled, Note, PageRead, PassagesChosen, QueryMade, RunStarted, SearchDone,
+    StepRevised, StepStarted, TokenDelta,
+)
+from core.types import Passage, SearchResult, Source
+from ui import render
+from ui.diff import changed, diff_html, word_diff
+from ui.render import RunView, fold
+
+XSS = "<script>alert('x')</script>"
+STEPS = ["Python 3 was released in 2008.", "Mercurial moved to Python 3.", "Pip manages packages."]
+
+
+def url(n: int) -> str:
+    return f"http://example.org/page{n}"
+
+
+def step_events(i: int, n: int, before: str, after: str, article: str, *, title: str = "Page", query: str = "q",
+                snippet: str = "a snippet", passage: str = "a passage", skipped: str = "") -> list:
+    return [
+        StepStarted(i=i, thought=STEPS[i - 1], n=n),
+        LLMCalled(role="query", model="m", i=i, prompt_tokens=10, completion_tokens=5),
+        QueryMade(i=i, query=query),
+        SearchDone(i=i, query=query, provider="searxng", seconds=0.1,
+                   results=(SearchResult(url(i), title, snippet), SearchResult(url(100 + i), "Dead", ""))),
+        PageRead(i=i, url=url(i), title=title, status="ok", chars=12345, seconds=0.2),
+        PageRead(i=i, url=url(100 + i), title="", status="error", error=f"{url(100 + i)} HTTP 404 Not Found"),
+        PassagesChosen(i=i, passages=(Passage(passage, url(i), title, 1.0, 40),)),
+        LLMCalled(role="revise", model="m", i=i, prompt_tokens=100, completion_tokens=20),
+        StepRevised(i=i, before=before, after=after, sources=(url(i),) if not skipped else (), article=article,
+                    skipped=skipped),
+    ]
+
+
+def rat_run(method: str = "rat", n: int = 3, **kw) -> list:
+    """A finished run's events as RAT (cumulative) or rat-step (paragraph) would store them."""
+    events = [RunStarted(run_id="abc123", method=method, task="Write about Python 3."),
+              LLMCalled(role="draft", model="m", prompt_tokens=20, completion_tokens=30),
+              DraftReady(steps=tuple(STEPS[:n]))]
+    article = ""
+    for i in range(1, n + 1):
+        step = STEPS[i - 1]
+        if method == "rat-step":
+            before, after = step, step + f" [r{i}]"
+            article = "\n\n".join(x for x in (article, after) if x)
+        else:
+            before = "\n\n".join(x for x in (article, step) if x)
+            after = before + f" [r{i}]"
+            article = after
+        events += step_events(i, n, before, after, article, **kw)
+    sources = tuple(Source(i, url(i), "Page", (i,)) for i in range(1, n + 1))
+    events.append(Final(text=article, sources=sources))
+    return events
+
+
+# -- diff -----------------------------------------------------------------------------------------
+def test_diff_marks_insertions_and_deletions():
+    html = diff_html("The cat sat on the mat.", "The black cat sat on a mat.")
+    assert "<ins>black </ins>" in html
+    assert "<del>the </del><ins>a </ins>" in html
+    assert re.sub(r"<del>.*?</del>|<[^>]+>", "", html) == "The black cat sat on a mat."
+
+
+def test_diff_pieces_rebuild_both_texts():
+    before, after = "One two three.\n\nFour five.", "One 2 three.\n\nFour five six."
+    pieces = word_diff(before, after)
+    assert "".join(p.text for p in pieces if p.op != "delete") == after
+    assert changed(before, after) == (2, 1)
+
+
+def test_diff_escapes_both_sides():
+    html = diff_html("safe text", f"safe text {XSS}")
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    html = diff_html(f"{XSS} gone", "gone")
+    assert "<script>" not in html and "<del>&lt;script&gt;" in html
+
+
+def test_diff_with_context_leaves_out_long_unchanged_runs():
+    words = " ".join(f"w{k}" for k in range(200))
+    html = diff_html(words, words + " added", 5)
+    assert "<ins>added</ins>" in html
+    assert "…" in html and not re.search(r"\bw(0|194)\b", html)
+    assert "w195 w196 w197 w198 w199 <ins>" in html
+    assert diff_html(words, words, 5) == words, "no change: the text as it is"
+
+
+# -- the view -------------------------------------------------------------------------------------
+def test_fold_builds_a_card_per_step_and_counts_tokens():
+    view = fold(rat_run())
+    assert view.run_id == "abc123" and view.steps == STEPS and view.n == 3
+    assert sorted(view.cards) == [1, 2, 3] and all(c.revised for c in view.cards.values())
+    assert view.llm_calls == 1 + 3 * 2 and view.final is not None
+    assert all(not isinstance(e, TokenDelta) for e in view.events)
+
+
+def test_streamed_draft_tokens_show_numbered_and_reset_drops_them():
+    view = RunView()
+    view.apply(RunStarted(run_id="r", method="rat", task="t"))
+    for piece in ["First ", "step.\n\n", "Second ", "st"]:
+        assert view.apply(TokenDelta(role="draft", text=piece)) == {render.DRAFT}
+    html = render.draft_html(view)
+    assert html.count("<li") == 2 and "First step." in html and "rat-caret" in html
+    assert render.progress_text(view) == "Writing the draft…"
+    view.apply(TokenDelta(role="draft", text="", reset=True))
+    view.apply(TokenDelta(role="draft", text="Again"))
+    assert view.draft_live == "Again"
+    view.apply(DraftReady(steps=("A", "B")))
+    html = render.draft_html(view)
+    assert "rat-caret" not in html and html.count("<li") == 2
+
+
+def test_progress_says_step_i_of_n_and_highlights_it():
+    events = rat_run(n=3)
+    cut = next(k for k, e in enumerate(events) if isinstance(e, QueryMade) and e.i == 3)
+    view = fold(events[:cut])
+    assert render.progress_text(view) == "Step 3 of 3: writing the query"
+    view.apply(events[cut])
+    assert render.progress_text(view) == "Step 3 of 3: searching"
+    assert "<li class='rat-current' id='rat-draft-3'>" in render.draft_html(view)
+    assert "<li class='rat-done' id='rat-draft-1'>" in render.draft_html(view)
+    steps = render.steps_html(view)
+    assert "<div class='rat-card rat-current' id='rat-step-3'>" in steps
+    assert "Step 2 of 3" in steps
+
+
+@pytest.mark.parametrize("status, expected", [
+    ("draft", "Draft ready: 3 steps."),
+    ("interrupted", "Stopped after step 1 of 3."),
+])
+def test_progress_for_stopped_runs(status, expected):
+    events = rat_run(n=3)
+    if status == "draft":
+        events = events[:3]
+    else:
+        events = events[:next(k for k, e in enumerate(events) if isinstance(e, StepStarted) and e.i == 2)]
+    assert render.progress_text(fold(events), status).startswith(expected)
+
+
+def test_progress_when_done_or_failed():
+    assert render.progress_text(fold(rat_run())) == "Done: 3 steps revised."
+    failed = fold(rat_run()[:5] + [Failed(error="The server is down.", resumable=True)])
+    text = render.progress_text(failed, "failed")
+    assert text.startswith("Failed: The server is down.") and "Continue" in text
+    later = fold(rat_run()[:14] + [Failed(error="The server is down.", resumable=True)])
+    assert render.progress_text(later, "failed").startswith("Failed after step 1 of 3: The server is down.")
+    assert "rat-failed" in render.progress_html(failed)
+
+
+def test_cards_show_query_results_pages_passages_and_diff():
+    html = render.steps_html(fold(rat_run(n=1, query="python 3 release", title="Python 3.0 released")))
+    assert "python 3 release" in html
+    assert "1 results" not in html and "2 results from searxng" in html
+    assert "<a href='http://example.org/page1' target='_blank' rel='noopener noreferrer nofollow'>" \
+           "Python 3.0 released</a>" in html
+    assert "ok · 12,345 chars" in html
+    assert "rat-why'>HTTP 404 Not Found<" in html and "rat-err" in html
+    assert ">Dead</a>" in html, "a page that gave no title shows its search result's"
+    assert "1 passage used (40 tokens)" in html and "a passage" in html
+    assert "<ins>[r1]</ins>" in html and "+1 / −0 words" in html
+
+
+def test_skipped_step_says_why():
+    view = fold(rat_run(n=1, skipped="no page could be read"))
+    assert "Kept as drafted: no page could be read" in render.steps_html(view)
+
+
+@pytest.mark.parametrize("field", ["title", "query", "snippet", "passage"])
+def test_web_and_model_text_is_escaped(field):
+    view = fold(rat_run(n=1, **{field: XSS}))
+    html = render.steps_html(view) + render.draft_html(view) + render.progress_html(view)
+    assert "<script" not in html
+    assert "&lt;script&gt;" in html
+
+
+def test_draft_thoughts_notes_errors_and_live_text_are_escaped():
+    view = RunView()
+    view.apply(RunStarted(run_id="r", method="rat", task=XSS))
+    view.apply(TokenDelta(role="draft", text=XSS))
+    assert "<script" not in render.draft_html(view)
+    view.apply(DraftReady(steps=(XSS,)))
+    view.apply(StepStarted(i=1, thought=XSS, n=1))
+    view.apply(TokenDelta(role="query", text=XSS, i=1))
+    view.apply(Note(text=XSS, i=1, level="warning"))
+    view.apply(SearchDone(i=1, query="q", results=(), error=XSS, warnings=(XSS,)))
+    view.apply(Failed(error=XSS))
+    html = render.draft_html(view) + render.steps_html(view) + render.progress_html(view)
+    assert "<script" not in html and html.count("&lt;script&gt;") >= 6
+
+
+@pytest.mark.parametrize("bad", ["javascript:alert(1)", "data:text/html,<b>x</b>",
+                                 "http://x.org/'onmouseover='alert(1)"])
+def test_only_http_links_and_no_attribute_breakout(bad):
+    html = render.link(bad, "title")
+    if bad.startswith("http"):
+        assert "href='http://x.org/&#x27;onmouseover=&#x27;alert(1)'" in html
+    else:
+        assert "href" not in html and "title" in html
+
+
+# -- undo and export ------------------------------------------------------------------------------
+def test_rat_step_undo_swaps_only_that_paragraph():
+    view = fold(rat_run("rat-step"))
+    assert render.article_text(view) == "\n\n".join(f"{s} [r{i}]" for i, s in enumerate(STEPS, 1))
+    assert render.undone_steps(view, [2]) == [2]
+    assert render.article_text(view, [2]) == f"{STEPS[0]} [r1]\n\n{STEPS[1]}\n\n{STEPS[2]} [r3]"
+
+
+def test_rat_undo_goes_back_to_the_article_before_that_step_plus_the_draft():
+    view = fold(rat_run("rat"))
+    assert render.undone_steps(view, [2]) == [2, 3], "later revisions built on step 2"
+    assert render.article_text(view, [2]) == f"{STEPS[0]} [r1]\n\n{STEPS[1]}\n\n{STEPS[2]}"
+    assert render.article_text(view, [1]) == "\n\n".join(STEPS)
+    assert render.article_text(view, []) == view.final.text
+
+
+def test_undo_mode_is_told_from_the_events():
+    assert fold(rat_run("rat-step")).undo_mode == render.PARAGRAPH
+    assert fold(rat_run("rat")).undo_mode == render.CUMULATIVE
+    # CoT+RAG: one revision of the whole draft; undoing it gives the draft back
+    draft = "\n\n".join(STEPS)
+    cot_rag = fold([RunStarted(run_id="c", method="cot-rag", task="t"), DraftReady(steps=tuple(STEPS)),
+                    StepRevised(i=1, before=draft, after=draft + " [r]", article=draft + " [r]"),
+                    Final(text=draft + " [r]")])
+    assert cot_rag.undo_mode == render.CUMULATIVE and render.article_text(cot_rag, [1]) == draft
+    # rounds that rewrite an output (ITRG) or gather evidence (FuRePA) are not revisions of draft steps
+    rounds = fold([RunStarted(run_id="i", method="itrg-refine", task="t"),
+                   StepRevised(i=1, before="", after="first", article="first"),
+                   StepRevised(i=2, before="first", after="second", article="second"), Final(text="second")])
+    assert rounds.undo_mode == "" and render.revert_choices(rounds) == []
+    assert render.article_text(rounds, [2]) == "second"
+
+
+def test_undone_steps_lose_their_sources_and_the_rest_are_renumbered():
+    view = fold(rat_run("rat-step"))
+    assert render.kept_sources(view) == view.final.sources
+    kept = render.kept_sources(view, [1])
+    assert [(s.n, s.url, s.steps) for s in kept] == [(1, url(2), (2,)), (2, url(3), (3,))]
+
+
+def test_export_markdown_has_the_edited_text_and_sources():
+    view = fold(rat_run("rat-step"))
+    md = render.export_markdown(view, "My own words.", [3])
+    assert md.startswith("# Write about Python 3.\n\nMy own words.")
+    assert "## Sources" in md and f"1. [Page]({url(1)}) — used in step 1" in md
+    assert url(3) not in md
+    assert render.export_name(view) == "write-about-python-3-abc123.md"
+
+
+def test_revert_choices_skip_unchanged_steps():
+    events = rat_run("rat-step", n=2)
+    view = fold(events)
+    assert [i for _, i in render.revert_choices(view)] == [1, 2]
+    skipped = fold(rat_run("rat-step", n=1, skipped="no pages"))
+    assert render.revert_choices(skipped) == []
+
+
+def test_an_edited_draft_starts_the_cards_over():
+    events = rat_run("rat", n=2)[:-1]
+    view = fold(events + [RunStarted(run_id="abc123", method="rat", task="t", resumed=True),
+                          DraftReady(steps=("Edited one.",))])
+    assert view.steps == ["Edited one."] and view.cards == {} and view.n == 1
+
+
+# -- history and replay ---------------------------------------------------------------------------
+def test_history_rows():
+    run = {"id": "abc", "task": "Write " + "x" * 200, "method": "rat", "created": "2025-01-02T03:04:05.000+00:00",
+           "status": "done", "prompt_tokens": 1000, "completion_tokens": 234, "wall_seconds": 12.34}
+    (row,) = render.history_rows([run])
+    assert row[0] == "abc" and row[1].endswith("…") and len(row[1]) == 80
+    assert row[2:] == ["rat", render.when(run["created"]), "done", "1,234", "12.3 s"]
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", row[3])
+
+
+def test_replay_schedule_caps_gaps_scales_speed_and_retypes_model_text():
+    events = rat_run("rat-step", n=1)
+    stamps = [f"2025-01-01T00:00:{k * 3:02d}.000+00:00" for k in range(len(events))]  # 3 s apart
+    schedule = render.replay_schedule(events, stamps, speed=2, max_gap=2.0, typing_chunks=4)
+    stored = [e for _, e in schedule if not isinstance(e, TokenDelta)]
+    assert stored == events
+    typed = [e for _, e in schedule if isinstance(e, TokenDelta)]
+    draft_typed = "".join(e.text for e in typed if e.role == "draft")
+    assert draft_typed == "\n\n".join(STEPS[:1])
+    revise_typed = "".join(e.text for e in typed if e.role == "revise")
+    assert revise_typed == f"{STEPS[0]} [r1]" and all(e.i == 1 for e in typed if e.role == "revise")
+    assert max(d for d, _ in schedule) <= 1.0 + 1e-9, "3 s gaps capped at 2 s, at 2x"
+    assert sum(d for d, _ in schedule) == pytest.approx((len(events) - 1) * 1.0)
+    # replaying the schedule gives the same view as the stored events
+    replayed = fold(e for _, e in schedule)
+    assert render.steps_html(replayed) == render.steps_html(fold(events))
+    assert render.draft_html(replayed) == render.draft_html(fold(events))
+
+
+# -- the live panel's pace ------------------------------------------------------------------------
+async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(services):
+    import gradio as gr
+
+    from ui.writer import RunPanel
+
+    async def burst():
+        yield RunStarted(run_id="r", method="rat", task="t")
+        for k in range(500):
+            yield TokenDelta(role="draft", text=f"w{k} ")
+        yield DraftReady(steps=("w0",))
+
+    with gr.Blocks():
+        panel = RunPanel(services)
+        panel.layout()
+    updates = [u async for u in panel.follow(burst(), RunView(), live=False)]
+    # the reset, RunStarted, the first token, at most a few more tokens, DraftReady, the settled panel
+    assert len(updates) <= 8
+    assert updates[-1][panel.draft] == render.draft_html(fold([DraftReady(steps=("w0",))]))
+
+
+# -- the Writer's helpers (no browser) ------------------------------------------------------------
+def test_search_choices_and_per_run_provider(services):
+    from dataclasses import replace
+
+    from ui.writer import CHAIN, runner_for, search_choices
+
+    assert search_choices(services.settings) == [("searxng", "searxng")]
+    assert runner_for(services, "searxng") is services.runner
+    two = replace(services, settings=services.settings.with_(
+        search=replace(services.settings.search, providers=("searxng", "ddg"))))
+    assert search_choices(two.settings)[0] == ("all, in order: searxng → ddg", CHAIN)
+    assert runner_for(two, CHAIN) is two.runner and runner_for(two, None) is two.runner
+    only = runner_for(two, "ddg")
+    assert only.services.settings.search.providers == ("ddg",)
+    assert only.services.store is two.store
+    assert runner_for(two, ["corpus"]) is two.runner, "a provider that is not configured is ignored"
+
+
+async def test_llm_check_says_what_to_fix(services, llm):
+    from ui.writer import llm_check, model_html
+
+    problem, served = await llm_check(services)
+    assert problem == "" and "fake-model" in served
+    assert "the model server answers" in model_html(services.settings, problem, served)
+    llm.down = True
+    problem, _ = await llm_check(services)
+    assert problem and "503" in problem
+    shown = model_html(services.settings, "<b>set OPENAI_BASE_URL</b>")
+    assert "&lt;b&gt;set OPENAI_BASE_URL&lt;/b&gt;" in shown

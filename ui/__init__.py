@@ -1,0 +1,1 @@
+"""Gradio front end: one module per tab, each exposing build(services)."""

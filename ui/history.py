@@ -1,0 +1,110 @@
+"""The History tab: past runs (task, method, date, status, tokens, time); opening one shows it
+with the Writer's own panel, from its stored events; Replay plays those events again at a chosen
+speed, for a live demo; a run that stopped (draft only, interrupted, failed) continues from here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+
+import gradio as gr
+
+from core.errors import RatStudioError
+from core.events import Event
+from core.services import Services
+from ui import render
+from ui.render import RunView
+from ui.writer import PRIVATE, RunPanel, stop_running
+
+LIMIT = 300  # runs listed
+MAX_GAP = 2.0  # longest pause of a replay at 1x, in seconds
+REPLAY = {**PRIVATE, "show_progress": "hidden"}
+
+
+async def timed(schedule: Sequence[tuple[float, Event]]) -> AsyncIterator[Event]:
+    """The events of a replay schedule, each after its wait."""
+    for delay, event in schedule:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        yield event
+
+
+class HistoryTab:
+    def __init__(self, services: Services):
+        self.services = services
+        self.panel = RunPanel(services, hint="Pick a run in the table above to see it, replay it or continue it.")
+
+    def layout(self) -> None:
+        with gr.Row(equal_height=True):
+            self.run_id = gr.Textbox(label="Run", placeholder="click a run in the table, or paste its id", scale=3,
+                                     max_length=64, elem_classes="rat-run-id")
+            self.open_btn = gr.Button("Open", scale=0)
+            self.refresh_btn = gr.Button("Refresh list", scale=0)
+        self.table = gr.Dataframe(headers=render.HISTORY_HEADERS, interactive=False, wrap=True, max_height=320,
+                                  elem_classes="rat-history")
+        with gr.Row(equal_height=True):
+            self.speed = gr.Slider(0.5, 10, value=2, step=0.5, label="Replay speed (×)", scale=3,
+                                   info=f"Pauses longer than {MAX_GAP:g} s are shortened to {MAX_GAP:g} s.")
+            self.replay_btn = gr.Button("Replay", variant="primary", scale=1)
+            self.stop_btn = gr.Button("Stop", variant="stop", scale=1)
+        self.panel.layout()
+
+    def wire(self) -> None:
+        panel = self.panel
+        gr.on(None, self.rows, inputs=None, outputs=self.table, **PRIVATE)
+        self.refresh_btn.click(self.rows, None, self.table, **PRIVATE)
+        self.table.select(self.on_select, None, [self.run_id, *panel.outputs()], **PRIVATE)
+        gr.on([self.open_btn.click, self.run_id.submit], self.on_open, self.run_id, panel.outputs(), **PRIVATE)
+        replay = self.replay_btn.click(self.on_replay, [self.run_id, self.speed], panel.outputs(), **REPLAY)
+        cont = panel.wire()
+        stop_running(self.stop_btn, panel, [replay, cont])
+
+    def refresh_on(self, trigger) -> None:
+        """Also refresh the list on ``trigger`` (e.g. the tab's select event)."""
+        trigger(self.rows, None, self.table, **PRIVATE)
+
+    # -- handlers ---------------------------------------------------------------------------------
+    def rows(self) -> dict:
+        runs = self.services.store.list_runs(limit=LIMIT)
+        return {"headers": render.HISTORY_HEADERS, "data": render.history_rows(runs)}
+
+    def view_of(self, run_id: str) -> RunView:
+        """A stored run's view. Raises gr.Error for an unknown id."""
+        run_id = (run_id or "").strip()
+        if not run_id:
+            raise gr.Error("Pick a run in the table first.")
+        try:
+            run = self.services.store.get_run(run_id)
+        except RatStudioError as exc:
+            raise gr.Error(str(exc)) from exc
+        view = render.fold(self.services.store.events(run_id))
+        view.run_id, view.method, view.task = run_id, run["method"], run["task"]
+        return view
+
+    def on_open(self, run_id: str) -> dict:
+        return self.panel.settle(self.view_of(run_id))
+
+    def on_select(self, evt: gr.SelectData) -> dict:
+        row = evt.row_value or []
+        if not row:
+            return {}
+        run_id = str(row[0])
+        return {self.run_id: run_id, **self.on_open(run_id)}
+
+    async def on_replay(self, run_id: str, speed: float):
+        view = self.view_of(run_id)  # checks the id
+        store = self.services.store
+        events = store.events(view.run_id)
+        stamps = [row["ts"] for row in store.event_rows(view.run_id)]
+        schedule = render.replay_schedule(events, stamps, speed=float(speed or 1), max_gap=MAX_GAP)
+        async for update in self.panel.follow(timed(schedule), RunView(), live=False):
+            yield update
+
+
+def build(services: Services) -> HistoryTab:
+    """Create the History tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
+    tab = HistoryTab(services)
+    tab.layout()
+    tab.wire()
+    return tab

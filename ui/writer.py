@@ -1,0 +1,370 @@
+"""The Writer tab: a task, a method and a search provider; the run shown live as it happens (the
+draft on the left, each step's query, pages, passages and revision on the right); the author
+edits the draft's steps before revision ("Draft only", then Continue), undoes revisions, edits the
+article and exports it as Markdown with its sources.
+
+``RunPanel`` is the view of one run and what an author does with it. The History tab uses the
+same panel for stored and replayed runs, so every run is shown by the same code. Rendering is
+done by the pure functions of ``ui.render``; the handlers here only read inputs, call core and
+hand the panel's components their new values. Per-browser state is the panel's ``gr.State``
+(a ``RunView``); nothing about a run is kept in module globals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import html
+import json
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import aclosing
+from pathlib import Path
+
+import gradio as gr
+
+from core.errors import RatStudioError
+from core.events import Event, Failed, TokenDelta
+from core.methods import METHODS, Task, get_method
+from core.prompts import join_steps, split_steps
+from core.runner import Runner
+from core.services import Services
+from core.settings import Settings
+from ui import render
+from ui.render import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
+
+CHAIN = "__chain__"  # the search choice "every configured provider, in order"
+TOKEN_INTERVAL = 0.1  # seconds between renders caused by streamed tokens alone (~10 a second)
+STOP_WAIT = 3.0  # seconds Stop waits for the cancelled run to record its status
+PRIVATE = {"api_visibility": "private"}
+STREAM = {**PRIVATE, "show_progress": "hidden", "concurrency_id": "runs"}  # the queue's run limit
+
+DRAFT_HELP = ("One step per paragraph: separate steps with a blank line. Edit, reorder, delete or add "
+              "steps; Continue revises them in this order.")
+RESUME_HELP = ("Continue goes on after the last revised step. If you change the steps, revision starts "
+               "over from step 1 with your steps (one per paragraph, separated by a blank line).")
+UNDO_HELP = {
+    render.PARAGRAPH: "Each step was revised on its own: undoing a step puts back that paragraph as drafted.",
+    render.CUMULATIVE: ("Each revision rewrote the whole answer so far, and later revisions build on earlier "
+                        "ones: undoing step i gives the article as it stood after step i−1, followed by steps "
+                        "i…n as drafted (so the steps after i are undone too)."),
+    "": "",
+}
+STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP}
+
+
+# -- helpers (no gradio state) --------------------------------------------------------------------
+def search_choices(settings: Settings) -> list[tuple[str, str]]:
+    """The configured search providers, each on its own, and (with several) all of them in order."""
+    providers = list(settings.search.providers)
+    choices = [(p, p) for p in providers]
+    if len(providers) > 1:
+        choices.insert(0, (f"all, in order: {' → '.join(providers)}", CHAIN))
+    return choices
+
+
+def runner_for(services: Services, providers: str | Sequence[str] | None) -> Runner:
+    """The runner, searching with ``providers``: one configured provider, ``CHAIN`` (or None)
+    for all of them in order, or the list stored in a run's settings. Providers that are not
+    configured are ignored."""
+    configured = tuple(services.settings.search.providers)
+    if providers is None or providers == CHAIN:
+        wanted: tuple[str, ...] = configured
+    else:
+        wanted = (providers,) if isinstance(providers, str) else tuple(providers)
+    wanted = tuple(p for p in wanted if p in configured) or configured
+    if wanted == configured:
+        return services.runner
+    settings = services.settings.with_(search=dataclasses.replace(services.settings.search, providers=wanted))
+    return Runner(dataclasses.replace(services, settings=settings))
+
+
+def method_choices() -> list[tuple[str, str]]:
+    return [(f"{m.name} — {m.description}", m.name) for m in METHODS.values()]
+
+
+def method_info(name: str) -> str:
+    try:
+        info = get_method(name)
+    except RatStudioError:
+        return ""
+    search = "" if info.uses_search else " Does not search."
+    return f"<div class='rat-note'>{html.escape(info.description)}. Paper: {html.escape(info.paper)}.{search}</div>"
+
+
+def model_html(settings: Settings, problem: str | None = None, served: Sequence[str] = ()) -> str:
+    llm = settings.llm
+    roles = ", ".join(f"{r}: {m}" for r, m in llm.role_models.items())
+    where = llm.base_url or "https://api.openai.com/v1"
+    head = (f"<b>Model:</b> <code>{html.escape(llm.model)}</code>" + (f" ({html.escape(roles)})" if roles else "")
+            + f" at <code>{html.escape(where)}</code>")
+    if problem is None:
+        state = "<span class='rat-note'>checking the model server…</span>"
+    elif problem:
+        state = f"<span class='rat-error'>⚠ {html.escape(problem)}</span>"
+    elif served and llm.model not in served:
+        state = (f"<span class='rat-note rat-warning'>The server answers but does not list "
+                 f"{html.escape(llm.model)}; it may still accept it.</span>")
+    else:
+        state = "<span class='rat-note'>✓ the model server answers</span>"
+    return f"<div class='rat-model'>{head}<br>{state}</div>"
+
+
+async def llm_check(services: Services) -> tuple[str, list[str]]:
+    """('' and the served models) when the model server answers, else (what to fix, [])."""
+    try:
+        llm = services.new_llm()
+    except RatStudioError as exc:
+        return str(exc), []
+    try:
+        return "", await llm.check()
+    except RatStudioError as exc:
+        return str(exc), []
+    finally:
+        await llm.aclose()
+
+
+async def require_llm(services: Services) -> None:
+    """Raises gr.Error naming what to set when the model server cannot be used."""
+    problem, _ = await llm_check(services)
+    if problem:
+        raise gr.Error(problem, title="The model server is not ready")
+
+
+# -- the run panel --------------------------------------------------------------------------------
+class RunPanel:
+    """The view of one run (live, stored or replayed), the draft editor and Continue, undoing
+    revisions, the editable article and its export."""
+
+    def __init__(self, services: Services, *, hint: str = ""):
+        self.services = services
+        self.hint = hint
+
+    def layout(self) -> None:
+        empty = RunView()
+        self.state = gr.State(None)  # this browser's RunView
+        first = render.progress_html(empty)
+        if self.hint:
+            first = f"<div class='rat-progress'>{html.escape(self.hint)}</div>"
+        self.progress = gr.HTML(first, js_on_load=None)
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=2, min_width=300):
+                gr.Markdown("#### Draft")
+                self.draft = gr.HTML(render.draft_html(empty), js_on_load=None, elem_classes="rat-draft-panel")
+            with gr.Column(scale=3, min_width=360):
+                gr.Markdown("#### Search and revision, step by step")
+                self.steps = gr.HTML(render.steps_html(empty), js_on_load=None, elem_classes="rat-steps-panel")
+        with gr.Group(visible=False) as self.editor_box:
+            self.editor = gr.Textbox(label="Draft steps", info=DRAFT_HELP, lines=8, max_lines=40,
+                                     elem_classes="rat-editor")
+            self.continue_btn = gr.Button("Continue", variant="primary")
+        with gr.Column(visible=False) as self.result_box:
+            gr.Markdown("#### Article")
+            self.undo = gr.CheckboxGroup(label="Undo the revision of", choices=[])
+            self.article = gr.Textbox(label="Article (editable; undoing a step rebuilds it)", lines=12,
+                                      max_lines=60, interactive=True, elem_classes="rat-article")
+            with gr.Row():
+                self.export_btn = gr.Button("Export Markdown", scale=0, min_width=220)
+                self.download = gr.DownloadButton("Download", visible=False, scale=0, min_width=320)
+
+    def outputs(self) -> list:
+        return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
+                self.result_box, self.undo, self.article, self.download]
+
+    def wire(self):
+        """Bind the panel's own events; returns the Continue event (for a Stop button's cancels)."""
+        checked = self.continue_btn.click(self.check_continue, [self.state, self.editor], None, **PRIVATE)
+        cont = checked.success(self.on_continue, [self.state, self.editor], self.outputs(), **STREAM)
+        self.undo.input(self.on_undo, [self.state, self.undo],
+                        [self.undo, self.article, self.steps, self.download], **PRIVATE)
+        self.export_btn.click(self.on_export, [self.state, self.article, self.undo], self.download, **PRIVATE)
+        self.article.input(lambda: gr.DownloadButton(visible=False), None, self.download, queue=False,
+                           show_progress="hidden", **PRIVATE)
+        return cont
+
+    # -- rendering --------------------------------------------------------------------------------
+    def render(self, view: RunView, panels: Iterable[str], status: str = "") -> dict:
+        panels = set(panels)
+        out: dict = {self.state: view}
+        if PROGRESS in panels:
+            out[self.progress] = render.progress_html(view, status)
+        if DRAFT in panels:
+            out[self.draft] = render.draft_html(view)
+        if STEPS in panels:
+            out[self.steps] = render.steps_html(view)
+        return out
+
+    def status(self, view: RunView) -> str:
+        if not view.run_id:
+            return ""
+        try:
+            return self.services.store.get_run(view.run_id)["status"]
+        except RatStudioError:
+            return ""
+
+    def settle(self, view: RunView) -> dict:
+        """Every component, for a run that is not streaming: the editor when it can go on, the
+        article when it is done."""
+        status = self.status(view)
+        out = self.render(view, ALL_PANELS, status)
+        resumable = bool(view.method) and view.method in METHODS and METHODS[view.method].resumable
+        can_continue = resumable and (status in ("draft", "interrupted")
+                                      or status == "failed" and (view.failed is None or view.failed.resumable))
+        out[self.editor_box] = gr.Group(visible=can_continue)
+        out[self.editor] = gr.Textbox(value=join_steps(view.steps), info=STATUS_HINTS.get(status, RESUME_HELP))
+        done = view.final is not None
+        out[self.result_box] = gr.Column(visible=done)
+        choices = render.revert_choices(view)
+        out[self.undo] = gr.CheckboxGroup(choices=choices, value=[], info=UNDO_HELP[view.undo_mode],
+                                          visible=bool(choices))
+        out[self.article] = render.article_text(view) if done else ""
+        out[self.download] = gr.DownloadButton(visible=False)
+        return out
+
+    async def follow(self, events: AsyncIterator[Event], view: RunView, *, live: bool = True) -> AsyncIterator[dict]:
+        """Render a stream of events into this panel as they arrive: streamed tokens at most
+        every TOKEN_INTERVAL seconds, anything else at once; then the settled panel. A live
+        run's failure is also shown as a warning."""
+        first = self.render(view, ALL_PANELS)
+        first.update({self.editor_box: gr.Group(visible=False), self.result_box: gr.Column(visible=False),
+                      self.download: gr.DownloadButton(visible=False)})
+        yield first
+        dirty: set[str] = set()
+        last = 0.0
+        try:
+            async with aclosing(events):
+                async for event in events:
+                    dirty |= view.apply(event)
+                    if live and isinstance(event, Failed):
+                        gr.Warning(f"The run stopped: {event.error}", title="Run failed")
+                    now = time.monotonic()
+                    if dirty and (not isinstance(event, TokenDelta) or now - last >= TOKEN_INTERVAL):
+                        yield self.render(view, dirty)
+                        dirty, last = set(), now
+        except RatStudioError as exc:
+            raise gr.Error(str(exc)) from exc
+        yield self.settle(view)
+
+    # -- handlers ---------------------------------------------------------------------------------
+    async def check_continue(self, view: RunView | None, text: str) -> None:
+        """Raises gr.Error for what the author must fix before a run can go on (no outputs,
+        so the panel is left as it is)."""
+        if view is None or not view.run_id:
+            raise gr.Error("There is no run to continue: start one in the Writer or open one in History.")
+        if view.steps and not split_steps(text or ""):
+            raise gr.Error("The draft has no steps left: add at least one step (separate steps with a blank line).")
+        try:
+            self.services.store.get_run(view.run_id)
+        except RatStudioError as exc:
+            raise gr.Error(str(exc)) from exc
+        await require_llm(self.services)
+
+    async def on_continue(self, view: RunView, text: str):
+        steps = split_steps(text or "")
+        draft = steps if steps and steps != view.steps else None  # None: go on as stored
+        run = self.services.store.get_run(view.run_id)
+        events = runner_for(self.services, run["settings"].get("search")).resume(view.run_id, draft=draft)
+        async for update in self.follow(events, view):
+            yield update
+
+    async def on_stop(self, view: RunView | None) -> dict:
+        """After a Stop: the run as stored (the runner records "interrupted" as it stops)."""
+        if view is None or not view.run_id:
+            return {}
+        deadline = time.monotonic() + STOP_WAIT
+        while self.status(view) == "running" and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        return self.settle(render.fold(self.services.store.events(view.run_id)))
+
+    def on_undo(self, view: RunView | None, chosen: list[int]) -> dict:
+        if view is None or view.final is None:
+            return {}
+        undone = render.undone_steps(view, chosen or [])
+        return {self.undo: gr.CheckboxGroup(value=undone), self.article: render.article_text(view, undone),
+                self.steps: render.steps_html(view, undone), self.download: gr.DownloadButton(visible=False)}
+
+    def on_export(self, view: RunView | None, text: str, chosen: list[int]):
+        if view is None or view.final is None:
+            raise gr.Error("Nothing to export yet: run a task to the end first.")
+        if not (text or "").strip():
+            raise gr.Error("The article is empty: write something, or undo fewer steps.")
+        path = Path(tempfile.mkdtemp(prefix="rat-export-")) / render.export_name(view)
+        path.write_text(render.export_markdown(view, text, chosen or []), encoding="utf-8")
+        return gr.DownloadButton(f"Download {path.name}", value=str(path), visible=True)
+
+
+def stop_running(button: gr.Button, panel: RunPanel, events: list) -> None:
+    """``button`` cancels ``events`` (streams into ``panel``), then shows the run as stored.
+    The cancel is its own listener, bound first: the browser runs a click's listeners in
+    order, so a handler bound with ``cancels=`` would run before the cancel is sent."""
+    button.click(None, None, None, cancels=events, **PRIVATE)
+    button.click(panel.on_stop, panel.state, panel.outputs(), **PRIVATE)
+
+
+# -- the tab --------------------------------------------------------------------------------------
+class WriterTab:
+    def __init__(self, services: Services):
+        self.services = services
+        self.panel = RunPanel(services)
+
+    def layout(self) -> None:
+        s = self.services.settings
+        default = "rat" if "rat" in METHODS else next(iter(METHODS), None)
+        searches = search_choices(s)
+        with gr.Row(equal_height=False):
+            with gr.Column(scale=3):
+                self.task = gr.Textbox(label="Task", lines=3, max_length=s.method.max_task_chars,
+                                       placeholder="e.g. Describe the life of Jin Yong", elem_classes="rat-task")
+                with gr.Row():
+                    self.method = gr.Dropdown(method_choices(), value=default, label="Method", scale=3)
+                    self.search = gr.Dropdown(searches, value=searches[0][1] if searches else None,
+                                              label="Search", scale=1)
+                self.method_info = gr.HTML(method_info(default or ""), js_on_load=None)
+                with gr.Row(equal_height=True):
+                    self.draft_only = gr.Checkbox(label="Draft only: stop after the draft so I can edit its steps",
+                                                  scale=3)
+                    self.run_btn = gr.Button("Run", variant="primary", scale=1)
+                    self.stop_btn = gr.Button("Stop", variant="stop", scale=1)
+            with gr.Column(scale=2):
+                self.model = gr.HTML(model_html(s), js_on_load=None)
+                with gr.Accordion("Settings in force", open=False):
+                    gr.Code(json.dumps(s.public_dict(), indent=2), language="json")
+        self.panel.layout()
+
+    def wire(self) -> None:
+        panel = self.panel
+        gr.on(None, self.on_load, inputs=None, outputs=self.model, **PRIVATE)
+        self.method.change(method_info, self.method, self.method_info, **PRIVATE)
+        checked = self.run_btn.click(self.check_run, [self.task, self.method], None, **PRIVATE)
+        run = checked.success(self.on_run, [self.task, self.method, self.search, self.draft_only],
+                              panel.outputs(), **STREAM)
+        cont = panel.wire()
+        stop_running(self.stop_btn, panel, [run, cont])
+
+    async def on_load(self) -> str:
+        problem, served = await llm_check(self.services)
+        return model_html(self.services.settings, problem, served)
+
+    async def check_run(self, prompt: str, method: str) -> None:
+        """Raises gr.Error for what the author must fix before a run can start: the task, the
+        method, the model server (no outputs, so the last run stays on screen)."""
+        try:
+            Task(prompt or "").validated(self.services.settings.method.max_task_chars)
+            get_method(method)
+        except RatStudioError as exc:
+            raise gr.Error(str(exc)) from exc
+        await require_llm(self.services)
+
+    async def on_run(self, prompt: str, method: str, search: str, draft_only: bool):
+        events = runner_for(self.services, search).start(method, Task(prompt), draft_only=bool(draft_only))
+        async for update in self.panel.follow(events, RunView()):
+            yield update
+
+
+def build(services: Services) -> WriterTab:
+    """Create the Writer tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
+    tab = WriterTab(services)
+    tab.layout()
+    tab.wire()
+    return tab
