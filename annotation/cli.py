@@ -27,12 +27,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 from annotation import judge as judge_mod
+from core.jsonl import read_objects
+from core.methods.base import KINDS
 from annotation.errors import ArenaError, ImportFormatError
 from annotation.ratings import agreement, leaderboard
 from core.services import Services
 from data import arena
 
-KINDS = ("writing", "plan", "qa")
 VOTE_EXAMPLE = '{"task": "...", "method_a": "rat", "method_b": "cot", "winner": "a", "annotator": "ann"}'
 OUTPUT_EXAMPLE = '{"task": "...", "method": "rat", "text": "..."}'
 
@@ -43,17 +44,7 @@ OUTPUT_EXAMPLE = '{"task": "...", "method": "rat", "text": "..."}'
 def read_jsonl(lines: Iterable[str], name: str, example: str) -> Iterator[tuple[int, dict]]:
     """(line number, object) of each non-blank line. Raises ImportFormatError for a line that
     is not a JSON object."""
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ImportFormatError(f"{name} line {n}: not valid JSON ({exc.msg}); each line must be one "
-                                    f"JSON object, e.g. {example}") from exc
-        if not isinstance(obj, dict):
-            raise ImportFormatError(f"{name} line {n}: expected a JSON object, e.g. {example}")
-        yield n, obj
+    return read_objects(lines, name, example, ImportFormatError)
 
 
 def _text(obj: dict, key: str, where: str, *, required: bool = True) -> str | None:

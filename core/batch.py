@@ -30,13 +30,14 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.jsonl import read_objects
+from core.methods.base import KINDS
 from core.errors import RatStudioError, TaskError
 from core.methods.baselines import normalize_answer
 
 log = logging.getLogger(__name__)
 
 TASKS_DIR = Path(__file__).resolve().parent.parent / "data" / "tasks"
-KINDS = ("writing", "plan", "qa")
 EXAMPLE = '{"id": "w1", "prompt": "Describe Jin Yong\'s life.", "kind": "writing", "task_set": "rat-writing"}'
 ALL_RUNS = 10**9  # list_runs limit meaning "all of them"
 
@@ -79,17 +80,8 @@ def load_tasks(path: str | Path, *, max_chars: int | None = None) -> list[TaskSp
         raise BatchInputError(f"Cannot read {path}: {exc}.") from exc
     specs: list[TaskSpec] = []
     ids: dict[str, int] = {}
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for n, record in read_objects(lines, str(path), EXAMPLE, BatchInputError):
         where = f"{path} line {n}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BatchInputError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno}). "
-                                  f"Write one JSON object per line, e.g. {EXAMPLE}") from None
-        if not isinstance(record, dict):
-            raise BatchInputError(f"{where}: expected a JSON object, got {type(record).__name__}. E.g. {EXAMPLE}")
         prompt = record.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             raise BatchInputError(f'{where}: "prompt" must be a non-empty string (the task). E.g. {EXAMPLE}')

@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from core.errors import TaskError
-from core.events import Event, LLMCalled, TokenDelta
+from core import prompts
+from core.errors import LLMError, TaskError
+from core.events import DraftReady, Event, LLMCalled, Note, TokenDelta
 from core.settings import MethodSettings
 
 KINDS = ("writing", "plan", "qa")
@@ -114,3 +115,22 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, o
             yield LLMCalled(role=role, model=item.model, i=i, prompt_tokens=item.prompt_tokens,
                             completion_tokens=item.completion_tokens, seconds=round(item.seconds, 4),
                             estimated=item.estimated)
+
+
+async def write_draft(ctx: MethodContext, task: Task, out: Out[list[str]], *,
+                      cap: bool = True) -> AsyncIterator[Event]:
+    """Prompt B.1 of 001: the step-by-step draft, split on blank lines, then DraftReady; the
+    steps are left in ``out.value``. With ``cap``, a draft longer than ``max_steps`` is cut (and
+    a Note says so). Raises LLMError when the model returns no text."""
+    text: Out[str] = Out("")
+    async for ev in generate(ctx, prompts.DRAFT.format(question=prompts.question_for(task)), role="draft", out=text):
+        yield ev
+    steps = prompts.split_steps(text.value)
+    if not steps:
+        raise LLMError("The model returned an empty draft. Try again, or pick a stronger model with --model.")
+    if cap and len(steps) > ctx.settings.max_steps:
+        yield Note(text=f"The draft has {len(steps)} steps; only the first {ctx.settings.max_steps} "
+                        "are revised (raise --max-steps to revise more).", level="warning")
+        steps = steps[: ctx.settings.max_steps]
+    out.value = steps
+    yield DraftReady(steps=tuple(steps))

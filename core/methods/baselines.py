@@ -24,9 +24,8 @@ from typing import Any, TypeVar
 
 from core import prompts
 from core.errors import TaskError
-from core.events import DraftReady, Event, Final, Note, QueryMade, StepStarted
-from core.methods.base import MethodContext, Out, Task, generate, register
-from core.methods.rat import raise_empty_draft
+from core.events import Event, Final, Note, QueryMade, StepStarted
+from core.methods.base import MethodContext, Out, Task, generate, register, write_draft
 from core.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
 from core.passages import format_passages
 from core.retrieval import retrieve
@@ -118,14 +117,10 @@ async def direct(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
 @register("cot", "CoT: zero-shot chain of thought with prompt B.1, step-by-step paragraphs",
           "001 (RAT), baseline of section 4.1, prompt B.1", uses_search=False)
 async def cot(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
-    text: Out[str] = Out("")
-    async for ev in generate(ctx, prompts.DRAFT.format(question=question_for(task)), role="draft", out=text):
+    steps: Out[list[str]] = Out([])
+    async for ev in write_draft(ctx, task, steps, cap=False):
         yield ev
-    steps = prompts.split_steps(text.value)
-    if not steps:
-        raise_empty_draft()
-    yield DraftReady(steps=tuple(steps))
-    yield Final(text=prompts.join_steps(steps))
+    yield Final(text=prompts.join_steps(steps.value))
 
 
 @register("rag-1", "RAG-1: search with the task prompt, answer with the top result's text in context",

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from core import prompts
-from core.events import DraftReady, Event, Final, Note, QueryMade, StepRevised, StepStarted
-from core.methods.base import MethodContext, Out, Task, generate, register
+from core.events import DraftReady, Event, Final, QueryMade, StepRevised, StepStarted
+from core.methods.base import MethodContext, Out, Task, generate, register, write_draft
 from core.passages import format_passages
 from core.retrieval import retrieve
 from core.sources import SourceBook
@@ -49,18 +49,10 @@ async def _rat(task: Task, ctx: MethodContext, *, step_scope: bool) -> AsyncIter
     book = SourceBook.from_events(ctx.prior)
 
     if state.steps is None:
-        text: Out[str] = Out("")
-        async for ev in generate(ctx, prompts.DRAFT.format(question=question), role="draft", out=text):
+        drafted: Out[list[str]] = Out([])
+        async for ev in write_draft(ctx, task, drafted):
             yield ev
-        steps = prompts.split_steps(text.value)
-        if not steps:
-            raise_empty_draft()
-        if len(steps) > ctx.settings.max_steps:
-            yield Note(text=f"The draft has {len(steps)} steps; only the first {ctx.settings.max_steps} "
-                            "are revised (raise --max-steps to revise more).", level="warning")
-            steps = steps[: ctx.settings.max_steps]
-        state.steps = steps
-        yield DraftReady(steps=tuple(steps))
+        state.steps = drafted.value
 
     steps = state.steps
     n = len(steps)
@@ -115,12 +107,6 @@ async def _rat(task: Task, ctx: MethodContext, *, step_scope: bool) -> AsyncIter
         state.done = i
 
     yield Final(text=state.article, sources=book.sources())
-
-
-def raise_empty_draft() -> None:
-    from core.errors import LLMError
-
-    raise LLMError("The model returned an empty draft. Try again, or pick a stronger model with --model.")
 
 
 class _State:

@@ -24,10 +24,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from core import prompts
-from core.events import DraftReady, Event, Final, Note, QueryMade, StepRevised, StepStarted
-from core.methods.base import MethodContext, Out, Task, generate, register
+from core.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
+from core.methods.base import MethodContext, Out, Task, generate, register, write_draft
 from core.methods.baselines import question_for, urls_of, web_query
-from core.methods.rat import MAX_RETRIEVALS_PER_STEP, raise_empty_draft
+from core.methods.rat import MAX_RETRIEVALS_PER_STEP
 from core.passages import format_passages
 from core.retrieval import retrieve
 from core.sources import SourceBook
@@ -40,7 +40,7 @@ async def rat_noncausal(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     book = SourceBook()
     question = question_for(task)
     steps: Out[list[str]] = Out([])
-    async for ev in _draft(task, ctx, steps):
+    async for ev in write_draft(ctx, task, steps):
         yield ev
     draft = steps.value
     n = len(draft)
@@ -91,7 +91,7 @@ async def cot_rag(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     book = SourceBook()
     question = question_for(task)
     steps: Out[list[str]] = Out([])
-    async for ev in _draft(task, ctx, steps):
+    async for ev in write_draft(ctx, task, steps):
         yield ev
     draft = prompts.join_steps(steps.value)
 
@@ -121,17 +121,3 @@ async def cot_rag(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     yield Final(text=after, sources=book.sources())
 
 
-async def _draft(task: Task, ctx: MethodContext, out: Out[list[str]]) -> AsyncIterator[Event]:
-    """B.1 draft split into steps (cut at ``max_steps``, with a Note), then DraftReady."""
-    text: Out[str] = Out("")
-    async for ev in generate(ctx, prompts.DRAFT.format(question=question_for(task)), role="draft", out=text):
-        yield ev
-    steps = prompts.split_steps(text.value)
-    if not steps:
-        raise_empty_draft()
-    if len(steps) > ctx.settings.max_steps:
-        yield Note(text=f"The draft has {len(steps)} steps; only the first {ctx.settings.max_steps} "
-                        "are revised (raise --max-steps to revise more).", level="warning")
-        steps = steps[: ctx.settings.max_steps]
-    out.value = steps
-    yield DraftReady(steps=tuple(steps))

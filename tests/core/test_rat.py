@@ -4,8 +4,6 @@ and a real SQLite file."""
 
 from __future__ import annotations
 
-from contextlib import aclosing
-
 import pytest
 
 from core.errors import TaskError
@@ -15,24 +13,11 @@ from core.events import (
 )
 from core.methods import Task
 from tests.fakes.scripts import RatAuthor, draft_steps, sections
+from tests.helpers import collect, of
 
 TASK = Task("Write a short history of Python 3 and its ecosystem.")
 
 
-async def collect(gen, stop_after=None):
-    """All events of a run; with ``stop_after``, stop listening the way the UI's Stop button
-    does (closing the generator)."""
-    events = []
-    async with aclosing(gen):
-        async for e in gen:
-            events.append(e)
-            if stop_after and stop_after(events):
-                break
-    return events
-
-
-def of(events, cls):
-    return [e for e in events if isinstance(e, cls)]
 
 
 @pytest.fixture

@@ -120,21 +120,9 @@ class MethodAuthor:
 
 
 # -- helpers for method tests ------------------------------------------------------------------
-async def collect(gen, stop_after=None):
-    """All events of a run; with ``stop_after``, stop listening (closing the generator)."""
-    from contextlib import aclosing
-
-    events = []
-    async with aclosing(gen):
-        async for e in gen:
-            events.append(e)
-            if stop_after and stop_after(events):
-                break
-    return events
+from tests.helpers import collect, of  # noqa: E402,F401  (re-exported for the method tests)
 
 
-def of(events, cls):
-    return [e for e in events if isinstance(e, cls)]
 
 
 def patch_context(monkeypatch, services, *, params: dict | None = None, memory=None):
