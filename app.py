@@ -65,6 +65,8 @@ def _common(suppress: bool) -> argparse.ArgumentParser:
     g.add_argument("--concurrency", type=int, help="runs at once in the UI queue [RAT_STUDIO_CONCURRENCY; 4]")
     g.add_argument("--share", action="store_true", help="public Gradio link; needs --auth [RAT_STUDIO_SHARE]")
     g.add_argument("--auth", help="USER:PASSWORD required to open the UI [RAT_STUDIO_AUTH]")
+    g.add_argument("--arena-only", action="store_true",
+                   help="serve only the Arena and Leaderboard tabs, for annotators [RAT_STUDIO_ARENA_ONLY]")
     return p
 
 
@@ -124,6 +126,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
         concurrency=pick("concurrency", "RAT_STUDIO_CONCURRENCY", 4, int),
         share=share,
         auth=tuple(auth.split(":", 1)) if auth else None,
+        arena_only=flag_on("arena_only", "RAT_STUDIO_ARENA_ONLY"),
     )
 
 

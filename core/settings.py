@@ -71,6 +71,9 @@ class Settings:
     share: bool = False
     auth: tuple[str, str] | None = None
     concurrency: int = 4  # Gradio queue: runs at once
+    # Annotators' deployment: only the Arena and Leaderboard tabs, so nothing in the app (the
+    # Writer, History) can show which method wrote an output being judged.
+    arena_only: bool = False
 
     def with_(self, **changes) -> "Settings":
         return replace(self, **changes)

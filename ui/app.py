@@ -24,11 +24,12 @@ def build_app(services: Services) -> gr.Blocks:
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.Markdown(f"# {TITLE}\nWrite long, sourced texts with a language model, step by step.")
         with gr.Tabs():
-            with gr.Tab("Writer", id="writer", elem_id="rat-tab-writer"):
-                writer.build(services)
-            with gr.Tab("History", id="history", elem_id="rat-tab-history") as history_tab:
-                past = history.build(services)
-            past.refresh_on(history_tab.select)
+            if not services.settings.arena_only:  # annotators must not browse who wrote what
+                with gr.Tab("Writer", id="writer", elem_id="rat-tab-writer"):
+                    writer.build(services)
+                with gr.Tab("History", id="history", elem_id="rat-tab-history") as history_tab:
+                    past = history.build(services)
+                past.refresh_on(history_tab.select)
             with gr.Tab("Arena", id="arena", elem_id="rat-tab-arena"):
                 arena.build(services)
             with gr.Tab("Leaderboard", id="leaderboard", elem_id="rat-tab-leaderboard"):

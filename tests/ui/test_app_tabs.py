@@ -1,0 +1,33 @@
+"""Which tabs the app serves: annotators' deployments (--arena-only) have no Writer or History,
+where the method of a judged output could be looked up."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.services import Services
+from core.settings import Settings
+from data.store import Store
+from ui.app import build_app
+
+
+def tab_labels(demo) -> set[str]:
+    return {block.label for block in demo.blocks.values() if type(block).__name__ == "Tab"}
+
+
+@pytest.mark.parametrize("arena_only, expected", [
+    (False, {"Writer", "History", "Arena", "Leaderboard"}),
+    (True, {"Arena", "Leaderboard"}),
+])
+def test_tabs(tmp_path, arena_only, expected):
+    settings = Settings(db_path=tmp_path / "t.db", arena_only=arena_only)
+    demo = build_app(Services(settings=settings, store=Store(settings.db_path)))
+    assert tab_labels(demo) == expected
+
+
+def test_arena_only_flag_reaches_the_settings(tmp_path):
+    from app import build_parser, settings_from
+
+    args = build_parser().parse_args(["--arena-only", "--db", str(tmp_path / "x.db")])
+    assert settings_from(args, {}).arena_only
+    assert settings_from(build_parser().parse_args([]), {"RAT_STUDIO_ARENA_ONLY": "1"}).arena_only
