@@ -12,7 +12,8 @@ latency (each fixture page 0.05-0.6 s, seeded), for drafts of 5, 10 and 20 steps
   ratio       wall / bound (target: <= 1.10)
   crawl       per step, the time from the search's answer to the last page read, against the
               slowest page and the sum of its pages (target: near the slowest, not the sum)
-  out tok     output tokens the model generated, by role, against the final article's tokens
+  out tok     output tokens the model generated, against the final article's tokens, in all
+              (out/art) and by role (draft, query, revise per article token)
               (target: step-scope <= 1.5 x the article at 20 steps)
 
     python -m bench.pipeline [--steps 5,10,20] [--methods rat,rat-step] [--latency 0.2] [--tps 100]
@@ -127,7 +128,7 @@ def main() -> None:
               f"pages 0.05-0.60 s each\n")
         header = (f"{'method':<9}{'steps':>6}{'wall s':>9}{'bound s':>9}{'ratio':>7}"
                   f"{'crawl s':>9}{'slowest':>9}{'sum pg':>8}{'out tok':>9}{'article':>9}{'out/art':>8}"
-                  f"{'revise/art':>11}")
+                  f"{'draft':>7}{'query':>7}{'revise':>7}")
         print(header)
         print("-" * len(header))
         def services(name: str, n: int) -> Services:
@@ -146,8 +147,10 @@ def main() -> None:
                 r = asyncio.run(one_run(services(method, n), method, delays, args.latency, args.tps))
                 print(f"{method:<9}{r['steps']:>6}{r['wall']:>9.2f}{r['bound']:>9.2f}{r['wall'] / r['bound']:>7.3f}"
                       f"{r['crawl']:>9.2f}{r['slowest']:>9.2f}{r['pages_sum']:>8.2f}{r['out']:>9}{r['article']:>9}"
-                      f"{r['out'] / r['article']:>8.2f}{r['by_role'].get('revise', 0) / r['article']:>11.2f}")
-        print("\ncrawl: summed over steps, search answered -> last page read; slowest/sum pg: the injected page "
+                      f"{r['out'] / r['article']:>8.2f}"
+                      + "".join(f"{r['by_role'].get(role, 0) / r['article']:>7.2f}" for role in ("draft", "query", "revise")))
+        print("\ndraft/query/revise: each role's output tokens per article token (they add up to out/art).")
+        print("crawl: summed over steps, search answered -> last page read; slowest/sum pg: the injected page "
               "delays of each step's slowest page and of all its pages, summed over steps.")
 
 
