@@ -68,6 +68,17 @@ RESET = Reset()
 
 
 @dataclass(frozen=True)
+class Retry:
+    """Yielded by :meth:`LLMClient.stream` before it waits to try again, so the person watching
+    sees why the answer is late."""
+
+    attempt: int  # 1 for the first retry
+    of: int  # settings.max_retries
+    wait: float  # seconds until the retry
+    reason: str  # the error's message
+
+
+@dataclass(frozen=True)
 class Completion:
     """One finished answer. ``seconds`` is the whole call as the user waited for it, retries
     included. ``estimated`` is True when the server sent no usage and the token counts are
@@ -129,10 +140,11 @@ class LLMClient:
 
     # -- public ------------------------------------------------------------------------------
     async def stream(self, messages: Messages, *, role: str, temperature: float | None = None,
-                     max_tokens: int | None = None) -> AsyncIterator[str | Reset | Completion]:
+                     max_tokens: int | None = None) -> AsyncIterator[str | Reset | Retry | Completion]:
         """Ask the model for ``role`` and yield the answer as it streams: ``str`` deltas,
         :data:`RESET` if a retry restarts an answer after deltas were already yielded (the
-        deltas after it are the whole new answer), and one :class:`Completion` last.
+        deltas after it are the whole new answer), a :class:`Retry` before each wait to try
+        again, and one :class:`Completion` last.
 
         ``temperature``: this call's, else ``settings.temperature``, else the server's default.
 
@@ -176,6 +188,7 @@ class LLMClient:
                             self.settings.max_retries)
             if parts:
                 yield RESET
+            yield Retry(attempt=attempt, of=self.settings.max_retries, wait=wait, reason=str(error))
             await self._sleep(wait)
 
         if not received:

@@ -100,9 +100,9 @@ class Out(Generic[T]):
 async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, out: Out[str],
                    i: int = 0, temperature: float | None = None,
                    max_tokens: int | None = None) -> AsyncIterator[Event]:
-    """Stream one LLM call as TokenDelta events, then an LLMCalled event; the text is left in
-    ``out.value``. LLM errors propagate (the runner turns them into a resumable Failed)."""
-    from core.llm import Completion, Reset  # local: keeps methods importable without openai
+    """Stream one LLM call as TokenDelta events (a Note for each retry), then an LLMCalled
+    event; the text is left in ``out.value``. LLM errors propagate (the runner turns them into a resumable Failed)."""
+    from core.llm import Completion, Reset, Retry  # local: keeps methods importable without openai
 
     async for item in ctx.llm.stream(prompt, role=role, temperature=temperature, max_tokens=max_tokens):
         if isinstance(item, str):
@@ -110,6 +110,9 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, o
                 yield TokenDelta(role=role, text=item, i=i)
         elif isinstance(item, Reset):
             yield TokenDelta(role=role, text="", i=i, reset=True)
+        elif isinstance(item, Retry):
+            yield Note(i=i, level="warning", text=f"The {role} call failed: {item.reason} "
+                                                  f"Retrying in {item.wait:.0f} s ({item.attempt} of {item.of}).")
         elif isinstance(item, Completion):
             out.value = item.text
             yield LLMCalled(role=role, model=item.model, i=i, prompt_tokens=item.prompt_tokens,

@@ -18,7 +18,7 @@ from core.errors import (
     LLMServerError,
     LLMTimeout,
 )
-from core.llm import LOCAL_PLACEHOLDER_KEY, MAX_WAIT, RESET, Completion, LLMClient, Reset
+from core.llm import LOCAL_PLACEHOLDER_KEY, MAX_WAIT, RESET, Completion, LLMClient, Reset, Retry
 from core.settings import LLMSettings
 from tests.fakes.llm_server import FakeLLM, FakeReply, count_tokens
 
@@ -195,7 +195,8 @@ async def test_mid_stream_failure_is_retried_and_yields_reset(llm, make_client, 
     async with make_client() as client:
         items = await collect(client, "count", role="revise")
     assert items[:3] == ["one ", "two ", RESET]
-    assert items[3:-1] == ["fresh ", "answer"]
+    assert isinstance(items[3], Retry) and items[3].attempt == 1 and "connection" in items[3].reason.lower()
+    assert items[4:-1] == ["fresh ", "answer"]
     assert items[-1].text == "fresh answer"
     assert sum(isinstance(item, Reset) for item in items) == 1
     assert len(llm.requests) == 2 and len(sleeps) == 1
@@ -205,7 +206,10 @@ async def test_failure_before_any_delta_yields_no_reset(llm, make_client):
     llm.queue(FakeReply.fail(502), "clean")
     async with make_client() as client:
         items = await collect(client, "x", role="draft")
-    assert RESET not in items and items[0] == "clean"
+    assert RESET not in items
+    retry, first = items[0], items[1]
+    assert isinstance(retry, Retry) and "502" in retry.reason and retry.of == 2
+    assert first == "clean"
 
 
 # -- failures mapped to our errors ------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from core.errors import TaskError
 from core.events import (
-    DraftReady, Failed, Final, LLMCalled, PageRead, PassagesChosen, QueryMade, RunStarted, SearchDone,
+    DraftReady, Failed, Final, LLMCalled, Note, PageRead, PassagesChosen, QueryMade, RunStarted, SearchDone,
     StepRevised, StepStarted, TokenDelta,
 )
 from core.methods import Task
@@ -145,6 +145,9 @@ async def test_llm_429_is_retried_and_run_succeeds(services, author, llm):
     llm.fail_next(1, status=429)
     events = await collect(services.runner.start("rat", TASK))
     assert isinstance(events[-1], Final)
+    notes = [e.text for e in of(events, Note)]
+    assert len(notes) == 1 and "draft call failed" in notes[0] and "Retrying" in notes[0]
+    assert services.store.events(events[0].run_id).count(of(events, Note)[0]) == 1, "the retry is stored"
     assert len(llm.requests) == 1 + 1 + 4 + 4
 
 
