@@ -159,6 +159,10 @@ def build_services(settings: Settings):
 def cmd_ui(args, services) -> int:
     from ui.app import launch
 
+    s = services.settings
+    if s.host not in ("127.0.0.1", "localhost", "::1") and not s.auth:
+        print(f"warning: listening on {s.host} without --auth: anyone who can reach this machine "
+              "can run the model on your key and read your runs. Add --auth USER:PASSWORD.", file=sys.stderr)
     launch(services)
     return 0
 
