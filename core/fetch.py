@@ -30,7 +30,7 @@ from core.errors import (
     TooManyRedirects,
     UnsupportedContentType,
 )
-from core.netguard import Resolver, check_url
+from core.netguard import Resolver, check_url, guarded_transport
 from core.settings import FetchSettings
 from core.types import Page
 
@@ -79,10 +79,13 @@ class Fetcher:
         self._cache = cache
         self._resolver = resolver
         self._own_client = client is None
+        limits = httpx.Limits(max_connections=max(settings.concurrency, 1) * 2)
         self._client = client or httpx.AsyncClient(
             follow_redirects=False,
             timeout=settings.timeout,
-            limits=httpx.Limits(max_connections=max(settings.concurrency, 1) * 2),
+            limits=limits,
+            # the guard again where connections are made: no DNS rebinding after the check
+            transport=None if settings.allow_private_urls else guarded_transport(resolver, limits=limits),
         )
         self._headers = {"User-Agent": settings.user_agent, "Accept": ACCEPT}
 

@@ -14,8 +14,10 @@ every request (the first and each redirect hop) :func:`check_url` makes sure tha
 Hosts written as numbers in the forms the C library accepts (``2130706433``, ``0x7f000001``,
 ``127.1``, ``0177.0.0.1``) are read as the IPv4 address they denote, without asking DNS.
 
-Known limit: the check resolves the host, then httpx resolves it again to connect. A DNS server
-that answers differently the second time (DNS rebinding) can slip past it.
+The check before a request gives a clear message early; :class:`GuardedBackend` enforces it
+where the connection is made: the fetcher's connections resolve the host once, check every
+address, and connect to a checked address, so a DNS server that answers differently the second
+time (DNS rebinding) gains nothing. TLS still verifies the certificate against the host name.
 
 With ``allow_private=True`` (``--allow-private-urls``, for local corpora and tests) only the
 scheme and the presence of a host are checked.
@@ -29,6 +31,7 @@ import re
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 
+import httpcore
 import httpx
 
 from core.errors import BlockedURL, FetchError
@@ -85,7 +88,15 @@ async def check_url(url: str | httpx.URL, *, allow_private: bool, resolver: Reso
         raise BlockedURL(f"Blocked {url}: the URL has no host. Use a full http or https URL.")
     if allow_private:
         return
+    await allowed_addresses(host, resolver=resolver, url=str(url))
 
+
+async def allowed_addresses(host: str, *, resolver: Resolver | None = None, url: str | None = None) -> list[IPAddress]:
+    """The addresses ``host`` denotes or resolves to, when every one of them is public.
+
+    Raises BlockedURL (naming ``url``, or the host, with the address, the reason and the fix),
+    or FetchError when the host does not resolve."""
+    url = url or host
     literal = parse_literal_host(host)
     if literal is not None:
         addresses: list[IPAddress] = [literal]
@@ -109,6 +120,7 @@ async def check_url(url: str | httpx.URL, *, allow_private: bool, resolver: Reso
                 numeric_v4 = isinstance(address, ipaddress.IPv4Address) and host.rstrip(".") != str(address)
                 where = f"{host} is {address}," if numeric_v4 else f"{host} is"
             raise BlockedURL(f"Blocked {url}: {where} {reason}. {_FIX}")
+    return addresses
 
 
 def parse_literal_host(host: str) -> IPAddress | None:
@@ -178,3 +190,46 @@ def _parse_ip(text: str) -> IPAddress | None:
         return ipaddress.ip_address(text)
     except ValueError:
         return None
+
+
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend, connecting only to addresses the guard allows.
+
+    httpcore asks it to connect to the URL's host name; it resolves the name once with
+    ``resolver``, refuses the connection (BlockedURL) unless every address is public, and
+    connects to the checked address itself. httpcore starts TLS on the stream afterwards with the
+    host name as ``server_hostname``, so certificates are verified as usual."""
+
+    def __init__(self, resolver: Resolver | None = None, inner: httpcore.AsyncNetworkBackend | None = None):
+        self._resolver = resolver
+        self._inner = inner or httpcore.AnyIOBackend()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                          local_address: str | None = None, socket_options=None) -> httpcore.AsyncNetworkStream:
+        addresses = await allowed_addresses(host, resolver=self._resolver)
+        failure: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(str(address), port, timeout=timeout,
+                                                     local_address=local_address, socket_options=socket_options)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:  # try the next address
+                failure = exc
+        raise failure or FetchError(f"Could not connect to {host}: no address to try.")
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options=None) -> httpcore.AsyncNetworkStream:
+        raise BlockedURL(f"Blocked a connection to the unix socket {path}. {_FIX}")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def guarded_transport(resolver: Resolver | None = None, *, inner: httpcore.AsyncNetworkBackend | None = None,
+                      **options) -> httpx.AsyncHTTPTransport:
+    """httpx's transport (``options`` as for ``httpx.AsyncHTTPTransport``) whose connections go
+    through :class:`GuardedBackend` (over ``inner``, the real network unless a test says
+    otherwise). httpx has no option for httpcore's network backend, so it is set on the
+    transport's connection pool (tests/core/test_netguard.py checks that it is used)."""
+    transport = httpx.AsyncHTTPTransport(**options)
+    transport._pool._network_backend = GuardedBackend(resolver, inner)
+    return transport

@@ -118,3 +118,156 @@ def test_teredo_embedded_addresses_are_checked():
     client = int(ipaddress.IPv4Address("192.168.1.1")) ^ 0xFFFFFFFF
     address = ipaddress.IPv6Address((0x20010000 << 96) | (int(ipaddress.IPv4Address("65.54.227.120")) << 64) | client)
     assert "Teredo address embedding 192.168.1.1" in blocked_reason(address)
+
+
+# -- where connections are made: no DNS rebinding --------------------------------------------
+import httpcore  # noqa: E402
+import httpx  # noqa: E402
+
+from core.fetch import Fetcher  # noqa: E402
+from core.netguard import GuardedBackend, guarded_transport  # noqa: E402
+from core.settings import FetchSettings  # noqa: E402
+from tests.fakes.web_server import FakeWeb  # noqa: E402
+
+PUBLIC = "93.184.216.34"
+
+
+class Loopback(httpcore.AsyncNetworkBackend):
+    """The real network, except that PUBLIC is reached at 127.0.0.1 (where FakeWeb listens); it
+    records the addresses it was asked to connect to."""
+
+    def __init__(self):
+        self.real = httpcore.AnyIOBackend()
+        self.asked: list[str] = []
+
+    async def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        self.asked.append(host)
+        if host != PUBLIC:
+            raise httpcore.ConnectError(f"no route to {host}")
+        return await self.real.connect_tcp("127.0.0.1", port, timeout=timeout)
+
+    async def sleep(self, seconds):
+        await self.real.sleep(seconds)
+
+
+def rebinding(first: str, then: str):
+    """A DNS answer that changes after the first question."""
+    answers = [first]
+
+    async def resolve(host):
+        answer = answers[0]
+        answers[0] = then
+        return [answer]
+
+    return resolve
+
+
+async def test_a_name_that_rebinds_to_loopback_after_the_check_is_blocked():
+    with FakeWeb() as web:
+        port = web.base.rsplit(":", 1)[1]
+        fetcher = Fetcher(FetchSettings(allow_private_urls=False), resolver=rebinding(PUBLIC, "127.0.0.1"))
+        try:
+            with pytest.raises(BlockedURL, match=r"rebind\.test resolves to 127\.0\.0\.1"):
+                await fetcher.fetch(f"http://rebind.test:{port}/pages/blog.python.org.html")
+        finally:
+            await fetcher.aclose()
+        assert web.requests == [], "nothing reached the loopback server"
+
+
+async def test_connections_go_to_the_checked_address_and_pages_are_read():
+    with FakeWeb() as web:
+        port = web.base.rsplit(":", 1)[1]
+        network = Loopback()
+        resolver = static_resolver({"web.test": [PUBLIC]})
+        client = httpx.AsyncClient(transport=guarded_transport(resolver, inner=network))
+        fetcher = Fetcher(FetchSettings(allow_private_urls=False), resolver=resolver, client=client)
+        try:
+            page = await fetcher.fetch(f"http://web.test:{port}/pages/blog.python.org.html")
+        finally:
+            await client.aclose()
+        assert page.title == "Python 3.6.0 is now available!"
+        assert network.asked == [PUBLIC], "connected to the address the guard checked, not the name"
+
+
+async def test_the_backend_tries_the_next_checked_address():
+    with FakeWeb() as web:
+        network = Loopback()
+        backend = GuardedBackend(static_resolver({"two.test": ["8.8.8.8", PUBLIC]}), network)
+        stream = await backend.connect_tcp("two.test", int(web.base.rsplit(":", 1)[1]))
+        await stream.aclose()
+        assert network.asked == ["8.8.8.8", PUBLIC]
+
+
+async def test_the_backend_refuses_a_mixed_answer_and_unix_sockets():
+    network = Loopback()
+    backend = GuardedBackend(static_resolver({"mixed.test": [PUBLIC, "10.0.0.1"]}), network)
+    with pytest.raises(BlockedURL, match="10.0.0.1"):
+        await backend.connect_tcp("mixed.test", 80)
+    assert network.asked == []
+    with pytest.raises(BlockedURL):
+        await backend.connect_unix_socket("/var/run/docker.sock")
+
+
+async def test_the_fetcher_uses_the_guarded_backend_unless_private_urls_are_allowed():
+    guarded = Fetcher(FetchSettings(allow_private_urls=False))
+    open_ = Fetcher(FetchSettings(allow_private_urls=True))
+    try:
+        assert isinstance(guarded._client._transport._pool._network_backend, GuardedBackend)
+        assert not isinstance(open_._client._transport._pool._network_backend, GuardedBackend)
+    finally:
+        await guarded.aclose()
+        await open_.aclose()
+
+
+@pytest.fixture
+def tls_site(tmp_path):
+    """An HTTPS server on 127.0.0.1 whose self-signed certificate is for the name tls.test."""
+    import shutil
+    import ssl
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=tls.test",
+                    "-addext", "subjectAltName=DNS:tls.test", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+
+    class Page(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"<html><head><title>Over TLS</title></head><body><p>" + b"Encrypted words. " * 20 + b"</p></body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    trust = ssl.create_default_context(cafile=str(cert))
+    yield server.server_address[1], trust
+    server.shutdown()
+    server.server_close()
+
+
+async def test_tls_is_verified_against_the_host_name_while_connecting_to_the_checked_address(tls_site):
+    port, trust = tls_site
+    resolver = static_resolver({"tls.test": [PUBLIC], "other.test": [PUBLIC]})
+    network = Loopback()
+    client = httpx.AsyncClient(transport=guarded_transport(resolver, inner=network, verify=trust))
+    fetcher = Fetcher(FetchSettings(allow_private_urls=False), resolver=resolver, client=client)
+    try:
+        page = await fetcher.fetch(f"https://tls.test:{port}/")
+        assert page.title == "Over TLS" and network.asked == [PUBLIC]
+        with pytest.raises(FetchError, match="(?i)certificate|hostname"):  # the certificate is not for other.test
+            await fetcher.fetch(f"https://other.test:{port}/")
+    finally:
+        await client.aclose()
