@@ -6,7 +6,9 @@ module; every test opens its own browser context, i.e. its own Gradio session.""
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import aclosing
 from pathlib import Path
@@ -27,7 +29,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(chromium_missing()), 
 if not chromium_missing():
     from playwright.sync_api import expect
 
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"
+# The README's screenshots are refreshed only on request (RAT_STUDIO_UPDATE_SCREENSHOTS=1), so a
+# test run leaves the working tree as it was; otherwise they go to a temporary folder.
+SCREENSHOTS = (Path(__file__).resolve().parents[2] / "screenshots"
+               if os.environ.get("RAT_STUDIO_UPDATE_SCREENSHOTS") == "1"
+               else Path(tempfile.gettempdir()) / "rat-studio-screenshots")
 TIMEOUT = 20_000  # ms, for anything a run has to reach
 EVIL_TITLE = "<img src=x onerror=\"window.__xss=1\"> Python 3 <script>window.__xss=2</script>"
 EVIL_PAGE = f"""<html><head><title>{EVIL_TITLE.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')}</title>
@@ -54,7 +60,7 @@ def run_now(services: Services, method: str, prompt: str, **kw) -> str:
 def screenshot(page, name: str, *, top) -> None:
     """A 1280x900 screenshot for the README from the element ``top`` down, palette-quantised to
     keep the file small."""
-    SCREENSHOTS.mkdir(exist_ok=True)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / name
     top.evaluate("el => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 16)")
     page.screenshot(path=str(path), animations="disabled", caret="hide")
