@@ -6,12 +6,11 @@ and inspects ``calls`` afterwards."""
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 
 from tests.fakes.llm_server import message_text
-from tests.fakes.scripts import draft_steps, sections
+from tests.fakes.scripts import draft_steps, rat_reply
 
 MARKERS = (  # (kind, phrase of the prompt), tried in order
     ("draft", "Try to answer this question/instruction with step-by-step thoughts"),
@@ -34,15 +33,15 @@ Handler = Callable[[str, dict, int], str]
 def kind_of(body: dict) -> str:
     messages = body.get("messages", [])
     system = "\n".join(message_text(m) for m in messages if m.get("role") == "system")
-    last_user = next((message_text(m) for m in reversed(messages) if m.get("role") == "user"), "")
+    last = last_user(body)
     if "tell me what information to search first" in system:
         return "furepa-first"
     if "Lines only start with '[Analysis]'" in system:
-        return "furepa-forced" if "The search budget is spent" in last_user else "furepa-plan"
-    if last_user.startswith("##Existing Text in Wiki Web:"):
+        return "furepa-forced" if "The search budget is spent" in last else "furepa-plan"
+    if last.startswith("##Existing Text in Wiki Web:"):
         return "revise"
     for kind, phrase in MARKERS:
-        if phrase in last_user:
+        if phrase in last:
             return kind
     return "direct"
 
@@ -72,16 +71,8 @@ class MethodAuthor:
         return self.default(kind, prompt, n)
 
     def default(self, kind: str, prompt: str, n: int) -> str:
-        parts = sections(prompt)
-        if kind == "draft":
-            return "\n\n".join(self.steps)
-        if kind == "query":
-            last = parts["Content"].split("\n\n")[-1]
-            return "Query: " + " ".join(re.sub(r"^Step \d+:\s*", "", last).split()[:8])
-        if kind == "revise":
-            paragraphs = parts["Answer"].split("\n\n")
-            paragraphs[-1] += " [revised]"
-            return "\n\n".join(paragraphs)
+        if kind in ("draft", "query", "revise"):
+            return rat_reply(kind, prompt, self.steps)
         if kind == "rag":
             return "An answer written with the retrieved text."
         if kind in ("itrg-refresh", "itrg-refine"):

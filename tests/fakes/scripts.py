@@ -46,6 +46,26 @@ def kind_of(prompt: str) -> str:
     return "other"
 
 
+def rat_reply(kind: str, prompt: str, steps: list[str]) -> str | None:
+    """A cooperative model's answer to one of RAT's prompts (kinds of :func:`kind_of`), or None
+    for another kind: the draft is ``steps``; a query, the first words of the content's last
+    paragraph; a revision appends " [revised]" to the answer's last paragraph (or to the
+    paragraph, in step-scope)."""
+    parts = sections(prompt)
+    if kind == "draft":
+        return "\n\n".join(steps)
+    if kind == "query":
+        last = parts["Content"].split("\n\n")[-1]
+        return "Query: " + " ".join(re.sub(r"^Step \d+:\s*", "", last).split()[:8])
+    if kind == "revise":
+        paragraphs = parts["Answer"].split("\n\n")
+        paragraphs[-1] += " [revised]"
+        return "\n\n".join(paragraphs)
+    if kind == "revise-step":
+        return parts["Paragraph to revise"] + " [revised]"
+    return None
+
+
 class RatAuthor:
     """Answers RAT's prompts: the draft is ``steps`` joined by blank lines; a query is the
     first words of the last paragraph of the content; a revision appends " [revised]" to the
@@ -60,20 +80,9 @@ class RatAuthor:
         prompt = prompt_of(body)
         kind = kind_of(prompt)
         self.calls.append((kind, prompt))
-        parts = sections(prompt)
-        if kind == "draft":
-            return self.draft_text if self.draft_text is not None else "\n\n".join(self.steps)
-        if kind == "query":
-            last = parts["Content"].split("\n\n")[-1]
-            words = re.sub(r"^Step \d+:\s*", "", last).split()
-            return "Query: " + " ".join(words[:8])
-        if kind == "revise":
-            paragraphs = parts["Answer"].split("\n\n")
-            paragraphs[-1] += " [revised]"
-            return "\n\n".join(paragraphs)
-        if kind == "revise-step":
-            return parts["Paragraph to revise"] + " [revised]"
-        return "ok"
+        if kind == "draft" and self.draft_text is not None:
+            return self.draft_text
+        return rat_reply(kind, prompt, self.steps) or "ok"
 
     def of_kind(self, kind: str) -> list[str]:
         return [p for k, p in self.calls if k == kind]
