@@ -1,4 +1,4 @@
-"""RAT Studio: the one place that reads settings (flags and environment), builds the services
+"""RAT Studio: the one place that reads settings (flags and environment), builds the store, clients and runner
 and wires them; and the command line.
 
     python app.py                      the browser UI on http://127.0.0.1:7860
@@ -20,14 +20,21 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from annotation import cli as annotation_cli
 from core import commands as method_commands
-from core.errors import ConfigError, RatStudioError
-from core.settings import (
+from common.errors import ConfigError, RatStudioError
+from common.settings import (
     ROLES, SEARCH_PROVIDERS, FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings,
 )
+
+if TYPE_CHECKING:  # pragma: no cover
+    from core.clients import Clients
+    from core.runner import Runner
+    from data.store import Store
 
 TRUE = {"1", "true", "yes", "on"}
 
@@ -148,38 +155,56 @@ def default_db_path(env: dict[str, str]) -> Path:
     return Path(user_data_dir("rat-studio", appauthor=False)) / "rat_studio.db"
 
 
-def build_services(settings: Settings):
-    from core.services import Services
+@dataclass(frozen=True)
+class App:
+    """What app.py builds from the settings; each front end takes the parts it uses."""
+
+    settings: Settings
+    store: "Store"
+    clients: "Clients"
+    runner: "Runner"
+
+
+def build(settings: Settings) -> App:
+    """The composition root: the store, the client factories and the runner, each handed what
+    it uses. Raises StoreError when the database cannot be opened."""
+    from core.clients import Clients
+    from core.procedures import ProcedureMemory
+    from core.runner import Runner
     from data.store import Store
 
-    return Services(settings=settings, store=Store(settings.db_path))
+    store = Store(settings.db_path)
+    clients = Clients(settings, cache=store,
+                      corpus_db=store.path.with_name(store.path.stem + ".corpus.db"))
+    runner = Runner(store, clients, settings, memory=ProcedureMemory(store))
+    return App(settings=settings, store=store, clients=clients, runner=runner)
 
 
 # -- commands -------------------------------------------------------------------------------------
-def cmd_ui(args, services) -> int:
+def cmd_ui(args, app) -> int:
     from ui.app import launch
 
-    s = services.settings
+    s = app.settings
     if s.host not in ("127.0.0.1", "localhost", "::1") and not s.auth:
         print(f"warning: listening on {s.host} without --auth: anyone who can reach this machine "
               "can run the model on your key and read your runs. Add --auth USER:PASSWORD.", file=sys.stderr)
-    launch(services)
+    launch(app.settings, app.store, app.clients, app.runner)
     return 0
 
 
-def cmd_run(args, services) -> int:
-    from core.methods import Task
+def cmd_run(args, app) -> int:
+    from common.types import Task
 
     task = Task(args.task, kind=args.kind)
-    return asyncio.run(_follow(services.runner.start(args.method, task, draft_only=args.draft_only), args, services))
+    return asyncio.run(_follow(app.runner.start(args.method, task, draft_only=args.draft_only), args, app))
 
 
-def cmd_resume(args, services) -> int:
-    return asyncio.run(_follow(services.runner.resume(args.run_id), args, services))
+def cmd_resume(args, app) -> int:
+    return asyncio.run(_follow(app.runner.resume(args.run_id, providers=app.settings.search.providers), args, app))
 
 
-async def _follow(events, args, services) -> int:
-    from core.events import Failed, Final, RunStarted
+async def _follow(events, args, app) -> int:
+    from common.events import Failed, Final, RunStarted
     from core.report import progress_line, to_markdown
 
     run_id, final, failed = None, None, None
@@ -204,7 +229,7 @@ async def _follow(events, args, services) -> int:
     if final is None:  # draft only
         print(f"draft stored; continue with: python app.py resume {run_id}", file=sys.stderr)
         return 0
-    run = services.store.get_run(run_id)
+    run = app.store.get_run(run_id)
     markdown = to_markdown(run["task"], final.text, final.sources)
     if args.out:
         Path(args.out).write_text(markdown, encoding="utf-8")
@@ -214,9 +239,9 @@ async def _follow(events, args, services) -> int:
     return 0
 
 
-def cmd_fetch(args, services) -> int:
+def cmd_fetch(args, app) -> int:
     async def go():
-        fetcher = services.new_fetcher()
+        fetcher = app.clients.fetcher()
         try:
             return await fetcher.fetch(args.url)
         finally:
@@ -236,9 +261,9 @@ def cmd_fetch(args, services) -> int:
     return 0
 
 
-def cmd_search(args, services) -> int:
+def cmd_search(args, app) -> int:
     async def go():
-        chain = services.new_search()
+        chain = app.clients.search()
         try:
             return await chain.search(args.query, args.n)
         finally:
@@ -261,8 +286,8 @@ def cmd_search(args, services) -> int:
     return 0
 
 
-def cmd_history(args, services) -> int:
-    runs = services.store.list_runs(limit=args.limit)
+def cmd_history(args, app) -> int:
+    runs = app.store.list_runs(limit=args.limit)
     if args.json:
         print(json.dumps(runs, ensure_ascii=False, indent=2, default=str))
         return 0
@@ -273,11 +298,11 @@ def cmd_history(args, services) -> int:
     return 0
 
 
-def cmd_show(args, services) -> int:
+def cmd_show(args, app) -> int:
     from core.report import to_markdown
-    from core.types import Source
+    from common.types import Source
 
-    run = services.store.get_run(args.run_id)
+    run = app.store.get_run(args.run_id)
     sources = [Source(s["n"], s["url"], s["title"], tuple(s["steps"])) for s in run["sources"]]
     print(to_markdown(run["task"], run["final_text"], sources))
     return 0
@@ -332,8 +357,7 @@ def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> in
     args = parser.parse_args(argv)
     try:
         settings = settings_from(args, dict(os.environ) if env is None else env)
-        services = build_services(settings)
-        return args.func(args, services)
+        return args.func(args, build(settings))
     except RatStudioError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ConfigError) else 1

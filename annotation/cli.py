@@ -28,10 +28,9 @@ from pathlib import Path
 
 from annotation import judge as judge_mod
 from core.jsonl import read_objects
-from core.methods.base import KINDS
+from common.types import KINDS
 from annotation.errors import ArenaError, ImportFormatError
 from annotation.ratings import agreement, leaderboard
-from core.services import Services
 from data import arena
 
 VOTE_EXAMPLE = '{"task": "...", "method_a": "rat", "method_b": "cot", "winner": "a", "annotator": "ann"}'
@@ -123,14 +122,14 @@ def _read_file(path: str, parse, example: str) -> list[dict]:
 # -- handlers ---------------------------------------------------------------------------------
 
 
-def cmd_votes_import(args, services: Services) -> int:
+def cmd_votes_import(args, services) -> int:
     records = _read_file(args.file, parse_vote, VOTE_EXAMPLE)
     added, skipped = arena.import_votes(services.store, records)
     print(f"Imported {added} vote(s) from {args.file}" + (f"; {skipped} already present" if skipped else "") + ".")
     return 0
 
 
-def cmd_votes_export(args, services: Services) -> int:
+def cmd_votes_export(args, services) -> int:
     lines = (json.dumps(v, ensure_ascii=False) + "\n" for v in arena.export_votes(services.store))
     if args.out:
         count = _write_lines(Path(args.out), lines)
@@ -149,14 +148,14 @@ def _write_lines(path: Path, lines: Iterable[str]) -> int:
     return count
 
 
-def cmd_outputs_import(args, services: Services) -> int:
+def cmd_outputs_import(args, services) -> int:
     records = _read_file(args.file, parse_output, OUTPUT_EXAMPLE)
     added, present = arena.import_outputs(services.store, records)
     print(f"Imported {added} output(s) from {args.file}" + (f"; {present} already present" if present else "") + ".")
     return 0
 
 
-def cmd_leaderboard(args, services: Services) -> int:
+def cmd_leaderboard(args, services) -> int:
     votes = [r[1:] for r in arena.vote_rows(services.store, args.source, args.task_set)]
     table = leaderboard(votes, bootstrap=args.bootstrap, seed=args.seed)
     if args.json:
@@ -186,7 +185,7 @@ def format_table(table, source: str, n_votes: int) -> str:
     return "\n".join([f"{n_votes} {source} vote(s)", head, *body])
 
 
-def cmd_judge(args, services: Services) -> int:
+def cmd_judge(args, services) -> int:
     methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
     if methods is not None and len(set(methods)) < 2:
         raise ArenaError("--methods needs at least two method names, comma separated, e.g. --methods rat,cot")
@@ -196,7 +195,7 @@ def cmd_judge(args, services: Services) -> int:
     def progress(done: int, total: int, line: str) -> None:
         print(f"[{done}/{total}] {line}", file=sys.stderr)
 
-    report = asyncio.run(judge_mod.judge_store(services, methods=methods, n=args.n, on_progress=progress))
+    report = asyncio.run(judge_mod.judge_store(services.store, services.clients.llm, services.settings.llm.model_for("judge"), methods=methods, n=args.n, on_progress=progress))
     print(report.summary())
     return 0
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.errors import RatStudioError
+from common.errors import RatStudioError
 
 
 class ArenaError(RatStudioError):

@@ -24,11 +24,11 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from core.errors import LLMAuthError, LLMConnectionError, LLMError, LLMModelNotFound
-from core.services import Services
+from common.errors import LLMAuthError, LLMConnectionError, LLMError, LLMModelNotFound
 from data import arena
 
 N_CALLS = 10
@@ -236,20 +236,19 @@ def pairs_to_judge(outputs: Sequence[dict], methods: Sequence[str] | None) -> li
 
 
 async def judge_store(
-    services: Services, *, methods: Sequence[str] | None = None, n: int = N_CALLS,
-    on_progress: Callable[[int, int, str], None] | None = None, llm=None,
+    store, new_llm: Callable[[], Any], model: str, *, methods: Sequence[str] | None = None, n: int = N_CALLS,
+    on_progress: Callable[[int, int, str], None] | None = None,
 ) -> Report:
-    """Judge every task's pairs of method outputs not yet judged by the judge's model and store
-    each verdict in ``judge_votes``. ``on_progress(done, total, message)`` is called after each
-    pair. Uses ``llm`` when given, else a new client from ``services`` (closed after). Verdicts
+    """Judge every task's pairs of method outputs not yet judged by ``model`` (the judge role's
+    model) and store each verdict in ``judge_votes``. ``new_llm()`` makes the client, which is
+    closed after. ``on_progress(done, total, message)`` is called after each pair. Verdicts
     stored before a failure stay stored. Raises the FATAL LLM errors, StoreError."""
-    store, model = services.store, services.settings.llm.model_for("judge")
     arena.sync_run_outputs(store)
     done_before = arena.judged_output_pairs(store, model)
     todo = pairs_to_judge(arena.latest_outputs(store, methods), methods)
     report = Report(skipped=sum(frozenset((x["id"], y["id"])) in done_before for x, y in todo))
     todo = [(x, y) for x, y in todo if frozenset((x["id"], y["id"])) not in done_before]
-    client = llm or services.new_llm()
+    client = new_llm()
     try:
         for k, (x, y) in enumerate(todo, 1):
             verdict, calls = await judge_pair(client, x["prompt"], x["text"], y["text"], n=n)
@@ -257,8 +256,7 @@ async def judge_store(
             if on_progress:
                 on_progress(k, len(todo), report.lines[-1])
     finally:
-        if llm is None:
-            await client.aclose()
+        await client.aclose()
     return report
 
 

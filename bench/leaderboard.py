@@ -1,7 +1,7 @@
 """How long the leaderboard takes: rebuild from 100,000 votes over 12 methods, and record one
 vote with the leaderboard brought up to date. Prints numbers; passes or fails nothing.
 
-    python bench/leaderboard.py [--votes 100000] [--methods 12] [--rounds 100]
+    python -m bench.leaderboard [--votes 100000] [--methods 12] [--rounds 100]
 
 Targets: TrueSkill rebuild under 2 s; Bradley–Terry with 100 bootstrap rounds under 10 s.
 """
@@ -9,19 +9,16 @@ Targets: TrueSkill rebuild under 2 s; Bradley–Terry with 100 bootstrap rounds 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from annotation import ratings  # noqa: E402
-from annotation.board import Boards  # noqa: E402
-from data import arena  # noqa: E402
-from data.store import Store  # noqa: E402
+from annotation import ratings
+from annotation.board import Boards
+from data import arena
+from data.store import Store
 
 
 def synthetic(n_votes: int, n_methods: int, seed: int = 0) -> list[tuple[str, str, str]]:

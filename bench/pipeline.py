@@ -32,21 +32,17 @@ import argparse
 import asyncio
 import random
 import re
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from core.events import Final, LLMCalled, PageRead, RunStarted, SearchDone, StepRevised  # noqa: E402
-from core.methods import Task  # noqa: E402
-from core.services import Services  # noqa: E402
-from core.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings  # noqa: E402
-from data.store import Store  # noqa: E402
-from tests.fakes.llm_server import FakeLLM, count_tokens  # noqa: E402
-from tests.fakes.scripts import RatAuthor, draft_steps, sections  # noqa: E402
-from tests.fakes.web_server import FakeWeb  # noqa: E402
+from common.events import Final, LLMCalled, PageRead, RunStarted, SearchDone, StepRevised
+from common.types import Task
+import app as app_module
+from common.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
+from tests.fakes.llm_server import FakeLLM, count_tokens
+from tests.fakes.scripts import RatAuthor, draft_steps, sections
+from tests.fakes.web_server import FakeWeb
 
 SEARCH_DELAY = 0.05
 
@@ -73,7 +69,7 @@ def _add_to_last(text: str, sentence: str) -> str:
     return "\n\n".join(paragraphs)
 
 
-async def one_run(services: Services, method: str, delays: dict[str, float], latency: float, tps: float) -> dict:
+async def one_run(services: app_module.App, method: str, delays: dict[str, float], latency: float, tps: float) -> dict:
     started = time.perf_counter()
     events, stamps = [], []
     async for e in services.runner.start(method, Task("Write an overview of Python 3, its tools and its community.")):
@@ -131,7 +127,7 @@ def main() -> None:
                   f"{'draft':>7}{'query':>7}{'revise':>7}")
         print(header)
         print("-" * len(header))
-        def services(name: str, n: int) -> Services:
+        def services(name: str, n: int) -> app_module.App:
             db = Path(tmp) / f"bench-{name}-{n}.db"  # a fresh store: no page is cached yet
             settings = Settings(
                 llm=LLMSettings(base_url=llm.base_url, api_key="sk-bench", model="fake-model", max_retries=0),
@@ -139,7 +135,7 @@ def main() -> None:
                 fetch=FetchSettings(allow_private_urls=True),
                 method=MethodSettings(max_steps=n), db_path=db)
             llm.reply(Reviser(draft_steps(n)))
-            return Services(settings=settings, store=Store(db))
+            return app_module.build(settings)
 
         asyncio.run(one_run(services("warm-up", 2), "rat-step", delays, args.latency, args.tps))
         for n in [int(x) for x in args.steps.split(",")]:

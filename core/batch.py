@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from core.jsonl import read_objects
-from core.methods.base import KINDS
-from core.errors import RatStudioError, TaskError
+from common.types import KINDS
+from common.errors import RatStudioError, TaskError
 from core.methods.baselines import normalize_answer
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class TaskSpec:
     line: int = 0
 
     def task(self):
-        from core.methods.base import Task
+        from common.types import Task
 
         return Task(self.prompt, self.kind, self.task_set)
 
@@ -195,11 +195,12 @@ class BatchReport:
 
 
 class Batch:
-    """Runs (task, method) pairs through ``services.runner``, ``concurrency`` at a time."""
+    """Runs (task, method) pairs through ``runner``, ``concurrency`` at a time; ``store`` is
+    where the runs are kept."""
 
-    def __init__(self, services, methods: list[str], *, concurrency: int = 2,
+    def __init__(self, runner, store, methods: list[str], *, concurrency: int = 2,
                  on_progress: Callable[[Progress], None] | None = None):
-        self.services = services
+        self.runner, self.store = runner, store
         self.methods = parse_methods(methods)
         self.concurrency = max(1, concurrency)
         self.on_progress = on_progress or (lambda progress: None)
@@ -207,7 +208,7 @@ class Batch:
     def finished_pairs(self) -> set[tuple[str, str, str, str]]:
         """(prompt, kind, task_set, method) of every run with status done."""
         return {(r["task"], r["kind"], r["task_set"], r["method"])
-                for r in self.services.store.list_runs(status="done", limit=ALL_RUNS)}
+                for r in self.store.list_runs(status="done", limit=ALL_RUNS)}
 
     def plan(self, tasks: list[TaskSpec]) -> tuple[list[tuple[TaskSpec, str]], list[tuple[TaskSpec, str]]]:
         """(pairs to run, pairs already finished), task by task so that a task's outputs from
@@ -244,14 +245,14 @@ class Batch:
         return BatchReport(results=results, methods=self.methods)
 
     async def _run_pair(self, spec: TaskSpec, method: str) -> PairResult:
-        from core.events import Failed, Final, RunStarted
+        from common.events import Failed, Final, RunStarted
 
-        store = self.services.store
+        store = self.store
         # the task row keeps the id and gold answers, for `eval qa` and the arena
         store.add_task(spec.prompt, spec.kind, spec.task_set, meta={"id": spec.id, "answers": list(spec.answers)})
         result = PairResult(spec.id, method, "failed")
         try:
-            async with aclosing(self.services.runner.start(method, spec.task())) as events:
+            async with aclosing(self.runner.start(method, spec.task())) as events:
                 async for event in events:
                     if isinstance(event, RunStarted):
                         result.run_id = event.run_id

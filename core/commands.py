@@ -8,7 +8,7 @@
     python app.py procedures add-from-run RUN_ID [RUN_ID ...]
 
 ``add_commands(subparsers, parents)`` adds them to app.py's parser; every handler is
-``handler(args, services) -> exit code``. Errors are raised as our own (app.main prints them);
+``handler(args, app) -> exit code``. Errors are raised as our own (app.main prints them);
 progress goes to standard error, tables and listings to standard output.
 """
 
@@ -79,7 +79,7 @@ def cmd_batch(args, services) -> int:
     from core.batch import Batch, format_report, load_tasks
 
     tasks = load_tasks(args.tasks, max_chars=services.settings.method.max_task_chars)
-    batch = Batch(services, args.methods.split(","), concurrency=_concurrency(args, services),
+    batch = Batch(services.runner, services.store, args.methods.split(","), concurrency=_concurrency(args, services),
                   on_progress=ProgressLine())
     try:
         report = asyncio.run(batch.run(tasks))
@@ -128,7 +128,7 @@ class ProgressLine:
 # -- eval --------------------------------------------------------------------------------------
 def cmd_eval_qa(args, services) -> int:
     from core.batch import Batch, format_qa, load_answers, load_tasks, parse_methods, score_qa
-    from core.errors import TaskError
+    from common.errors import TaskError
 
     methods = parse_methods(args.methods) if args.methods else None
     path = Path(args.tasks) if args.tasks else TASKS_DIR / f"{args.task_set}.jsonl"
@@ -137,7 +137,7 @@ def cmd_eval_qa(args, services) -> int:
         if not methods:
             raise TaskError("--run needs --methods: name the methods to run, e.g. --methods direct,rag-5.")
         tasks = [t for t in load_tasks(path) if t.task_set == args.task_set]
-        report = asyncio.run(Batch(services, methods, concurrency=_concurrency(args, services),
+        report = asyncio.run(Batch(services.runner, services.store, methods, concurrency=_concurrency(args, services),
                                    on_progress=ProgressLine()).run(tasks))
         print(file=sys.stderr)
         for r in report.failed:

@@ -1,7 +1,7 @@
 """Fetching pages: the SSRF guard on every hop, our own timeout, size cap, content-type check and
 redirect limit, then main-text extraction with trafilatura (Markdown, with metadata).
 
-:meth:`Fetcher.fetch` raises a :class:`~core.errors.FetchError` subclass; :meth:`Fetcher.read`
+:meth:`Fetcher.fetch` raises a :class:`~common.errors.FetchError` subclass; :meth:`Fetcher.read`
 and :meth:`Fetcher.read_many` turn those into ``Page(status="error")``, because a dead page is
 never fatal to a run. Every error message is one line naming the URL, what happened and, where
 there is one, the fix.
@@ -21,7 +21,7 @@ from typing import Protocol
 import httpx
 import trafilatura
 
-from core.errors import (
+from common.errors import (
     ExtractionError,
     FetchError,
     FetchTimeout,
@@ -31,8 +31,8 @@ from core.errors import (
     UnsupportedContentType,
 )
 from core.netguard import Resolver, check_url, guarded_transport
-from core.settings import FetchSettings
-from core.types import Page
+from common.settings import FetchSettings
+from common.types import Page
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = (*HTML_TYPES, "text/plain")

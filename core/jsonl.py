@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 
-from core.errors import RatStudioError
+from common.errors import RatStudioError
 
 
 def read_objects(lines: Iterable[str], name: str, example: str,

@@ -1,11 +1,11 @@
 """The language model client: chat completions over the openai SDK, streamed, retried, and with
-every lower-layer failure mapped to one of ``core.errors`` whose message names the fix.
+every lower-layer failure mapped to one of ``common.errors`` whose message names the fix.
 
 One class, :class:`LLMClient`. Methods call ``llm.stream(messages, role=...)`` and get text deltas
 as they arrive, :data:`RESET` when a retry restarts an answer that had already begun, and exactly
 one :class:`Completion` last; ``llm.complete(...)`` returns only the Completion.
 
-Nothing here reads the environment: ``app.py`` builds :class:`~core.settings.LLMSettings` and we
+Nothing here reads the environment: ``app.py`` builds :class:`~common.settings.LLMSettings` and we
 always pass the SDK explicit values (the SDK would otherwise read ``OPENAI_API_KEY`` and
 ``OPENAI_BASE_URL`` itself). The SDK's own retries are off; we count and pace them here, with an
 injectable ``sleep`` so tests need not wait.
@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import openai
 
-from core.errors import (
+from common.errors import (
     LLMAuthError,
     LLMBadRequest,
     LLMConnectionError,
@@ -35,7 +35,7 @@ from core.errors import (
     LLMServerError,
     LLMTimeout,
 )
-from core.settings import LLMSettings
+from common.settings import LLMSettings
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 import httpcore
 import httpx
 
-from core.errors import BlockedURL, FetchError
+from common.errors import BlockedURL, FetchError
 
 #: ``async resolver(host) -> addresses``: the IP addresses (as strings) a host name resolves to.
 Resolver = Callable[[str], Awaitable[Iterable[str]]]

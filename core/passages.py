@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from core.types import Page, Passage
+from common.types import Page, Passage
 
 __all__ = ["count_tokens", "tokenize", "split_passages", "rank_passages", "select_passages", "format_passages"]
 

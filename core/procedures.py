@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core import prompts
-from core.errors import StoreError, TaskError
-from core.events import DraftReady
+from common.errors import StoreError, TaskError
+from common.events import DraftReady
 from core.passages import count_tokens, rank_passages
-from core.types import Passage
+from common.types import Passage
 from data import procedures as table
 
 #: A procedure longer than this (an article kept as a run's output) is cut in prompts.

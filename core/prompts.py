@@ -9,10 +9,8 @@ core.passages.format_passages), never into the instruction part of a prompt.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover
-    from core.methods.base import Task
+from common.types import Task
 
 # Prompt B.1 (001, appendix B): initial step-by-step answer.
 DRAFT = """##Question:
@@ -96,7 +94,7 @@ QA_INSTRUCTION = (
     'End your reply with a last line of the form "Answer: <the short answer>".'
 )
 
-def question_for(task: "Task") -> str:
+def question_for(task: Task) -> str:
     """The task prompt as the methods put it in their prompts: QA tasks get the short-answer
     instruction appended."""
     if task.kind == "qa":

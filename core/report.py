@@ -3,11 +3,11 @@ the article as Markdown with its numbered sources."""
 
 from __future__ import annotations
 
-from core.events import (
+from common.events import (
     DraftReady, Event, Failed, Final, Note, PageRead, PassagesChosen, QueryMade, RunStarted,
     SearchDone, StepRevised, StepStarted,
 )
-from core.types import Source
+from common.types import Source
 
 
 def _short(text: str, width: int = 90) -> str:

@@ -11,11 +11,11 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
 
-from core.errors import SearchError
-from core.events import Event, Note, PageRead, PassagesChosen, SearchDone
+from common.errors import SearchError
+from common.events import Event, Note, PageRead, PassagesChosen, SearchDone
 from core.methods.base import MethodContext, Out
 from core.passages import count_tokens, rank_passages, select_passages, split_passages
-from core.types import Page, Passage, SearchResult
+from common.types import Page, Passage, SearchResult
 
 
 async def retrieve(ctx: MethodContext, i: int, query: str, out: Out[list[Passage]], *,

@@ -16,42 +16,55 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import asdict
+from typing import Any
 
-from core.errors import LLMError, RatStudioError, TaskError
-from core.events import (
+from common.errors import LLMError, RatStudioError, TaskError
+from common.events import (
     DraftReady, Event, Failed, Final, LLMCalled, PageRead, RunStarted, SearchDone, StepRevised,
 )
-from core.methods import MethodContext, Task, get_method
-from core.procedures import ProcedureMemory
-from core.services import Services
+from common.types import Task
+from common.settings import Settings
+from core.clients import Clients
+from core.methods import MethodContext, get_method
 
 log = logging.getLogger(__name__)
 
 
 class Runner:
-    def __init__(self, services: Services):
-        self.services = services
-        self.store = services.store
+    """Runs methods. ``store`` keeps runs and their events; ``clients`` makes each run's LLM,
+    search and fetch clients; ``memory`` is AAG's procedural memory (None: AAG finds none)."""
+
+    def __init__(self, store, clients: Clients, settings: Settings, *, memory: Any = None):
+        self.store = store
+        self.clients = clients
+        self.settings = settings
+        self.memory = memory
 
     # -- public ----------------------------------------------------------------------------
-    async def start(self, method: str, task: Task, *, draft_only: bool = False) -> AsyncIterator[Event]:
-        """Run ``method`` on ``task``. Raises TaskError (before anything is stored) for an
-        empty or oversized task or an unknown method; every later failure is a Failed event."""
+    async def start(self, method: str, task: Task, *, draft_only: bool = False,
+                    providers: Sequence[str] | None = None) -> AsyncIterator[Event]:
+        """Run ``method`` on ``task``; ``providers`` overrides the settings' search providers
+        for this run, ``draft_only`` stops after the draft. Raises TaskError (before anything is
+        stored) for an empty or oversized task or an unknown method; every later failure is a
+        Failed event."""
         info = get_method(method)
-        task = task.validated(self.services.settings.method.max_task_chars)
+        task = task.validated(self.settings.method.max_task_chars)
+        providers = tuple(providers or self.settings.search.providers)
         task_id = self.store.add_task(task.prompt, task.kind, task.task_set)
-        run_id = self.store.create_run(info.name, task_id, self._run_settings())
-        async with aclosing(self._drive(run_id, info.name, task, prior=[], seq=0, draft_only=draft_only)) as events:
+        run_id = self.store.create_run(info.name, task_id, self._run_settings(providers))
+        async with aclosing(self._drive(run_id, info.name, task, prior=[], seq=0, draft_only=draft_only,
+                                        providers=providers)) as events:
             async for event in events:
                 yield event
 
-    async def resume(self, run_id: str, *, draft: list[str] | None = None,
-                     draft_only: bool = False) -> AsyncIterator[Event]:
+    async def resume(self, run_id: str, *, draft: list[str] | None = None, draft_only: bool = False,
+                     providers: Sequence[str] | None = None) -> AsyncIterator[Event]:
         """Continue a run from its stored events: after its last revised step, or with an
-        edited ``draft`` (stored as a new DraftReady; revision starts over from step 1).
+        edited ``draft`` (stored as a new DraftReady; revision starts over from step 1). The
+        run's own search providers are used unless ``providers`` is given.
         Raises RunNotFound, or TaskError when the run is finished or its method cannot resume."""
         run = self.store.get_run(run_id)
         info = get_method(run["method"])
@@ -68,17 +81,18 @@ class Runner:
             edited = DraftReady(steps=steps)
             prior.append(edited)
         task = Task(run["task"], run["kind"], run["task_set"])
+        providers = tuple(providers or run["settings"].get("search") or self.settings.search.providers)
         self.store.update_run(run_id, status="running", error="")
         drive = self._drive(run_id, info.name, task, prior=prior, seq=self.store.last_seq(run_id),
-                            draft_only=draft_only, resumed=True, counts=run, edited=edited)
+                            draft_only=draft_only, resumed=True, counts=run, edited=edited, providers=providers)
         async with aclosing(drive) as events:
             async for event in events:
                 yield event
 
     # -- the loop --------------------------------------------------------------------------
     async def _drive(self, run_id: str, method: str, task: Task, *, prior: list[Event], seq: int,
-                     draft_only: bool, resumed: bool = False, counts: dict | None = None,
-                     edited: DraftReady | None = None) -> AsyncIterator[Event]:
+                     draft_only: bool, providers: tuple[str, ...], resumed: bool = False,
+                     counts: dict | None = None, edited: DraftReady | None = None) -> AsyncIterator[Event]:
         """Run the method, storing and passing on each event. ``edited``: an author's edited
         draft, stored and passed on right after RunStarted (the method finds it in ``prior``)."""
         tally = _Tally(counts)
@@ -100,7 +114,7 @@ class Runner:
             yield edited
         ctx = None
         try:
-            ctx = self._context(prior)
+            ctx = self._context(prior, providers)
             async for event in _closing(get_method(method).run(task, ctx)):
                 store(event)
                 changed = tally.see(event)
@@ -142,17 +156,15 @@ class Runner:
             if ctx is not None:
                 await _close(ctx)
 
-    def _context(self, prior: list[Event]) -> MethodContext:
-        s = self.services
-        search = s.new_search()
-        return MethodContext(llm=s.new_llm(), search=search, fetch=s.new_fetcher(),
-                             settings=s.settings.method, prior=prior,
-                             read_local=getattr(search, "read_local", None),
-                             memory=ProcedureMemory(s.store))
+    def _context(self, prior: list[Event], providers: tuple[str, ...]) -> MethodContext:
+        search = self.clients.search(providers)
+        return MethodContext(llm=self.clients.llm(), search=search, fetch=self.clients.fetcher(),
+                             settings=self.settings.method, prior=prior,
+                             read_local=getattr(search, "read_local", None), memory=self.memory)
 
-    def _run_settings(self) -> dict:
-        s = self.services.settings
-        return {"model": s.llm.model, "role_models": dict(s.llm.role_models), "search": list(s.search.providers),
+    def _run_settings(self, providers: tuple[str, ...]) -> dict:
+        s = self.settings
+        return {"model": s.llm.model, "role_models": dict(s.llm.role_models), "search": list(providers),
                 "k": s.method.k, "passage_tokens": s.method.passage_tokens, "params": dict(s.method.params)}
 
 

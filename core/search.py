@@ -23,9 +23,9 @@ from typing import Any, Awaitable, Callable, Protocol
 
 import httpx
 
-from core.errors import ConfigError, RatStudioError, SearchError, SearchRateLimited, SearchUnavailable, StoreError
-from core.settings import SEARCH_PROVIDERS, SearchSettings
-from core.types import SearchResult
+from common.errors import ConfigError, RatStudioError, SearchError, SearchRateLimited, SearchUnavailable, StoreError
+from common.settings import SEARCH_PROVIDERS, SearchSettings
+from common.types import SearchResult
 
 log = logging.getLogger(__name__)
 

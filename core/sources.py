@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from core.events import Event, PageRead, PassagesChosen, StepRevised
-from core.types import Source
+from common.events import Event, PageRead, PassagesChosen, StepRevised
+from common.types import Source
 
 
 class SourceBook:

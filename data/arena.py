@@ -22,7 +22,7 @@ from typing import Any
 
 import sqlite_utils
 
-from core.errors import StoreError
+from common.errors import StoreError
 from data.store import Store, now
 
 CHOICES = ("a", "b", "tie", "both_bad")

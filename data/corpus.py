@@ -35,8 +35,8 @@ from urllib.parse import unquote, urlparse
 
 import sqlite_utils
 
-from core.errors import ConfigError, StoreError
-from core.types import SearchResult
+from common.errors import ConfigError, StoreError
+from common.types import SearchResult
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ import hashlib
 import json
 import sqlite3
 
-from core.errors import StoreError
+from common.errors import StoreError
 from data.store import Store, now
 
 SOURCES = ("run", "import", "task", "manual")

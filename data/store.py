@@ -17,8 +17,8 @@ from typing import Any
 
 import sqlite_utils
 
-from core.errors import RunNotFound, StoreError
-from core.events import Event, event_from_dict
+from common.errors import RunNotFound, StoreError
+from common.events import Event, event_from_dict
 from data import migrations
 
 

@@ -1,13 +1,13 @@
 """Shared fixtures: the two stand-ins (a fake OpenAI-compatible server and a local web with a
-SearXNG-style search), and Services wired to them over real HTTP, with a real SQLite file."""
+SearXNG-style search), and the app wired to them over real HTTP, with a real SQLite file
+(``services``: app.py's composition root, the same ``App`` the CLI and the UI get)."""
 
 from __future__ import annotations
 
 import pytest
 
-from core.services import Services
-from core.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
-from data.store import Store
+import app as app_module
+from common.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.web_server import FakeWeb
 
@@ -41,5 +41,5 @@ def settings(tmp_path, llm, web) -> Settings:
 
 
 @pytest.fixture
-def services(settings) -> Services:
-    return Services(settings=settings, store=Store(settings.db_path))
+def services(settings) -> app_module.App:
+    return app_module.build(settings)

@@ -1,1 +1,1 @@
-"""Gradio front end: one module per tab, each exposing build(services)."""
+"""Gradio front end: one module per tab, each exposing build(...) with the parts it uses."""

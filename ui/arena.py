@@ -20,8 +20,7 @@ import gradio as gr
 from annotation.board import Boards
 from annotation.errors import NoPairLeft
 from annotation.pairing import next_battle
-from core.errors import StoreError
-from core.services import Services
+from common.errors import StoreError
 from data import arena
 
 CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
@@ -103,9 +102,9 @@ class ArenaTab:
     """The components and handlers of one Arena tab. Per-user data lives in ``state`` only:
     ``{"annotator": name, "battle": id or None}``."""
 
-    def __init__(self, services: Services):
-        self.services = services
-        self.boards = Boards(services.store)
+    def __init__(self, store):
+        self.store = store
+        self.boards = Boards(store)
 
     def start(self, name: str) -> dict:
         name = (name or "").strip()
@@ -118,7 +117,7 @@ class ArenaTab:
     def next(self, state: dict | None) -> dict:
         if not state or not state.get("annotator"):
             raise gr.Error("Type your name and press Start first.")
-        store = self.services.store
+        store = self.store
         try:
             battle_id = next_battle(store, state["annotator"], self.boards.tally("people"))
             battle = arena.get_battle(store, battle_id)
@@ -132,7 +131,7 @@ class ArenaTab:
     def vote(self, choice: str, state: dict | None) -> dict:
         if not state or not state.get("battle"):
             raise gr.Error("There is no pair to vote on: press Next.")
-        store = self.services.store
+        store = self.store
         try:
             arena.record_vote(store, state["battle"], state["annotator"], choice)
         except StoreError as exc:
@@ -181,9 +180,9 @@ class ArenaTab:
                          outputs=[self.state, self.reveal, *self.buttons.values()], **private)
 
 
-def build(services: Services) -> ArenaTab:
+def build(store) -> ArenaTab:
     """Create the Arena tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
-    tab = ArenaTab(services)
+    tab = ArenaTab(store)
     tab.layout()
     tab.wire()
     return tab

@@ -10,9 +10,10 @@ from collections.abc import AsyncIterator, Sequence
 
 import gradio as gr
 
-from core.errors import RatStudioError
-from core.events import Event
-from core.services import Services
+from common.errors import RatStudioError
+from common.events import Event
+from core.clients import Clients
+from core.runner import Runner
 from ui import render
 from ui.render import RunView
 from ui.writer import PRIVATE, RunPanel, stop_running
@@ -31,9 +32,9 @@ async def timed(schedule: Sequence[tuple[float, Event]]) -> AsyncIterator[Event]
 
 
 class HistoryTab:
-    def __init__(self, services: Services):
-        self.services = services
-        self.panel = RunPanel(services, hint="Pick a run in the table above to see it, replay it or continue it.")
+    def __init__(self, runner: Runner, store, clients: Clients):
+        self.store = store
+        self.panel = RunPanel(runner, store, clients, hint="Pick a run in the table above to see it, replay it or continue it.")
 
     def layout(self) -> None:
         with gr.Row(equal_height=True):
@@ -66,7 +67,7 @@ class HistoryTab:
 
     # -- handlers ---------------------------------------------------------------------------------
     def rows(self) -> dict:
-        runs = self.services.store.list_runs(limit=LIMIT)
+        runs = self.store.list_runs(limit=LIMIT)
         return {"headers": render.HISTORY_HEADERS, "data": render.history_rows(runs)}
 
     def view_of(self, run_id: str) -> RunView:
@@ -75,10 +76,10 @@ class HistoryTab:
         if not run_id:
             raise gr.Error("Pick a run in the table first.")
         try:
-            run = self.services.store.get_run(run_id)
+            run = self.store.get_run(run_id)
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
-        view = render.fold(self.services.store.events(run_id))
+        view = render.fold(self.store.events(run_id))
         view.run_id, view.method, view.task = run_id, run["method"], run["task"]
         return view
 
@@ -94,7 +95,7 @@ class HistoryTab:
 
     async def on_replay(self, run_id: str, speed: float):
         view = self.view_of(run_id)  # checks the id
-        store = self.services.store
+        store = self.store
         events = store.events(view.run_id)
         stamps = [row["ts"] for row in store.event_rows(view.run_id)]
         schedule = render.replay_schedule(events, stamps, speed=float(speed or 1), max_gap=MAX_GAP)
@@ -102,9 +103,9 @@ class HistoryTab:
             yield update
 
 
-def build(services: Services) -> HistoryTab:
+def build(runner: Runner, store, clients: Clients) -> HistoryTab:
     """Create the History tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
-    tab = HistoryTab(services)
+    tab = HistoryTab(runner, store, clients)
     tab.layout()
     tab.wire()
     return tab

@@ -8,8 +8,8 @@ import gradio as gr
 
 from annotation import judge, plots, ratings
 from annotation.board import Boards
-from core.errors import RatStudioError
-from core.services import Services
+from common.errors import RatStudioError
+from core.clients import Clients
 from data import arena
 from ui.arena import safe_markdown
 
@@ -49,13 +49,13 @@ def agreement_text(store, task_set: str | None) -> str:
 
 
 class LeaderboardTab:
-    def __init__(self, services: Services):
-        self.services = services
-        self.boards = Boards(services.store)
+    def __init__(self, store, clients: Clients):
+        self.store, self.clients = store, clients
+        self.boards = Boards(store)
 
     # -- handlers -------------------------------------------------------------------------------
     def choices(self) -> dict:
-        store = self.services.store
+        store = self.store
         sets = [("every task set", ALL)] + [(s or "(no set)", s) for s in arena.task_sets(store)]
         methods = arena.methods(store)
         return {self.task_set: gr.update(choices=sets), self.method_a: gr.update(choices=methods),
@@ -71,7 +71,7 @@ class LeaderboardTab:
                     self.winrate_plot: None, self.battles_plot: None}
         methods = [r.method for r in rows]
         summary = (f"**{t.total}** {source} votes over **{len(methods)}** methods; draw probability "
-                   f"{t.p_draw:.2f}. {agreement_text(self.services.store, chosen)}")
+                   f"{t.p_draw:.2f}. {agreement_text(self.store, chosen)}")
         return {
             self.summary: summary, self.table: table_rows(rows),
             self.ratings_plot: plots.ratings_figure(rows),
@@ -94,7 +94,9 @@ class LeaderboardTab:
             progress((done, total), desc=line)
 
         try:
-            report = await judge.judge_store(self.services, methods=picked or None, n=calls, on_progress=on_progress)
+            report = await judge.judge_store(
+                self.store, self.clients.llm, self.clients.settings.llm.model_for("judge"),
+                methods=picked or None, n=calls, on_progress=on_progress)
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
         lines = "\n".join(f"- {safe_markdown(line)}" for line in report.lines[-30:])
@@ -137,9 +139,9 @@ class LeaderboardTab:
         judged.then(self.show, inputs=filters, outputs=view, **private)
 
 
-def build(services: Services) -> LeaderboardTab:
+def build(store, clients: Clients) -> LeaderboardTab:
     """Create the Leaderboard tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
-    tab = LeaderboardTab(services)
+    tab = LeaderboardTab(store, clients)
     tab.layout()
     tab.wire()
     return tab

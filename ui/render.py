@@ -27,14 +27,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
-from core.events import (
+from common.events import (
     DraftReady, Event, Failed, Final, LLMCalled, Note, PageRead, PassagesChosen, QueryMade, RunStarted,
     SearchDone, StepRevised, StepStarted, TokenDelta,
 )
 from core.prompts import join_steps
 from core.report import to_markdown
 from core.sources import SourceBook
-from core.types import Passage, Source
+from common.types import Passage, Source
 from ui.diff import changed, diff_html
 
 DIFF_CONTEXT = 14  # words kept around a change in a long revised text

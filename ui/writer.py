@@ -13,7 +13,6 @@ hand the panel's components their new values. Per-browser state is the panel's `
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import html
 import json
 import tempfile
@@ -24,13 +23,14 @@ from pathlib import Path
 
 import gradio as gr
 
-from core.errors import RatStudioError
-from core.events import Event, Failed, TokenDelta
-from core.methods import METHODS, Task, get_method
+from common.errors import RatStudioError
+from common.events import Event, Failed, TokenDelta
+from common.types import Task
+from core.methods import METHODS, get_method
 from core.prompts import join_steps, split_steps
+from core.clients import Clients
 from core.runner import Runner
-from core.services import Services
-from core.settings import Settings
+from common.settings import Settings
 from ui import render
 from ui.render import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
 
@@ -64,20 +64,16 @@ def search_choices(settings: Settings) -> list[tuple[str, str]]:
     return choices
 
 
-def runner_for(services: Services, providers: str | Sequence[str] | None) -> Runner:
-    """The runner, searching with ``providers``: one configured provider, ``CHAIN`` (or None)
-    for all of them in order, or the list stored in a run's settings. Providers that are not
-    configured are ignored."""
-    configured = tuple(services.settings.search.providers)
+def providers_for(settings: Settings, providers: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The search providers of a run: one configured provider, ``CHAIN`` (or None) for all of
+    them in order, or the list stored in a run's settings. Providers that are not configured
+    are ignored."""
+    configured = tuple(settings.search.providers)
     if providers is None or providers == CHAIN:
         wanted: tuple[str, ...] = configured
     else:
         wanted = (providers,) if isinstance(providers, str) else tuple(providers)
-    wanted = tuple(p for p in wanted if p in configured) or configured
-    if wanted == configured:
-        return services.runner
-    settings = services.settings.with_(search=dataclasses.replace(services.settings.search, providers=wanted))
-    return Runner(dataclasses.replace(services, settings=settings))
+    return tuple(p for p in wanted if p in configured) or configured
 
 
 def method_choices() -> list[tuple[str, str]]:
@@ -111,10 +107,10 @@ def model_html(settings: Settings, problem: str | None = None, served: Sequence[
     return f"<div class='rat-model'>{head}<br>{state}</div>"
 
 
-async def llm_check(services: Services) -> tuple[str, list[str]]:
+async def llm_check(clients: Clients) -> tuple[str, list[str]]:
     """('' and the served models) when the model server answers, else (what to fix, [])."""
     try:
-        llm = services.new_llm()
+        llm = clients.llm()
     except RatStudioError as exc:
         return str(exc), []
     try:
@@ -125,9 +121,9 @@ async def llm_check(services: Services) -> tuple[str, list[str]]:
         await llm.aclose()
 
 
-async def require_llm(services: Services) -> None:
+async def require_llm(clients: Clients) -> None:
     """Raises gr.Error naming what to set when the model server cannot be used."""
-    problem, _ = await llm_check(services)
+    problem, _ = await llm_check(clients)
     if problem:
         raise gr.Error(problem, title="The model server is not ready")
 
@@ -137,8 +133,8 @@ class RunPanel:
     """The view of one run (live, stored or replayed), the draft editor and Continue, undoing
     revisions, the editable article and its export."""
 
-    def __init__(self, services: Services, *, hint: str = ""):
-        self.services = services
+    def __init__(self, runner: Runner, store, clients: Clients, *, hint: str = ""):
+        self.runner, self.store, self.clients = runner, store, clients
         self.hint = hint
 
     def layout(self) -> None:
@@ -199,7 +195,7 @@ class RunPanel:
         if not view.run_id:
             return ""
         try:
-            return self.services.store.get_run(view.run_id)["status"]
+            return self.store.get_run(view.run_id)["status"]
         except RatStudioError:
             return ""
 
@@ -255,16 +251,17 @@ class RunPanel:
         if view.steps and not split_steps(text or ""):
             raise gr.Error("The draft has no steps left: add at least one step (separate steps with a blank line).")
         try:
-            self.services.store.get_run(view.run_id)
+            self.store.get_run(view.run_id)
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
-        await require_llm(self.services)
+        await require_llm(self.clients)
 
     async def on_continue(self, view: RunView, text: str):
         steps = split_steps(text or "")
         draft = steps if steps and steps != view.steps else None  # None: go on as stored
-        run = self.services.store.get_run(view.run_id)
-        events = runner_for(self.services, run["settings"].get("search")).resume(view.run_id, draft=draft)
+        run = self.store.get_run(view.run_id)
+        providers = providers_for(self.runner.settings, run["settings"].get("search"))
+        events = self.runner.resume(view.run_id, draft=draft, providers=providers)
         async for update in self.follow(events, view):
             yield update
 
@@ -275,7 +272,7 @@ class RunPanel:
         deadline = time.monotonic() + STOP_WAIT
         while self.status(view) == "running" and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        return self.settle(render.fold(self.services.store.events(view.run_id)))
+        return self.settle(render.fold(self.store.events(view.run_id)))
 
     def on_undo(self, view: RunView | None, chosen: list[int]) -> dict:
         if view is None or view.final is None:
@@ -304,12 +301,13 @@ def stop_running(button: gr.Button, panel: RunPanel, events: list) -> None:
 
 # -- the tab --------------------------------------------------------------------------------------
 class WriterTab:
-    def __init__(self, services: Services):
-        self.services = services
-        self.panel = RunPanel(services)
+    def __init__(self, runner: Runner, store, clients: Clients):
+        self.runner, self.clients = runner, clients
+        self.settings = runner.settings
+        self.panel = RunPanel(runner, store, clients)
 
     def layout(self) -> None:
-        s = self.services.settings
+        s = self.settings
         default = "rat" if "rat" in METHODS else next(iter(METHODS), None)
         searches = search_choices(s)
         with gr.Row(equal_height=False):
@@ -343,28 +341,29 @@ class WriterTab:
         stop_running(self.stop_btn, panel, [run, cont])
 
     async def on_load(self) -> str:
-        problem, served = await llm_check(self.services)
-        return model_html(self.services.settings, problem, served)
+        problem, served = await llm_check(self.clients)
+        return model_html(self.settings, problem, served)
 
     async def check_run(self, prompt: str, method: str) -> None:
         """Raises gr.Error for what the author must fix before a run can start: the task, the
         method, the model server (no outputs, so the last run stays on screen)."""
         try:
-            Task(prompt or "").validated(self.services.settings.method.max_task_chars)
+            Task(prompt or "").validated(self.settings.method.max_task_chars)
             get_method(method)
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
-        await require_llm(self.services)
+        await require_llm(self.clients)
 
     async def on_run(self, prompt: str, method: str, search: str, draft_only: bool):
-        events = runner_for(self.services, search).start(method, Task(prompt), draft_only=bool(draft_only))
+        events = self.runner.start(method, Task(prompt), draft_only=bool(draft_only),
+                                   providers=providers_for(self.settings, search))
         async for update in self.panel.follow(events, RunView()):
             yield update
 
 
-def build(services: Services) -> WriterTab:
+def build(runner: Runner, store, clients: Clients) -> WriterTab:
     """Create the Writer tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
-    tab = WriterTab(services)
+    tab = WriterTab(runner, store, clients)
     tab.layout()
     tab.wire()
     return tab

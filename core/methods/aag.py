@@ -35,13 +35,14 @@ import time
 from collections.abc import AsyncIterator
 
 from core import prompts
-from core.events import DraftReady, Event, Final, Note, PassagesChosen, QueryMade, SearchDone, StepRevised, StepStarted
-from core.methods.base import MethodContext, Out, Task, generate, register
+from common.events import DraftReady, Event, Final, Note, PassagesChosen, QueryMade, SearchDone, StepRevised, StepStarted
+from common.types import Task
+from core.methods.base import MethodContext, Out, generate, register
 from core.methods.baselines import param, question_for, urls_of, web_query
 from core.passages import format_passages
 from core.retrieval import retrieve
 from core.sources import SourceBook
-from core.types import Passage, SearchResult
+from common.types import Passage, SearchResult
 
 MAX_QUERIES = 4  # 002, 3.2 and A.4
 PROCEDURES_PER_QUERY = 3  # 002, A.2 ("retrieve 3 procedures") and 4.1

@@ -2,7 +2,7 @@
 one helper that turns a streamed LLM call into events.
 
 A method never touches openai, httpx or SQLite: it gets ``ctx.llm``, ``ctx.search``,
-``ctx.fetch`` and ``ctx.settings``, and yields events (core.events). To resume an interrupted
+``ctx.fetch`` and ``ctx.settings``, and yields events (common.events). To resume an interrupted
 run it reads ``ctx.prior``, the events the run stored before it stopped.
 """
 
@@ -13,35 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from core import prompts
-from core.errors import LLMError, TaskError
-from core.events import DraftReady, Event, LLMCalled, Note, TokenDelta
-from core.settings import MethodSettings
+from common.errors import LLMError, TaskError
+from common.types import Task
+from common.events import DraftReady, Event, LLMCalled, Note, TokenDelta
+from common.settings import MethodSettings
 
-KINDS = ("writing", "plan", "qa")
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Task:
-    prompt: str
-    kind: str = "writing"
-    task_set: str = ""
-
-    def validated(self, max_chars: int) -> "Task":
-        """The task with its prompt stripped. Raises TaskError when it is empty, too long or
-        of an unknown kind."""
-        prompt = (self.prompt or "").strip()
-        if not prompt:
-            raise TaskError("The task is empty: type what the text should be about, e.g. "
-                            '"Describe the life of Jin Yong".')
-        if len(prompt) > max_chars:
-            raise TaskError(
-                f"The task is {len(prompt):,} characters long; the limit is {max_chars:,}. "
-                "Shorten it, or raise the limit with --max-task-chars."
-            )
-        if self.kind not in KINDS:
-            raise TaskError(f"Unknown task kind {self.kind!r}: use one of {', '.join(KINDS)}.")
-        return Task(prompt, self.kind, self.task_set)
 
 
 @dataclass

@@ -23,14 +23,15 @@ from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 from core import prompts
-from core.errors import TaskError
-from core.events import Event, Final, Note, QueryMade, StepStarted
-from core.methods.base import MethodContext, Out, Task, generate, register, write_draft
+from common.errors import TaskError
+from common.events import Event, Final, Note, QueryMade, StepStarted
+from common.types import Task
+from core.methods.base import MethodContext, Out, generate, register, write_draft
 from core.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
 from core.passages import format_passages
 from core.retrieval import retrieve
 from core.sources import SourceBook
-from core.types import Passage
+from common.types import Passage
 
 V = TypeVar("V")
 

@@ -44,14 +44,15 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from core.errors import TaskError
-from core.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
-from core.methods.base import MethodContext, Out, Task, generate, register
+from common.errors import TaskError
+from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
+from common.types import Task
+from core.methods.base import MethodContext, Out, generate, register
 from core.methods.baselines import normalize_answer, param, web_query
 from core.passages import format_passages, rank_passages, tokenize
 from core.retrieval import retrieve
 from core.sources import SourceBook
-from core.types import Passage
+from common.types import Passage
 
 N_PLANS = 5  # n (004, 4.1)
 THETA = 0.6  # θ (004, 4.1)

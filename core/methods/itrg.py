@@ -36,13 +36,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from core import prompts
-from core.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
-from core.methods.base import MethodContext, Out, Task, generate, register
+from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
+from common.types import Task
+from core.methods.base import MethodContext, Out, generate, register
 from core.methods.baselines import QA_INSTRUCTION, param, urls_of, web_query
 from core.passages import format_passages
 from core.retrieval import retrieve
 from core.sources import SourceBook
-from core.types import Passage
+from common.types import Passage
 
 ITERATIONS = 5  # T (003, section 3.3)
 TOP_K = 5  # top-5 paragraphs per query (003, section 3.3)

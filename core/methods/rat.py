@@ -21,12 +21,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from core import prompts
-from core.events import DraftReady, Event, Final, QueryMade, StepRevised, StepStarted
-from core.methods.base import MethodContext, Out, Task, generate, register, write_draft
+from common.events import DraftReady, Event, Final, QueryMade, StepRevised, StepStarted
+from common.types import Task
+from core.methods.base import MethodContext, Out, generate, register, write_draft
 from core.passages import format_passages
 from core.retrieval import retrieve
 from core.sources import SourceBook
-from core.types import Passage
+from common.types import Passage
 
 MAX_RETRIEVALS_PER_STEP = 5  # 001, appendix E
 

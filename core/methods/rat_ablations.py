@@ -24,14 +24,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from core import prompts
-from core.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
-from core.methods.base import MethodContext, Out, Task, generate, register, write_draft
+from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
+from common.types import Task
+from core.methods.base import MethodContext, Out, generate, register, write_draft
 from core.methods.baselines import question_for, urls_of, web_query
 from core.methods.rat import MAX_RETRIEVALS_PER_STEP
 from core.passages import format_passages
 from core.retrieval import retrieve
 from core.sources import SourceBook
-from core.types import Passage
+from common.types import Passage
 
 
 @register("rat-noncausal", "RAT non-causal: every query made from the initial draft before any revision, then one revision pass",

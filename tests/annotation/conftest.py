@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.services import Services
-from core.settings import Settings
+import app as app_module
+from common.settings import Settings
 from data import arena
 from data.store import Store
 
@@ -18,10 +18,9 @@ def store(tmp_path):
 
 
 @pytest.fixture
-def local_services(tmp_path) -> Services:
-    """Services on a tmp database, no network: what app.py builds for the CLI."""
-    path = tmp_path / "cli.db"
-    return Services(settings=Settings(db_path=path), store=Store(path))
+def local_services(tmp_path) -> app_module.App:
+    """The app on a tmp database, no network: what app.py builds for the CLI."""
+    return app_module.build(Settings(db_path=tmp_path / "cli.db"))
 
 
 def seed_outputs(store: Store, tasks: dict[str, dict[str, str]], task_set: str = "") -> None:

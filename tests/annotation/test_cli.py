@@ -49,11 +49,10 @@ def test_votes_import_export_round_trip(local_services, tmp_path, capsys):
     assert exported[0]["output_a"] == "Owls are birds." and exported[2]["task_set"] == "animals"
 
     # into a fresh database: the same votes; and a second import of the export adds nothing
-    from core.services import Services
-    from core.settings import Settings
-    from data.store import Store
+    import app as app_module
+    from common.settings import Settings
 
-    other = Services(settings=Settings(db_path=tmp_path / "b.db"), store=Store(tmp_path / "b.db"))
+    other = app_module.build(Settings(db_path=tmp_path / "b.db"))
     run(other, "votes", "import", str(out))
     run(other, "votes", "import", str(out))
     assert "3 already present" in capsys.readouterr().out

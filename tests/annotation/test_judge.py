@@ -10,7 +10,7 @@ import pytest
 
 from annotation import judge
 from annotation.judge import Call
-from core.errors import LLMAuthError
+from common.errors import LLMAuthError
 from data import arena
 from tests.annotation.conftest import seed_outputs
 
@@ -114,7 +114,7 @@ def prefers_good(body: dict) -> str:
 
 async def test_majority_over_http(services, llm):
     llm.reply(prefers_good)
-    client = services.new_llm()
+    client = services.clients.llm()
     try:
         verdict, _ = await judge.judge_pair(client, "Describe owls", "A GOOD text", "a weak text")
         assert verdict.choice == "a" and verdict.counts["a"] == 10
@@ -129,7 +129,7 @@ async def test_majority_over_http(services, llm):
 
 async def test_position_bias_over_http_is_a_tie(services, llm):
     llm.reply(lambda body: "Verdict: A")
-    client = services.new_llm()
+    client = services.clients.llm()
     try:
         verdict, _ = await judge.judge_pair(client, "Describe owls", "one", "two")
     finally:
@@ -140,7 +140,7 @@ async def test_position_bias_over_http_is_a_tie(services, llm):
 async def test_unreadable_replies_are_counted_not_fatal(services, llm):
     llm.queue(*["I really cannot say."] * 3)
     llm.reply(prefers_good)
-    client = services.new_llm()
+    client = services.clients.llm()
     try:
         verdict, made = await judge.judge_pair(client, "t", "A GOOD text", "weak")
     finally:
@@ -156,14 +156,14 @@ async def test_judge_store_judges_each_pair_once(services, llm):
         "Describe bats": {"rat": "A GOOD text on bats", "cot": "bats"},
     })
     progress = []
-    report = await judge.judge_store(services, methods=["rat", "cot"], n=4,
+    report = await judge.judge_store(services.store, services.clients.llm, "fake-model", methods=["rat", "cot"], n=4,
                                      on_progress=lambda done, total, line: progress.append((done, total)))
     assert (report.judged, report.skipped) == (2, 0) and progress == [(1, 2), (2, 2)]
     rows = arena.vote_rows(services.store, "judge")
     assert [(r[1], r[2], r[3]) for r in rows] == [("cot", "rat", "b"), ("cot", "rat", "b")]
     stored = services.store.db.execute("select n, detail, model from judge_votes").fetchone()
     assert stored[0] == 4 and json.loads(stored[1])["counts"]["b"] == 4 and stored[2] == "fake-model"
-    again = await judge.judge_store(services, methods=["rat", "cot"], n=4)
+    again = await judge.judge_store(services.store, services.clients.llm, "fake-model", methods=["rat", "cot"], n=4)
     assert (again.judged, again.skipped) == (0, 2)
 
 
@@ -171,5 +171,5 @@ async def test_a_refused_key_stops_the_judge(services, llm):
     llm.api_key = "another-key"
     seed_outputs(services.store, {"t": {"rat": "x", "cot": "y"}})
     with pytest.raises(LLMAuthError):
-        await judge.judge_store(services, n=2)
+        await judge.judge_store(services.store, services.clients.llm, "fake-model", n=2)
     assert arena.vote_rows(services.store, "judge") == []

@@ -82,7 +82,7 @@ def _tasks(tmp_path, n=3, kind="writing"):
 async def test_batch_runs_every_pair_as_a_stored_run(services, llm, tmp_path):
     llm.reply(MethodAuthor())
     seen = []
-    report = await Batch(services, ["direct", "cot"], concurrency=3,
+    report = await Batch(services.runner, services.store, ["direct", "cot"], concurrency=3,
                          on_progress=lambda p: seen.append(p.line())).run(_tasks(tmp_path))
     assert [(r.task_id, r.method, r.status) for r in report.results] == [
         (t, m, "done") for t in ("t1", "t2", "t3") for m in ("direct", "cot")]
@@ -109,7 +109,7 @@ async def test_batch_resumes_after_the_model_goes_down(services, llm, tmp_path):
 
     llm.reply(flaky)
     tasks = _tasks(tmp_path, n=4)
-    first = await Batch(services, ["direct", "cot"], concurrency=1).run(tasks)
+    first = await Batch(services.runner, services.store, ["direct", "cot"], concurrency=1).run(tasks)
     done = [(r.task_id, r.method) for r in first.results if r.status == "done"]
     failed = [(r.task_id, r.method) for r in first.results if r.status == "failed"]
     assert len(done) == 3 and len(failed) == 5
@@ -117,11 +117,11 @@ async def test_batch_resumes_after_the_model_goes_down(services, llm, tmp_path):
 
     llm.reply(author)
     calls_before = len(author.calls)
-    second = await Batch(services, ["direct", "cot"], concurrency=2).run(tasks)
+    second = await Batch(services.runner, services.store, ["direct", "cot"], concurrency=2).run(tasks)
     assert sorted((r.task_id, r.method) for r in second.results if r.status == "skipped") == sorted(done)
     assert sorted((r.task_id, r.method) for r in second.results if r.status == "done") == sorted(failed)
     assert len(author.calls) - calls_before == 5, "only the unfinished pairs run"
-    third = await Batch(services, ["direct", "cot"]).run(tasks)
+    third = await Batch(services.runner, services.store, ["direct", "cot"]).run(tasks)
     assert {r.status for r in third.results} == {"skipped"}
 
 
@@ -135,7 +135,7 @@ async def test_batch_resumes_after_being_cancelled(services, llm, tmp_path):
             two_done.set()
 
     llm.latency = 0.05
-    job = asyncio.create_task(Batch(services, ["direct", "cot"], concurrency=1, on_progress=progress).run(tasks))
+    job = asyncio.create_task(Batch(services.runner, services.store, ["direct", "cot"], concurrency=1, on_progress=progress).run(tasks))
     await asyncio.wait_for(two_done.wait(), 20)
     job.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -144,7 +144,7 @@ async def test_batch_resumes_after_being_cancelled(services, llm, tmp_path):
     finished = statuses.count("done")
     assert 2 <= finished < 6 and "interrupted" in statuses
     llm.latency = 0.0
-    report = await Batch(services, ["direct", "cot"], concurrency=2).run(tasks)
+    report = await Batch(services.runner, services.store, ["direct", "cot"], concurrency=2).run(tasks)
     assert len([r for r in report.results if r.status == "skipped"]) == finished
     assert len([r for r in report.results if r.status == "done"]) == 6 - finished
     assert len(services.store.list_runs(status="done")) == 6
@@ -155,13 +155,13 @@ async def test_a_run_refused_before_it_starts_is_reported(services, llm, tmp_pat
     from core.batch import TaskSpec
 
     long = TaskSpec("big", "x" * 30_000, "writing", "tiny")
-    report = await Batch(services, ["direct"]).run([long])
+    report = await Batch(services.runner, services.store, ["direct"]).run([long])
     assert report.results[0].status == "failed" and "30,000" in report.results[0].error
 
 
 def test_unknown_methods_are_refused():
     with pytest.raises(BatchInputError, match="Unknown method nope.*Known methods"):
-        Batch(None, ["direct", "nope"])
+        Batch(None, None, ["direct", "nope"])
 
 
 # -- QA scoring --------------------------------------------------------------------------------
@@ -203,7 +203,7 @@ async def test_eval_qa_scores_em_and_f1(services, llm, qa_file):
     replies = {q: r for q, _, r in QA}
     llm.reply(lambda body: replies[body["messages"][-1]["content"].split("\n\n")[0]])
     tasks = [t for t in load_tasks(qa_file) if replies[t.prompt]]
-    await Batch(services, ["direct"]).run(tasks)
+    await Batch(services.runner, services.store, ["direct"]).run(tasks)
     (score,) = score_qa(services.store, task_set="tiny-qa", methods=["direct"])
     assert score.n == 3 and score.missing == 0, "the gold answers travel with the stored tasks"
     assert score.em == pytest.approx(66.67) and score.f1 == pytest.approx(88.89)
@@ -243,7 +243,7 @@ def test_cli_batch_then_eval_qa(services, llm, qa_file, capsys):
 
 
 def test_cli_reports_a_bad_line(services, tmp_path):
-    from core.errors import RatStudioError
+    from common.errors import RatStudioError
 
     path = tmp_path / "bad.jsonl"
     path.write_text('{"prompt": "ok"}\n{"prompt": ""}\n', encoding="utf-8")
@@ -252,7 +252,7 @@ def test_cli_reports_a_bad_line(services, tmp_path):
 
 
 def test_eval_without_runs_says_what_to_do(services, qa_file):
-    from core.errors import TaskError
+    from common.errors import TaskError
 
     with pytest.raises(TaskError, match="python app.py batch"):
         _cli(services, "eval", "qa", "--task-set", "tiny-qa", "--tasks", str(qa_file))

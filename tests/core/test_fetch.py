@@ -9,7 +9,7 @@ from dataclasses import replace
 import httpx
 import pytest
 
-from core.errors import (
+from common.errors import (
     BlockedURL,
     ExtractionError,
     FetchTimeout,
@@ -20,7 +20,7 @@ from core.errors import (
 )
 from core.fetch import Fetcher
 from core.netguard import static_resolver
-from core.settings import FetchSettings
+from common.settings import FetchSettings
 from tests.fakes.web_server import FakeWeb, load_manifest
 
 MANIFEST = load_manifest()

@@ -9,7 +9,7 @@ import time
 import openai
 import pytest
 
-from core.errors import (
+from common.errors import (
     LLMAuthError,
     LLMBadRequest,
     LLMConnectionError,
@@ -19,7 +19,7 @@ from core.errors import (
     LLMTimeout,
 )
 from core.llm import LOCAL_PLACEHOLDER_KEY, MAX_WAIT, RESET, Completion, LLMClient, Reset, Retry
-from core.settings import LLMSettings
+from common.settings import LLMSettings
 from tests.fakes.llm_server import FakeLLM, FakeReply, count_tokens
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.events import DraftReady, Final, Note, PageRead, PassagesChosen, QueryMade, SearchDone, StepRevised
-from core.methods import Task
+from common.events import DraftReady, Final, Note, PageRead, PassagesChosen, QueryMade, SearchDone, StepRevised
+from common.types import Task
 from core.methods.aag import CRITIC_CYCLES, parse_rewrite
 from core.procedures import ProcedureMemory
 from tests.fakes.method_scripts import MethodAuthor, collect, of, patch_context

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from core.settings import MethodSettings
+from common.settings import MethodSettings
 
 from core import prompts
-from core.errors import TaskError
-from core.events import (
+from common.errors import TaskError
+from common.events import (
     DraftReady, Final, LLMCalled, PageRead, PassagesChosen, QueryMade, SearchDone, StepRevised, TokenDelta,
 )
-from core.methods import METHODS, Task
+from common.types import Task
+from core.methods import METHODS
 from core.methods.baselines import QA_INSTRUCTION, normalize_answer, param, web_query
 from core.methods.base import MethodContext
 from tests.fakes.method_scripts import MethodAuthor, collect, of

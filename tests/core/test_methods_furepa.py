@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from core.events import Final, Note, QueryMade, StepRevised
-from core.methods import Task
+from common.events import Final, Note, QueryMade, StepRevised
+from common.types import Task
 from core.methods.furepa import filter_queries, parse_plan, score_queries
-from core.types import Passage
+from common.types import Passage
 from tests.fakes.method_scripts import MethodAuthor, collect, of, patch_context
 
 QUESTION = "When was Python 3.6.0 released?"
@@ -162,7 +162,7 @@ async def test_per_iteration_temperature_schedule(services, llm, monkeypatch):
 
 
 async def test_an_unknown_schedule_fails_the_run_with_the_fix(services, llm, monkeypatch):
-    from core.events import Failed
+    from common.events import Failed
 
     llm.reply(MethodAuthor())
     patch_context(monkeypatch, services, params={"furepa.temperature_schedule": "sometimes"})

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.events import Final, Note, PassagesChosen, QueryMade, StepRevised
-from core.methods import Task
+from common.events import Final, Note, PassagesChosen, QueryMade, StepRevised
+from common.types import Task
 from core.passages import neutralise_fences
 from tests.fakes.method_scripts import MethodAuthor, collect, of, patch_context
 

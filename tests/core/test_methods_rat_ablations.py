@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core import prompts
-from core.events import DraftReady, Final, QueryMade, SearchDone, StepRevised
-from core.methods import Task
+from common.events import DraftReady, Final, QueryMade, SearchDone, StepRevised
+from common.types import Task
 from tests.fakes.method_scripts import MethodAuthor, collect, of
 from tests.fakes.scripts import draft_steps, sections
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from core.errors import BlockedURL, FetchError
+from common.errors import BlockedURL, FetchError
 from core.netguard import blocked_reason, check_url, parse_literal_host, static_resolver
 
 FIX = "--allow-private-urls"
@@ -126,7 +126,7 @@ import httpx  # noqa: E402
 
 from core.fetch import Fetcher  # noqa: E402
 from core.netguard import GuardedBackend, guarded_transport  # noqa: E402
-from core.settings import FetchSettings  # noqa: E402
+from common.settings import FetchSettings  # noqa: E402
 from tests.fakes.web_server import FakeWeb  # noqa: E402
 
 PUBLIC = "93.184.216.34"

@@ -17,7 +17,7 @@ from core.passages import (
     split_passages,
     tokenize,
 )
-from core.types import Page, Passage
+from common.types import Page, Passage
 from tests.fakes.web_server import FIXTURES, load_manifest
 
 

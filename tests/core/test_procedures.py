@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from core.errors import StoreError, TaskError
-from core.methods import Task
+from common.errors import StoreError, TaskError
+from common.types import Task
 from core.procedures import ProcedureMemory
 from data import procedures as table
 from tests.fakes.method_scripts import MethodAuthor, collect

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from core.errors import TaskError
-from core.events import (
+from common.errors import TaskError
+from common.events import (
     DraftReady, Failed, Final, LLMCalled, Note, PageRead, PassagesChosen, QueryMade, RunStarted, SearchDone,
     StepRevised, StepStarted, TokenDelta,
 )
-from core.methods import Task
+from common.types import Task
 from tests.fakes.scripts import RatAuthor, draft_steps, sections
 from tests.helpers import collect, of
 
@@ -169,13 +169,12 @@ EXPECTED_ERRORS = {
 async def test_bad_pages_become_page_errors_and_the_run_completes(tmp_path, llm, web, routes):
     from dataclasses import replace
 
-    from core.services import Services
-    from data.store import Store
+    import app as app_module
     from tests.conftest import make_settings
 
     settings = make_settings(tmp_path, llm, web, k=5)
     settings = replace(settings, fetch=replace(settings.fetch, timeout=1.0, max_bytes=1_000_000))
-    services = Services(settings=settings, store=Store(settings.db_path))
+    services = app_module.build(settings)
     web.extra_results = [{"url": web.url(r), "title": f"bad {r}", "content": "a snippet"} for r in routes]
     llm.reply(RatAuthor(draft_steps(2)))
     events = await collect(services.runner.start("rat", TASK))
@@ -194,13 +193,12 @@ async def test_bad_pages_become_page_errors_and_the_run_completes(tmp_path, llm,
 
 async def test_private_addresses_are_refused_without_the_setting(tmp_path, llm, web):
     from tests.conftest import make_settings
-    from core.services import Services
-    from data.store import Store
+    import app as app_module
     from dataclasses import replace
 
     settings = make_settings(tmp_path, llm, web)
     settings = replace(settings, fetch=replace(settings.fetch, allow_private_urls=False))
-    services = Services(settings=settings, store=Store(settings.db_path))
+    services = app_module.build(settings)
     llm.reply(RatAuthor(draft_steps(1)))
     events = await collect(services.runner.start("rat", TASK))
     pages = of(events, PageRead)

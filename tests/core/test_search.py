@@ -5,7 +5,7 @@ import httpx
 import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
-from core.errors import ConfigError, SearchError, SearchRateLimited, SearchUnavailable
+from common.errors import ConfigError, SearchError, SearchRateLimited, SearchUnavailable
 from core.search import (
     CorpusProvider,
     DDGProvider,
@@ -14,8 +14,8 @@ from core.search import (
     SearxngProvider,
     build_providers,
 )
-from core.settings import SearchSettings
-from core.types import SearchResult
+from common.settings import SearchSettings
+from common.types import SearchResult
 from data.corpus import CorpusIndex
 from tests.fakes.web_server import FakeWeb
 

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from core.errors import StoreError
+from common.errors import StoreError
 from data import arena
 from data.store import Store
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from core.errors import ConfigError
+from common.errors import ConfigError
 from data.corpus import CorpusIndex, fts_query, pdf_supported, url_to_path
 from tests.fakes.web_server import FIXTURES
 

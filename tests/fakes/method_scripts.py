@@ -118,18 +118,12 @@ from tests.helpers import collect, of  # noqa: E402,F401  (re-exported for the m
 
 def patch_context(monkeypatch, services, *, params: dict | None = None, memory=None):
     """Run with method ``params`` (as ``--param KEY=VALUE`` sets them) and, when given, a
-    procedure ``memory`` other than the one the runner builds on the store."""
+    procedure ``memory`` other than the one app.py gives the runner."""
     from dataclasses import replace
 
+    runner = services.runner
     if params:
-        method = replace(services.settings.method, params=dict(params))
-        monkeypatch.setattr(services, "settings", replace(services.settings, method=method))
+        method = replace(runner.settings.method, params=dict(params))
+        monkeypatch.setattr(runner, "settings", replace(runner.settings, method=method))
     if memory is not None:
-        original = services.runner._context
-
-        def context(prior):
-            ctx = original(prior)
-            ctx.memory = memory
-            return ctx
-
-        monkeypatch.setattr(services.runner, "_context", context)
+        monkeypatch.setattr(runner, "memory", memory)

@@ -38,7 +38,7 @@ def serve(services) -> Iterator[str]:
     from ui.app import build_app, css
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    demo = build_app(services)
+    demo = build_app(services.settings, services.store, services.clients, services.runner)
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, css=css(), quiet=True,
                 show_error=True, footer_links=[])

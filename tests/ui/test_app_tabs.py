@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.services import Services
-from core.settings import Settings
-from data.store import Store
+import app as app_module
+from common.settings import Settings
 from ui.app import build_app
 
 
@@ -21,7 +20,8 @@ def tab_labels(demo) -> set[str]:
 ])
 def test_tabs(tmp_path, arena_only, expected):
     settings = Settings(db_path=tmp_path / "t.db", arena_only=arena_only)
-    demo = build_app(Services(settings=settings, store=Store(settings.db_path)))
+    wired = app_module.build(settings)
+    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner)
     assert tab_labels(demo) == expected
 
 

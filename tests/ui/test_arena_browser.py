@@ -11,8 +11,6 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from core.services import Services
-from core.settings import Settings
 from data import arena
 from data.store import Store
 from ui import arena as arena_tab
@@ -24,7 +22,7 @@ HOSTILE = 'Alpha answer <script>window.pwned = 1</script><img src=x onerror="win
 
 
 @pytest.fixture
-def services(tmp_path) -> Services:
+def services(tmp_path) -> Store:
     path = tmp_path / "arena.db"
     store = Store(path)
     arena.import_outputs(store, [
@@ -32,7 +30,7 @@ def services(tmp_path) -> Services:
         {"prompt": "Describe the owl", "kind": "writing", "task_set": "", "method": METHODS[1],
          "text": "Beta answer: owls hunt at **night**."},
     ])
-    return Services(settings=Settings(db_path=path), store=store)
+    return store
 
 
 def free_port() -> int:
@@ -115,5 +113,5 @@ def test_blind_until_the_vote_in_a_browser(app, services):
             assert page.get_by_role("button", name="B is better").is_disabled()
         finally:
             browser.close()
-    rows = arena.vote_rows(services.store)
+    rows = arena.vote_rows(services)
     assert [(r[3]) for r in rows] == ["a"] and {rows[0][1], rows[0][2]} == set(METHODS)

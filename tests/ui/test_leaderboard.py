@@ -8,8 +8,8 @@ import gradio as gr
 import pytest
 from matplotlib.figure import Figure
 
-from core.services import Services
-from core.settings import Settings
+from common.settings import Settings
+from core.clients import Clients
 from data import arena
 from data.store import Store
 from ui import leaderboard
@@ -24,7 +24,7 @@ def tab(tmp_path):
              for a, b, c in [("rat", "cot", "a"), ("cot", "direct", "tie"), ("rat", "direct", "both_bad")]]
     arena.import_votes(store, votes)
     with gr.Blocks() as demo:
-        built = leaderboard.build(Services(settings=Settings(db_path=path), store=store))
+        built = leaderboard.build(store, Clients(Settings(db_path=path), cache=store))
     built.demo = demo
     return built
 

@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from core.events import (
+from common.events import (
     DraftReady, Failed, Final, LLMCalled, Note, PageRead, PassagesChosen, QueryMade, RunStarted, SearchDone,
     StepRevised, StepStarted, TokenDelta,
 )
-from core.types import Passage, SearchResult, Source
+from common.types import Passage, SearchResult, Source
 from ui import render
 from ui.diff import changed, diff_html, word_diff
 from ui.render import RunView, fold
@@ -312,7 +312,7 @@ async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(ser
         yield DraftReady(steps=("w0",))
 
     with gr.Blocks():
-        panel = RunPanel(services)
+        panel = RunPanel(services.runner, services.store, services.clients)
         panel.layout()
     updates = [u async for u in panel.follow(burst(), RunView(), live=False)]
     # the reset, RunStarted, the first token, at most a few more tokens, DraftReady, the settled panel
@@ -324,28 +324,25 @@ async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(ser
 def test_search_choices_and_per_run_provider(services):
     from dataclasses import replace
 
-    from ui.writer import CHAIN, runner_for, search_choices
+    from ui.writer import CHAIN, providers_for, search_choices
 
     assert search_choices(services.settings) == [("searxng", "searxng")]
-    assert runner_for(services, "searxng") is services.runner
-    two = replace(services, settings=services.settings.with_(
-        search=replace(services.settings.search, providers=("searxng", "ddg"))))
-    assert search_choices(two.settings)[0] == ("all, in order: searxng → ddg", CHAIN)
-    assert runner_for(two, CHAIN) is two.runner and runner_for(two, None) is two.runner
-    only = runner_for(two, "ddg")
-    assert only.services.settings.search.providers == ("ddg",)
-    assert only.services.store is two.store
-    assert runner_for(two, ["corpus"]) is two.runner, "a provider that is not configured is ignored"
+    assert providers_for(services.settings, "searxng") == ("searxng",)
+    two = services.settings.with_(search=replace(services.settings.search, providers=("searxng", "ddg")))
+    assert search_choices(two)[0] == ("all, in order: searxng → ddg", CHAIN)
+    assert providers_for(two, CHAIN) == ("searxng", "ddg") and providers_for(two, None) == ("searxng", "ddg")
+    assert providers_for(two, "ddg") == ("ddg",)
+    assert providers_for(two, ["corpus"]) == ("searxng", "ddg"), "a provider that is not configured is ignored"
 
 
 async def test_llm_check_says_what_to_fix(services, llm):
     from ui.writer import llm_check, model_html
 
-    problem, served = await llm_check(services)
+    problem, served = await llm_check(services.clients)
     assert problem == "" and "fake-model" in served
     assert "the model server answers" in model_html(services.settings, problem, served)
     llm.down = True
-    problem, _ = await llm_check(services)
+    problem, _ = await llm_check(services.clients)
     assert problem and "503" in problem
     shown = model_html(services.settings, "<b>set OPENAI_BASE_URL</b>")
     assert "&lt;b&gt;set OPENAI_BASE_URL&lt;/b&gt;" in shown

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from core.methods import Task
-from core.services import Services
-from data.store import Store
+from common.types import Task
+import app as app_module
 from tests.conftest import make_settings
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.scripts import RatAuthor, draft_steps, prompt_of, sections
@@ -49,7 +48,7 @@ async def _collect(events) -> list:
         return [e async for e in gen]
 
 
-def run_now(services: Services, method: str, prompt: str, **kw) -> str:
+def run_now(services: app_module.App, method: str, prompt: str, **kw) -> str:
     """Run a task straight through the runner (no browser); its run id. In a thread of its own:
     Playwright's sync API keeps an event loop in this one."""
     with ThreadPoolExecutor(1) as pool:
@@ -77,7 +76,7 @@ def screenshot(page, name: str, *, top) -> None:
 def stand_ins(tmp_path_factory):
     with FakeLLM() as llm, FakeWeb() as web:
         settings = make_settings(tmp_path_factory.mktemp("ui"), llm, web)
-        yield llm, web, Services(settings=settings, store=Store(settings.db_path))
+        yield llm, web, app_module.build(settings)
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,15 @@
-"""Small value types that cross module boundaries (search results, pages, passages, sources).
+"""Small value types that cross module boundaries (tasks, search results, pages, passages,
+sources).
 All frozen, all JSON-friendly through ``dataclasses.asdict``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from common.errors import TaskError
+
+#: What a task asks for: an article, a plan, or a short answer (scored by exact match and F1).
+KINDS = ("writing", "plan", "qa")
 
 
 @dataclass(frozen=True)
@@ -55,3 +61,26 @@ class Source:
     url: str
     title: str
     steps: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Task:
+    prompt: str
+    kind: str = "writing"
+    task_set: str = ""
+
+    def validated(self, max_chars: int) -> "Task":
+        """The task with its prompt stripped. Raises TaskError when it is empty, too long or
+        of an unknown kind."""
+        prompt = (self.prompt or "").strip()
+        if not prompt:
+            raise TaskError("The task is empty: type what the text should be about, e.g. "
+                            '"Describe the life of Jin Yong".')
+        if len(prompt) > max_chars:
+            raise TaskError(
+                f"The task is {len(prompt):,} characters long; the limit is {max_chars:,}. "
+                "Shorten it, or raise the limit with --max-task-chars."
+            )
+        if self.kind not in KINDS:
+            raise TaskError(f"Unknown task kind {self.kind!r}: use one of {', '.join(KINDS)}.")
+        return Task(prompt, self.kind, self.task_set)

@@ -16,7 +16,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from core.types import Passage, SearchResult, Source
+from common.types import Passage, SearchResult, Source
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,50 @@
+"""The factories of a run's network clients.
+
+Network clients (the openai SDK's, httpx's) belong to the event loop that first uses them, and
+Gradio, the CLI and tests each run their own loops, so a client is made when it is needed and
+closed by whoever asked for it (``await client.aclose()``). ``Clients`` holds only what the
+clients are made from: the settings and the store that caches searches and pages. ``app.py``
+builds one and hands it to the runner, the judge and the CLI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from common.settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from core.fetch import Fetcher
+    from core.llm import LLMClient
+    from core.search import SearchChain
+
+
+@dataclass(frozen=True)
+class Clients:
+    settings: Settings
+    cache: Any = None  # data.store.Store or anything with get/put_page and get/put_search
+    corpus_db: Path | None = None  # where the local corpus keeps its index
+
+    def llm(self) -> "LLMClient":
+        """A new LLM client. Raises LLMAuthError when no key is set for a server that needs one."""
+        from core.llm import LLMClient  # the openai SDK is imported when a model is first called
+
+        return LLMClient(self.settings.llm)
+
+    def search(self, providers: tuple[str, ...] | None = None) -> "SearchChain":
+        """The search providers of the settings (or ``providers``, for one run), in order,
+        cached in the store. Raises ConfigError for a provider that lacks its setting."""
+        from core.search import SearchChain, build_providers
+
+        s = self.settings.search
+        if providers:
+            s = replace(s, providers=tuple(providers))
+        return SearchChain(build_providers(s, corpus_db_path=self.corpus_db), retries=s.retries,
+                           backoff=s.backoff, cache=self.cache)
+
+    def fetcher(self) -> "Fetcher":
+        from core.fetch import Fetcher  # httpx and trafilatura are imported when a page is first read
+
+        return Fetcher(self.settings.fetch, cache=self.cache)
