@@ -32,18 +32,18 @@ class Boards:
             if current is None or (new and not _same_draw_rate(current, new)):
                 current = self._rebuild(source, task_set, new if current is None else None)
             elif new:
-                current.add_all(r[1:] for r in new)
-                current.last_id = new[-1][0]
+                current.add_all(new)
+                current.last_id = new[-1].id
             self._tallies[key] = current
             return current.copy()
 
-    def _rebuild(self, source: str, task_set: str | None, rows: list[tuple] | None) -> Tally:
+    def _rebuild(self, source: str, task_set: str | None, rows: list[arena.VoteRow] | None) -> Tally:
         rows = rows if rows is not None else arena.vote_rows(self.store, source, task_set)
-        fresh = tally([r[1:] for r in rows])
-        fresh.last_id = rows[-1][0] if rows else 0
+        fresh = tally(rows)
+        fresh.last_id = rows[-1].id if rows else 0
         return fresh
 
 
-def _same_draw_rate(t: Tally, new: list[tuple]) -> bool:
-    draws = t.draws + sum(outcome(r[3]) == "draw" for r in new)
+def _same_draw_rate(t: Tally, new: list[arena.VoteRow]) -> bool:
+    draws = t.draws + sum(outcome(r.choice) == "draw" for r in new)
     return draw_probability(draws, t.total + len(new)) == t.p_draw

@@ -24,12 +24,13 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import dataclass, field
 from itertools import combinations
+from typing import Any
 
 from common.errors import LLMAuthError, LLMConnectionError, LLMError, LLMModelNotFound
 from data import arena
+from data.arena import OutputText
 
 N_CALLS = 10
 TEMPERATURE = 0.7
@@ -220,17 +221,17 @@ class Report:
                 f"{self.failed} failed call(s).")
 
 
-def pairs_to_judge(outputs: Sequence[dict], methods: Sequence[str] | None) -> list[tuple[dict, dict]]:
-    """For each task, every pair of its methods' newest outputs (rows with id, task_id, method,
-    text, prompt), limited to pairs of ``methods`` when given, in a stable order."""
-    by_task: dict[int, list[dict]] = {}
+def pairs_to_judge(outputs: Sequence[OutputText], methods: Sequence[str] | None) -> list[tuple[OutputText, OutputText]]:
+    """For each task, every pair of its methods' newest outputs, limited to pairs of ``methods``
+    when given, in a stable order."""
+    by_task: dict[int, list[OutputText]] = {}
     for o in outputs:
-        by_task.setdefault(o["task_id"], []).append(o)
+        by_task.setdefault(o.task_id, []).append(o)
     wanted = set(methods) if methods else None
     pairs = []
     for task_id in sorted(by_task):
-        for x, y in combinations(sorted(by_task[task_id], key=lambda o: o["method"]), 2):
-            if wanted is None or {x["method"], y["method"]} <= wanted:
+        for x, y in combinations(sorted(by_task[task_id], key=lambda o: o.method), 2):
+            if wanted is None or {x.method, y.method} <= wanted:
                 pairs.append((x, y))
     return pairs
 
@@ -246,12 +247,12 @@ async def judge_store(
     arena.sync_run_outputs(store)
     done_before = arena.judged_output_pairs(store, model)
     todo = pairs_to_judge(arena.latest_outputs(store, methods), methods)
-    report = Report(skipped=sum(frozenset((x["id"], y["id"])) in done_before for x, y in todo))
-    todo = [(x, y) for x, y in todo if frozenset((x["id"], y["id"])) not in done_before]
+    report = Report(skipped=sum(frozenset((x.id, y.id)) in done_before for x, y in todo))
+    todo = [(x, y) for x, y in todo if frozenset((x.id, y.id)) not in done_before]
     client = new_llm()
     try:
         for k, (x, y) in enumerate(todo, 1):
-            verdict, calls = await judge_pair(client, x["prompt"], x["text"], y["text"], n=n)
+            verdict, calls = await judge_pair(client, x.prompt, x.text, y.text, n=n)
             _store_verdict(store, model, x, y, verdict, calls, report)
             if on_progress:
                 on_progress(k, len(todo), report.lines[-1])
@@ -260,20 +261,21 @@ async def judge_store(
     return report
 
 
-def _store_verdict(store, model: str, x: dict, y: dict, verdict: Verdict, calls: list[Call], report: Report) -> None:
+def _store_verdict(store, model: str, x: OutputText, y: OutputText, verdict: Verdict, calls: list[Call],
+                   report: Report) -> None:
     report.unparsed += verdict.counts["unparsed"]
     report.failed += verdict.counts["failed"]
-    label = f"task {x['task_id']}: {x['method']} vs {y['method']}"
+    label = f"task {x.task_id}: {x.method} vs {y.method}"
     if verdict.choice is None:
         report.no_verdict += 1
         report.lines.append(f"{label}: no verdict (no reply could be read)")
         return
     arena.add_judge_vote(
-        store, task_id=x["task_id"], output_a=x["id"], output_b=y["id"], method_a=x["method"],
-        method_b=y["method"], choice=verdict.choice, n=len(calls), detail=verdict.detail(calls), model=model,
+        store, task_id=x.task_id, output_a=x.id, output_b=y.id, method_a=x.method,
+        method_b=y.method, choice=verdict.choice, n=len(calls), detail=verdict.detail(calls), model=model,
     )
     report.judged += 1
     c = verdict.counts
-    winner = {"a": x["method"], "b": y["method"], "tie": "tie"}[verdict.choice]
+    winner = {"a": x.method, "b": y.method, "tie": "tie"}[verdict.choice]
     split = " (order-dependent split)" if verdict.order_split else ""
     report.lines.append(f"{label}: {winner}{split} — {c['a']}/{c['b']}/{c['tie']} a/b/tie, {c['unparsed']} unreadable")

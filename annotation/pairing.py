@@ -25,6 +25,7 @@ from itertools import combinations
 from annotation.errors import NoPairLeft
 from annotation.ratings import Tally
 from data import arena
+from data.arena import OutputRow
 from data.store import Store
 
 HOW_TO_MAKE_MORE = (
@@ -33,40 +34,40 @@ HOW_TO_MAKE_MORE = (
 )
 
 
-def candidate_pairs(outputs: Sequence[dict]) -> list[tuple[dict, dict]]:
-    """Every pair of outputs (rows with id, task_id, method) of one task from two methods."""
-    by_task: dict[int, list[dict]] = defaultdict(list)
+def candidate_pairs(outputs: Sequence[OutputRow]) -> list[tuple[OutputRow, OutputRow]]:
+    """Every pair of outputs of one task from two methods."""
+    by_task: dict[int, list[OutputRow]] = defaultdict(list)
     for o in outputs:
-        by_task[o["task_id"]].append(o)
+        by_task[o.task_id].append(o)
     return [
         (x, y)
         for group in by_task.values()
         for x, y in combinations(group, 2)
-        if x["method"] != y["method"]
+        if x.method != y.method
     ]
 
 
 def choose_pair(
-    outputs: Sequence[dict],
+    outputs: Sequence[OutputRow],
     seen: set[frozenset[int]],
     method_battles: dict[frozenset[str], int],
     output_battles: dict[frozenset[int], int],
     quality: Callable[[str, str], float],
     rng: random.Random,
-) -> tuple[dict, dict] | None:
+) -> tuple[OutputRow, OutputRow] | None:
     """The pair to show next by the key in the module docstring, in random A/B order;
     None when every candidate pair was already seen."""
     memo: dict[frozenset[str], float] = {}
 
-    def key(pair: tuple[dict, dict]) -> tuple:
+    def key(pair: tuple[OutputRow, OutputRow]) -> tuple:
         x, y = pair
-        methods = frozenset((x["method"], y["method"]))
+        methods = frozenset((x.method, y.method))
         if methods not in memo:
-            memo[methods] = quality(x["method"], y["method"])
-        ids = frozenset((x["id"], y["id"]))
+            memo[methods] = quality(x.method, y.method)
+        ids = frozenset((x.id, y.id))
         return (method_battles.get(methods, 0), -round(memo[methods], 9), output_battles.get(ids, 0), rng.random())
 
-    fresh = [p for p in candidate_pairs(outputs) if frozenset((p[0]["id"], p[1]["id"])) not in seen]
+    fresh = [(x, y) for x, y in candidate_pairs(outputs) if frozenset((x.id, y.id)) not in seen]
     if not fresh:
         return None
     x, y = min(fresh, key=key)
@@ -96,4 +97,5 @@ def next_battle(
     )
     if pair is None:
         raise NoPairLeft(f"You have judged every pair there is, {annotator} — thank you! " + HOW_TO_MAKE_MORE)
-    return arena.create_battle(store, pair[0]["id"], pair[1]["id"], annotator)
+    first, second = pair
+    return arena.create_battle(store, first.id, second.id, annotator)

@@ -3,8 +3,10 @@ Bradley–Terry fit with bootstrap intervals. Pure functions and small accumulat
 records; no SQL, no gradio.
 
 Conventions
-- A vote is ``(method_a, method_b, choice)`` with choice ``a``, ``b``, ``tie`` or ``both_bad``
-  (people) or ``a``, ``b``, ``tie`` (the judge). ``tie`` and ``both_bad`` are draws.
+- A vote is any record with attributes ``method_a``, ``method_b``, ``choice`` (and ``task_id``
+  for ``agreement``): a ``VoteRecord``, or ``data.arena.VoteRow`` as read from the store. Choice
+  is ``a``, ``b``, ``tie`` or ``both_bad`` (people) or ``a``, ``b``, ``tie`` (the judge).
+  ``tie`` and ``both_bad`` are draws.
 - TrueSkill: mu 25, sigma 25/3, beta 25/6, tau 0 (outputs do not change). The draw probability
   is the observed share of draws, rounded to 0.01 and clamped to [0.01, 0.99] (0.10, the
   package's default, before any vote). Rounding makes it change rarely, so a board can take
@@ -16,8 +18,9 @@ Conventions
 - Win rate counts a draw as half a win: (wins + ties/2) / battles.
 - Bradley–Terry: maximum likelihood of log-strengths theta (ties as half a win to each side)
   with an L2 penalty ``BT_REG/2 * |theta|^2`` — as if each method had played a fraction of a
-  game against an average one — so a method that never lost keeps a finite score. Newton's
-  method, vectorised over bootstrap rounds. Reported on the Elo scale,
+  game against an average one — so a method that never lost keeps a finite score. Fitted as a
+  logistic regression (scikit-learn's, as FastChat does), one fit per bootstrap round. Reported
+  on the Elo scale,
   ``1000 + 400 * theta / ln 10`` (theta centred). Intervals: 2.5 and 97.5 percentiles over
   rounds that resample the votes (a multinomial draw of the per-pair outcome counts).
 """
@@ -31,6 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 import trueskill
+from sklearn.linear_model import LogisticRegression
 
 MU = 25.0
 SIGMA = MU / 3
@@ -45,6 +49,8 @@ DRAW_CHOICES = frozenset({"tie", "both_bad"})
 
 
 class VoteRecord(NamedTuple):
+    """One vote, as the functions here read it (``data.arena.VoteRow`` has the same fields and an id)."""
+
     method_a: str
     method_b: str
     choice: str
@@ -160,17 +166,18 @@ class Tally:
             cell[0 if key[0] == winner else 1] += 1
         self.total += 1
 
-    def add_all(self, votes: Iterable[Sequence]) -> "Tally":
-        """Fold in (method_a, method_b, choice, ...) records in order; returns self."""
+    def add_all(self, votes: Iterable[VoteRecord]) -> Tally:
+        """Fold in vote records (method_a, method_b, choice) in order; returns self.
+        Raises ValueError for an unknown choice or a method against itself."""
         for v in votes:
-            self.add(v[0], v[1], v[2])
+            self.add(v.method_a, v.method_b, v.choice)
         return self
 
     @property
     def methods(self) -> list[str]:
         return sorted(self.record)
 
-    def copy(self) -> "Tally":
+    def copy(self) -> Tally:
         other = Tally.__new__(Tally)
         other.ts, other.ratings = self.ts, dict(self.ratings)
         other.record = {m: list(c) for m, c in self.record.items()}
@@ -179,10 +186,10 @@ class Tally:
         return other
 
 
-def tally(votes: Sequence[Sequence]) -> Tally:
+def tally(votes: Sequence[VoteRecord]) -> Tally:
     """A Tally of all votes, with the draw probability observed in them.
     Raises ValueError for an unknown choice."""
-    draws = sum(outcome(v[2]) == "draw" for v in votes)
+    draws = sum(outcome(v.choice) == "draw" for v in votes)
     return Tally(draw_probability(draws, len(votes))).add_all(votes)
 
 
@@ -201,23 +208,33 @@ def pair_matrices(t: Tally, methods: Sequence[str]) -> tuple[np.ndarray, np.ndar
     return w, w + w.T
 
 
-def bradley_terry(w: np.ndarray, reg: float = BT_REG, iterations: int = 100, tol: float = 1e-10) -> np.ndarray:
+def bradley_terry(w: np.ndarray, reg: float = BT_REG) -> np.ndarray:
     """Penalised maximum-likelihood log-strengths (centred) from win matrices ``w`` of shape
-    (..., n, n); the leading axes are independent fits (bootstrap rounds)."""
-    n_games = w + np.swapaxes(w, -1, -2)
-    theta = np.zeros(w.shape[:-1])
-    eye = np.eye(w.shape[-1])
-    wins = w.sum(-1)
-    for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(theta[..., None, :] - theta[..., :, None]))
-        a = n_games * p * (1 - p)
-        grad = wins - (n_games * p).sum(-1) - reg * theta
-        hess = a - (a.sum(-1)[..., None] + reg) * eye
-        step = np.linalg.solve(hess, grad[..., None])[..., 0]
-        theta = theta - step
-        if np.max(np.abs(step)) < tol:
-            break
-    return theta - theta.mean(-1, keepdims=True)
+    (..., n, n); the leading axes are independent fits (bootstrap rounds). Each fit is a
+    scikit-learn logistic regression (see ``_fit_bt``)."""
+    flat = w.reshape(-1, *w.shape[-2:])
+    theta = np.stack([_fit_bt(one, reg) for one in flat]) if len(flat) else np.zeros((0, w.shape[-1]))
+    return theta.reshape(w.shape[:-1])
+
+
+def _fit_bt(w: np.ndarray, reg: float) -> np.ndarray:
+    """One Bradley–Terry fit as FastChat does it: one row per ordered pair (i, j) with i's wins
+    over j as its sample weight, +1 in column i and -1 in column j, outcome 1; each row also
+    mirrored (columns negated, outcome 0) so that both classes are present. No intercept. The
+    mirror counts every game twice, so the L2 strength ``reg`` becomes ``C = 1 / (2 reg)``."""
+    n = w.shape[-1]
+    i, j = np.nonzero(w > 0)
+    if not len(i):
+        return np.zeros(n)
+    x = np.zeros((len(i), n))
+    x[np.arange(len(i)), i] = 1.0
+    x[np.arange(len(i)), j] = -1.0
+    model = LogisticRegression(C=1.0 / (2.0 * reg), fit_intercept=False, solver="newton-cholesky",
+                               tol=1e-10, max_iter=200)
+    model.fit(np.vstack([x, -x]), np.r_[np.ones(len(i)), np.zeros(len(i))],
+              sample_weight=np.r_[w[i, j], w[i, j]])
+    theta = model.coef_[0]
+    return theta - theta.mean()
 
 
 def to_elo(theta: np.ndarray) -> np.ndarray:
@@ -285,8 +302,8 @@ def rows(t: Tally, *, bootstrap: int = 100, seed: int = 0) -> list[Row]:
     return sorted(out, key=lambda r: (-r.conservative, r.method))
 
 
-def leaderboard(votes: Sequence[Sequence], *, bootstrap: int = 100, seed: int = 0) -> list[Row]:
-    """The leaderboard of votes (method_a, method_b, choice, ...) in the order given.
+def leaderboard(votes: Sequence[VoteRecord], *, bootstrap: int = 100, seed: int = 0) -> list[Row]:
+    """The leaderboard of vote records in the order given.
     Raises ValueError for an unknown choice."""
     return rows(tally(votes), bootstrap=bootstrap, seed=seed)
 
@@ -316,20 +333,24 @@ class Agreement:
         return self.agreed / self.compared if self.compared else None
 
 
-def _winner(v: Sequence) -> str | None:
+def _winner(v: VoteRecord) -> str | None:
     """The winning method of a vote, or None for a draw."""
-    result = outcome(v[2])
-    return None if result == "draw" else (v[0] if result == "a" else v[1])
+    result = outcome(v.choice)
+    return None if result == "draw" else (v.method_a if result == "a" else v.method_b)
 
 
-def agreement(people: Iterable[Sequence], judge: Iterable[Sequence]) -> Agreement:
+def _pair_key(v: VoteRecord) -> tuple:
+    return v.task_id, frozenset((v.method_a, v.method_b))
+
+
+def agreement(people: Iterable[VoteRecord], judge: Iterable[VoteRecord]) -> Agreement:
     """How many of people's votes name the same winner (or a draw) as the judge's verdict on the
-    same task and method pair (the latest verdict when judged more than once). Records are
-    (method_a, method_b, choice, task_id). Raises ValueError for an unknown choice."""
-    verdicts = {(v[3], frozenset(v[:2])): _winner(v) for v in judge}
+    same task and method pair (the latest verdict when judged more than once). Records have
+    method_a, method_b, choice and task_id. Raises ValueError for an unknown choice."""
+    verdicts = {_pair_key(v): _winner(v) for v in judge}
     compared = agreed = 0
     for v in people:
-        key = (v[3], frozenset(v[:2]))
+        key = _pair_key(v)
         if key in verdicts:
             compared += 1
             agreed += _winner(v) == verdicts[key]

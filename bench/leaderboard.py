@@ -21,7 +21,7 @@ from data import arena
 from data.store import Store
 
 
-def synthetic(n_votes: int, n_methods: int, seed: int = 0) -> list[tuple[str, str, str]]:
+def synthetic(n_votes: int, n_methods: int, seed: int = 0) -> list[ratings.VoteRecord]:
     """Votes between methods of evenly spread strengths; about 1 in 5 a draw."""
     rng = np.random.default_rng(seed)
     names = [f"method{k:02d}" for k in range(n_methods)]
@@ -31,7 +31,7 @@ def synthetic(n_votes: int, n_methods: int, seed: int = 0) -> list[tuple[str, st
     p_a = 1 / (1 + np.exp(strength[b] - strength[a]))
     u = rng.random(n_votes)
     choice = np.where(u < 0.2, "tie", np.where(u < 0.2 + 0.8 * p_a, "a", "b"))
-    return [(names[i], names[j], str(c)) for i, j, c in zip(a, b, choice)]
+    return [ratings.VoteRecord(names[i], names[j], str(c)) for i, j, c in zip(a, b, choice, strict=True)]
 
 
 def timed(fn, *args, **kwargs):
@@ -64,7 +64,7 @@ def main() -> None:
         store = Store(Path(tmp) / "bench.db")
         records = [{"prompt": f"task {k % 500}", "kind": "writing", "task_set": "", "task_id": None,
                     "method_a": a, "method_b": b, "choice": c, "annotator": f"ann{k % 40}", "line": k + 1}
-                   for k, (a, b, c) in enumerate(votes)]
+                   for k, (a, b, c, _) in enumerate(votes)]
         _, s_import = timed(arena.import_votes, store, records)
         print(f"Import of the votes into SQLite:          {s_import:7.3f} s")
         boards = Boards(store)
@@ -73,7 +73,7 @@ def main() -> None:
 
         arena.import_outputs(store, [{"prompt": "bench task", "kind": "writing", "task_set": "", "method": m,
                                       "text": f"text of {m}"} for m in methods[:2]])
-        ids = [o["id"] for o in arena.arena_outputs(store) if o["method"] in methods[:2]][-2:]
+        ids = [o.id for o in arena.arena_outputs(store) if o.method in methods[:2]][-2:]
         battles = [arena.create_battle(store, ids[0], ids[1], "bench") for _ in range(args.single)]
         record_s, update_s, table_s = [], [], []
         for k, battle in enumerate(battles):

@@ -36,10 +36,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from common.events import Final, LLMCalled, PageRead, RunStarted, SearchDone, StepRevised
-from common.types import Task
 import app as app_module
+from common.events import Final, LLMCalled, PageRead, RunStarted, SearchDone, StepRevised
 from common.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
+from common.types import Task
 from tests.fakes.llm_server import FakeLLM, count_tokens
 from tests.fakes.scripts import RatAuthor, draft_steps, sections
 from tests.fakes.web_server import FakeWeb
@@ -84,7 +84,7 @@ async def one_run(services: app_module.App, method: str, delays: dict[str, float
     search_at: dict[int, float] = {}
     last_page_at: dict[int, float] = {}
     per_step: dict[int, list[float]] = {}
-    for e, t in zip(events, stamps):
+    for e, t in zip(events, stamps, strict=False):
         if isinstance(e, SearchDone):
             search_at[e.i] = t
         if isinstance(e, PageRead):
@@ -144,7 +144,8 @@ def main() -> None:
                 print(f"{method:<9}{r['steps']:>6}{r['wall']:>9.2f}{r['bound']:>9.2f}{r['wall'] / r['bound']:>7.3f}"
                       f"{r['crawl']:>9.2f}{r['slowest']:>9.2f}{r['pages_sum']:>8.2f}{r['out']:>9}{r['article']:>9}"
                       f"{r['out'] / r['article']:>8.2f}"
-                      + "".join(f"{r['by_role'].get(role, 0) / r['article']:>7.2f}" for role in ("draft", "query", "revise")))
+                      + "".join(f"{r['by_role'].get(role, 0) / r['article']:>7.2f}"
+                                for role in ("draft", "query", "revise")))
         print("\ndraft/query/revise: each role's output tokens per article token (they add up to out/art).")
         print("crawl: summed over steps, search answered -> last page read; slowest/sum pg: the injected page "
               "delays of each step's slowest page and of all its pages, summed over steps.")

@@ -104,6 +104,15 @@ class StepRevised(Event):
 
 
 @dataclass(frozen=True)
+class SourcesUsed(Event):
+    """Step i used the passages of ``urls`` without revising a step (RAG's answer, AAG's
+    summaries). The runner numbers an article's sources from these and ``StepRevised.sources``."""
+
+    i: int
+    urls: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class LLMCalled(Event):
     """One finished call to the model; the runner counts tokens, calls and time from these."""
 
@@ -137,6 +146,9 @@ class Note(Event):
 
 @dataclass(frozen=True)
 class Final(Event):
+    """The run's result. A method yields only ``text``; the runner fills ``sources`` from the
+    run's events (``core.sources.SourceBook``) before storing and passing it on."""
+
     text: str
     sources: tuple[Source, ...] = ()
 
@@ -152,7 +164,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     cls.__name__: cls
     for cls in (
         RunStarted, DraftReady, StepStarted, QueryMade, SearchDone, PageRead, PassagesChosen,
-        StepRevised, LLMCalled, TokenDelta, Note, Final, Failed,
+        StepRevised, SourcesUsed, LLMCalled, TokenDelta, Note, Final, Failed,
     )
 }
 

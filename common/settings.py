@@ -75,7 +75,7 @@ class Settings:
     # Writer, History) can show which method wrote an output being judged.
     arena_only: bool = False
 
-    def with_(self, **changes) -> "Settings":
+    def with_(self, **changes) -> Settings:
         return replace(self, **changes)
 
     def public_dict(self) -> dict:

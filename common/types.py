@@ -5,8 +5,20 @@ All frozen, all JSON-friendly through ``dataclasses.asdict``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from common.errors import TaskError
+
+
+class RunStatus(StrEnum):
+    """Where a run stands (runs.status). A StrEnum: it compares equal to, and is stored as, its value."""
+
+    RUNNING = "running"  # still going, or its process died: resume() goes on from the stored events
+    DONE = "done"  # Final was reached
+    DRAFT = "draft"  # stopped after the draft on purpose ("Draft only"); resume() goes on
+    FAILED = "failed"  # a Failed event was stored; if it says resumable, resume() goes on
+    INTERRUPTED = "interrupted"  # the consumer stopped listening (Stop, Ctrl-C); resume() goes on
+
 
 #: What a task asks for: an article, a plan, or a short answer (scored by exact match and F1).
 KINDS = ("writing", "plan", "qa")
@@ -69,7 +81,7 @@ class Task:
     kind: str = "writing"
     task_set: str = ""
 
-    def validated(self, max_chars: int) -> "Task":
+    def validated(self, max_chars: int) -> Task:
         """The task with its prompt stripped. Raises TaskError when it is empty, too long or
         of an unknown kind."""
         prompt = (self.prompt or "").strip()

@@ -21,7 +21,6 @@ whole output.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import Counter
@@ -29,11 +28,14 @@ from collections.abc import Callable, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from core.jsonl import read_objects
-from common.types import KINDS
+from pydantic import Field, field_validator
+
 from common.errors import RatStudioError, TaskError
-from core.methods.baselines import normalize_answer
+from common.types import KINDS
+from core.jsonl import Record, read_records
+from core.methods.helpers import normalize_answer
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +68,41 @@ class TaskSpec:
         return (self.prompt, self.kind, self.task_set)
 
 
+class TaskRecord(Record):
+    """One line of a task file."""
+
+    prompt: str = Field(description="a non-empty string (the task)")
+    kind: str = "writing"
+    task_set: str | None = Field(None, description="a string (the task set's name)")
+    answers: tuple[str, ...] = Field((), description='a list of strings such as ["Canberra"]')
+    id: Any = None
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be a non-empty string (the task)")
+        return value.strip()
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        if value not in KINDS:
+            raise ValueError(f"is {value!r}; use one of {', '.join(KINDS)}")
+        return value
+
+    @field_validator("answers", mode="before")
+    @classmethod
+    def _answers(cls, value: Any) -> Any:
+        """One answer may be given as a string; numbers are read as their text."""
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, list) and all(isinstance(a, (str, int, float)) and not isinstance(a, bool)
+                                           for a in value):
+            return [str(a) for a in value]
+        return value
+
+
 def load_tasks(path: str | Path, *, max_chars: int | None = None) -> list[TaskSpec]:
     """The tasks of a JSONL file. ``prompt`` is required; ``kind`` defaults to "writing",
     ``task_set`` to the file's name without extension, ``id`` to "line N". Raises
@@ -80,31 +117,18 @@ def load_tasks(path: str | Path, *, max_chars: int | None = None) -> list[TaskSp
         raise BatchInputError(f"Cannot read {path}: {exc}.") from exc
     specs: list[TaskSpec] = []
     ids: dict[str, int] = {}
-    for n, record in read_objects(lines, str(path), EXAMPLE, BatchInputError):
+    for n, record in read_records(lines, str(path), TaskRecord, EXAMPLE, BatchInputError):
         where = f"{path} line {n}"
-        prompt = record.get("prompt")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise BatchInputError(f'{where}: "prompt" must be a non-empty string (the task). E.g. {EXAMPLE}')
-        if max_chars and len(prompt.strip()) > max_chars:
-            raise BatchInputError(f"{where}: the prompt is {len(prompt.strip()):,} characters; the limit is "
+        if max_chars and len(record.prompt) > max_chars:
+            raise BatchInputError(f"{where}: the prompt is {len(record.prompt):,} characters; the limit is "
                                   f"{max_chars:,}. Shorten it, or raise the limit with --max-task-chars.")
-        kind = record.get("kind", "writing")
-        if kind not in KINDS:
-            raise BatchInputError(f'{where}: "kind" is {kind!r}; use one of {", ".join(KINDS)}.')
-        task_set = record.get("task_set", path.stem)
-        if not isinstance(task_set, str):
-            raise BatchInputError(f'{where}: "task_set" must be a string, e.g. "{path.stem}".')
-        answers = record.get("answers", [])
-        if isinstance(answers, str):
-            answers = [answers]
-        if not isinstance(answers, list) or not all(isinstance(a, (str, int, float)) for a in answers):
-            raise BatchInputError(f'{where}: "answers" must be a list of strings, e.g. ["Canberra"].')
-        task_id = str(record.get("id", f"line {n}"))
+        task_id = f"line {n}" if record.id is None else str(record.id)
         if task_id in ids:
             raise BatchInputError(f'{where}: the id {task_id!r} is already used on line {ids[task_id]}; '
                                   "give every task its own id.")
         ids[task_id] = n
-        specs.append(TaskSpec(task_id, prompt.strip(), kind, task_set, tuple(str(a) for a in answers), n))
+        task_set = path.stem if record.task_set is None else record.task_set
+        specs.append(TaskSpec(task_id, record.prompt, record.kind, task_set, record.answers, n))
     if not specs:
         raise BatchInputError(f"{path} has no tasks: write one JSON object per line, e.g. {EXAMPLE}")
     return specs
@@ -207,7 +231,7 @@ class Batch:
 
     def finished_pairs(self) -> set[tuple[str, str, str, str]]:
         """(prompt, kind, task_set, method) of every run with status done."""
-        return {(r["task"], r["kind"], r["task_set"], r["method"])
+        return {(r.task, r.kind, r.task_set, r.method)
                 for r in self.store.list_runs(status="done", limit=ALL_RUNS)}
 
     def plan(self, tasks: list[TaskSpec]) -> tuple[list[tuple[TaskSpec, str]], list[tuple[TaskSpec, str]]]:
@@ -233,7 +257,8 @@ class Batch:
                     result = await self._run_pair(spec, method)
                 except Exception as exc:  # a bug or a broken store: report it, keep the batch going
                     log.exception("batch: %s on %s crashed", method, spec.id)
-                    result = PairResult(spec.id, method, "failed", error=f"internal error ({type(exc).__name__}: {exc})")
+                    result = PairResult(spec.id, method, "failed",
+                                        error=f"internal error ({type(exc).__name__}: {exc})")
             if result.status == "done":
                 progress.done += 1
             else:
@@ -264,12 +289,12 @@ class Batch:
             result.error = str(exc)
         if result.run_id:
             run = store.get_run(result.run_id)
-            result.prompt_tokens = run["prompt_tokens"]
-            result.completion_tokens = run["completion_tokens"]
-            result.llm_calls = run["llm_calls"]
-            result.seconds = run["wall_seconds"]
+            result.prompt_tokens = run.prompt_tokens
+            result.completion_tokens = run.completion_tokens
+            result.llm_calls = run.llm_calls
+            result.seconds = run.wall_seconds
             if result.status != "done" and not result.error:
-                result.error = run["error"] or f"the run ended with status {run['status']}"
+                result.error = run.error or f"the run ended with status {run.status}"
         return result
 
 
@@ -290,7 +315,7 @@ def format_table(headers: list[str], rows: list[list]) -> str:
     widths = [max(len(r[c]) for r in cells) for c in range(len(headers))]
 
     def fmt(row: list[str]) -> str:
-        return "  ".join(v.ljust(w) if c == 0 else v.rjust(w) for c, (v, w) in enumerate(zip(row, widths)))
+        return "  ".join(v.ljust(w) if c == 0 else v.rjust(w) for c, (v, w) in enumerate(zip(row, widths, strict=True)))
 
     return "\n".join([fmt(cells[0]), "  ".join("-" * w for w in widths), *(fmt(r) for r in cells[1:])])
 
@@ -299,7 +324,8 @@ def format_report(report: BatchReport) -> str:
     rows = []
     for method, s in report.by_method().items():
         rows.append([method, s["done"], s["failed"], s["skipped"], f"{s['prompt_tokens']:,}",
-                     f"{s['completion_tokens']:,}", s["llm_calls"], f"{s['seconds']:.1f}", f"{s['seconds_per_run']:.1f}"])
+                     f"{s['completion_tokens']:,}", s["llm_calls"], f"{s['seconds']:.1f}",
+                     f"{s['seconds_per_run']:.1f}"])
     return format_table(["method", "done", "failed", "skipped", "prompt tok", "completion tok", "calls",
                          "seconds", "s/run"], rows)
 
@@ -369,12 +395,12 @@ def score_qa(store, *, task_set: str = "qa", methods: list[str] | None = None,
     latest: dict[tuple[str, str], dict] = {}
     gold: dict[str, tuple[str, ...]] = {}
     for run in store.list_runs(status="done", limit=ALL_RUNS):  # newest first
-        if run["task_set"] != task_set or (methods and run["method"] not in methods):
+        if run.task_set != task_set or (methods and run.method not in methods):
             continue
-        latest.setdefault((run["task"], run["method"]), run)
-        if run["task"] not in gold:
-            meta = _meta(store, run["task_id"])
-            gold[run["task"]] = tuple(str(a) for a in meta.get("answers") or ()) or answers.get((run["task"], task_set), ())
+        latest.setdefault((run.task, run.method), run)
+        if run.task not in gold:
+            meta = _meta(store, run.task_id)
+            gold[run.task] = tuple(str(a) for a in meta.get("answers") or ()) or answers.get((run.task, task_set), ())
     for (prompt, ts), golds in answers.items():
         if ts == task_set and not gold.get(prompt):
             gold[prompt] = golds
@@ -389,10 +415,10 @@ def score_qa(store, *, task_set: str = "qa", methods: list[str] | None = None,
             if run is None:
                 score.missing += 1
                 continue
-            prediction = extract_answer(run["final_text"])
-            row = {"task": prompt, "run_id": run["id"], "prediction": prediction, "answers": list(golds),
+            prediction = extract_answer(run.final_text)
+            row = {"task": prompt, "run_id": run.id, "prediction": prediction, "answers": list(golds),
                    "em": exact_match(prediction, golds), "f1": f1_score(prediction, golds),
-                   "recall": answer_recall(run["final_text"], golds)}
+                   "recall": answer_recall(run.final_text, golds)}
             score.details.append(row)
         score.n = len(score.details)
         if score.n:
@@ -410,7 +436,6 @@ def format_qa(scores: list[QAScore]) -> str:
 
 def _meta(store, task_id: int) -> dict:
     try:
-        meta = store.get_task(task_id).get("meta") or "{}"
-        return json.loads(meta) if isinstance(meta, str) else dict(meta)
-    except (RatStudioError, ValueError):
+        return dict(store.get_task(task_id).meta)
+    except RatStudioError:
         return {}

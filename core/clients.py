@@ -27,13 +27,13 @@ class Clients:
     cache: Any = None  # data.store.Store or anything with get/put_page and get/put_search
     corpus_db: Path | None = None  # where the local corpus keeps its index
 
-    def llm(self) -> "LLMClient":
+    def llm(self) -> LLMClient:
         """A new LLM client. Raises LLMAuthError when no key is set for a server that needs one."""
         from core.llm import LLMClient  # the openai SDK is imported when a model is first called
 
         return LLMClient(self.settings.llm)
 
-    def search(self, providers: tuple[str, ...] | None = None) -> "SearchChain":
+    def search(self, providers: tuple[str, ...] | None = None) -> SearchChain:
         """The search providers of the settings (or ``providers``, for one run), in order,
         cached in the store. Raises ConfigError for a provider that lacks its setting."""
         from core.search import SearchChain, build_providers
@@ -44,7 +44,7 @@ class Clients:
         return SearchChain(build_providers(s, corpus_db_path=self.corpus_db), retries=s.retries,
                            backoff=s.backoff, cache=self.cache)
 
-    def fetcher(self) -> "Fetcher":
-        from core.fetch import Fetcher  # httpx and trafilatura are imported when a page is first read
+    def fetcher(self) -> Fetcher:
+        from core.fetch import Fetcher  # httpx and the extractor are imported when a page is first read
 
         return Fetcher(self.settings.fetch, cache=self.cache)

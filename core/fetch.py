@@ -1,5 +1,5 @@
 """Fetching pages: the SSRF guard on every hop, our own timeout, size cap, content-type check and
-redirect limit, then main-text extraction with trafilatura (Markdown, with metadata).
+redirect limit, then main-text extraction (:func:`core.extract.extract_html`: Markdown, with metadata).
 
 :meth:`Fetcher.fetch` raises a :class:`~common.errors.FetchError` subclass; :meth:`Fetcher.read`
 and :meth:`Fetcher.read_many` turn those into ``Page(status="error")``, because a dead page is
@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import html as html_lib
 import re
-import threading
 import time
 from collections.abc import AsyncIterator
 from typing import Protocol
 
 import httpx
-import trafilatura
 
 from common.errors import (
     ExtractionError,
@@ -30,18 +27,17 @@ from common.errors import (
     TooManyRedirects,
     UnsupportedContentType,
 )
-from core.netguard import Resolver, check_url, guarded_transport
 from common.settings import FetchSettings
 from common.types import Page
+from core.extract import extract_html
+from core.netguard import Resolver, check_url, guarded_transport
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = (*HTML_TYPES, "text/plain")
 ACCEPT = "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1"
-METADATA_FIELDS = ("author", "date", "sitename", "description")
 
 _PAGE_FIELDS = frozenset(f.name for f in dataclasses.fields(Page))
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
-_TITLE = re.compile(r"<title[^>]*>(.*?)</title\s*>", re.I | re.S)
 _HTML_START = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body|title|meta|p|div|h1)\b", re.I | re.S)
 
 
@@ -89,7 +85,7 @@ class Fetcher:
         )
         self._headers = {"User-Agent": settings.user_agent, "Accept": ACCEPT}
 
-    async def __aenter__(self) -> "Fetcher":
+    async def __aenter__(self) -> Fetcher:
         return self
 
     async def __aexit__(self, *exc) -> None:
@@ -125,7 +121,8 @@ class Fetcher:
         if media == "text/plain":
             title, text, metadata = "", decoded.lstrip("\ufeff").strip(), {}
         else:
-            title, text, metadata = await asyncio.to_thread(_extract_html, url, decoded, str(final_url))
+            page = await asyncio.to_thread(extract_html, decoded, url=str(final_url), label=url)
+            title, text, metadata = page.title, page.text, page.metadata
         if not text.strip():
             raise ExtractionError(
                 f"No main text could be extracted from {url}; the page may be empty, behind a login, "
@@ -331,38 +328,3 @@ def _decode(body: bytes, charset: str, media: str) -> str:
     except LookupError:  # an unknown charset name
         return body.decode("utf-8", errors="replace")
 
-
-# trafilatura keeps module-level lxml parsers and caches, which are not safe to use from two
-# threads at once (we saw heap corruption); extraction is CPU-bound under the GIL anyway, so
-# one extraction at a time costs little.
-_EXTRACTING = threading.Lock()
-
-
-def _extract_html(url: str, html: str, final_url: str) -> tuple[str, str, dict]:
-    """(title, Markdown text, metadata) of an HTML page. Sync and CPU-bound: run it in a thread."""
-    try:
-        with _EXTRACTING:
-            document = trafilatura.extract_with_metadata(
-                html, url=final_url, output_format="markdown", include_comments=False, include_tables=True
-            )
-    except Exception as exc:  # trafilatura and lxml raise many types on broken input
-        raise ExtractionError(f"Could not extract the text of {url}: {exc}; the page may be malformed.") from exc
-    if document is None:
-        return _html_title(html), "", {}
-    metadata = {name: value for name in METADATA_FIELDS if (value := getattr(document, name, None))}
-    return document.title or _html_title(html), _strip_front_matter(document.text or ""), metadata
-
-
-def _strip_front_matter(text: str) -> str:
-    """trafilatura puts the metadata before the Markdown as a YAML block (one line per field);
-    we keep the metadata separately, so drop it."""
-    if text.startswith("---\n"):
-        end = text.find("\n---\n", 3)
-        if end != -1:
-            return text[end + len("\n---\n"):].strip()
-    return text.strip()
-
-
-def _html_title(html: str) -> str:
-    found = _TITLE.search(html)
-    return " ".join(html_lib.unescape(found.group(1)).split()) if found else ""

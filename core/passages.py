@@ -153,7 +153,7 @@ def rank_passages(query: str, passages: Sequence[Passage], *, k1: float = 1.5, b
         idf[term] = math.log(1 + (n - df + 0.5) / (df + 0.5))
 
     scored = []
-    for passage, count, length in zip(passages, counts, lengths):
+    for passage, count, length in zip(passages, counts, lengths, strict=True):
         norm = k1 * (1 - b + b * length / average)
         score = 0.0
         for term in terms:

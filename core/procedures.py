@@ -2,9 +2,9 @@
 output and a list of steps, searched with BM25.
 
 002 embeds each procedure (input, output and steps together) with a sentence encoder and ranks by
-cosine similarity; we rank the same text with the BM25 of ``core.passages.rank_passages`` (no
-model to download). A procedure that shares no word with the query scores zero and is not
-returned.
+cosine similarity; we rank the same text with BM25 in SQLite FTS5 (``data.procedures.search``, no
+model to download, no table loaded into memory). Stopwords are dropped from the query first
+(``core.passages.tokenize``); a procedure that shares no other word with it is not returned.
 
 The memory is filled by the user:
 - from a finished run (``add_from_run``): input = the task prompt, output = the final text,
@@ -19,16 +19,19 @@ No SQL here: the table's queries are in ``data.procedures``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from core import prompts
+from pydantic import Field, field_validator, model_validator
+
 from common.errors import StoreError, TaskError
 from common.events import DraftReady
-from core.passages import count_tokens, rank_passages
 from common.types import Passage
+from core import prompts
+from core.jsonl import Record, read_records
+from core.passages import count_tokens, tokenize
 from data import procedures as table
 
 #: A procedure longer than this (an article kept as a run's output) is cut in prompts.
@@ -71,23 +74,20 @@ class Procedure:
         return {"input": self.input, "output": self.output, "steps": list(self.steps)}
 
     @classmethod
-    def from_row(cls, row: dict) -> "Procedure":
+    def from_row(cls, row: dict) -> Procedure:
         return cls(id=row["id"], input=row["input"], output=row["output"], steps=tuple(row["steps"]),
-                   source=row.get("source", ""), run_id=row.get("run_id"))
+                   source=row.get("source", ""), run_id=row.get("run_id"), score=row.get("score", 0.0))
 
 
 class ProcedureMemory:
-    """The procedures of one store, searched with BM25. The index is rebuilt when the table
-    changes (checked on every search)."""
+    """The procedures of one store, searched with BM25 (the FTS5 index follows the table)."""
 
     def __init__(self, store):
         self.store = store
-        self._state: tuple[int, int] | None = None
-        self._procedures: list[Procedure] = []
 
     # -- reading -----------------------------------------------------------------------------
     def count(self) -> int:
-        return table.state(self.store)[0]
+        return table.count(self.store)
 
     def recent(self, *, limit: int = 50, offset: int = 0) -> list[Procedure]:
         """The newest procedures first."""
@@ -95,20 +95,10 @@ class ProcedureMemory:
 
     def search(self, query: str, k: int = 3) -> list[Procedure]:
         """The ``k`` procedures most relevant to ``query`` (BM25 over input, output and steps),
-        best first, with ``score`` set; those scoring zero are left out."""
-        self._refresh()
-        if not self._procedures or k <= 0:
-            return []
-        by_url = {p.url: p for p in self._procedures}
-        ranked = rank_passages(query, [Passage(text=p.text(limit=10**9), url=p.url) for p in self._procedures])
-        hits = []
-        for passage in ranked:
-            if passage.score <= 0 or len(hits) >= k:
-                break
-            proc = by_url[passage.url]
-            hits.append(Procedure(proc.id, proc.input, proc.output, proc.steps, proc.source, proc.run_id,
-                                  round(passage.score, 4)))
-        return hits
+        best first, with ``score`` set; those sharing no word but stopwords with it are left
+        out. Raises StoreError when the memory cannot be read."""
+        rows = table.search(self.store, " ".join(tokenize(query)), k)
+        return [Procedure.from_row(row) for row in rows]
 
     def export_records(self) -> Iterator[dict]:
         """Every procedure as an importable JSONL record, oldest first."""
@@ -132,16 +122,16 @@ class ProcedureMemory:
         draft steps, else its final text's paragraphs. Raises RunNotFound, or TaskError when
         the run has not finished."""
         run = self.store.get_run(run_id)
-        if run["status"] != "done" or not (run["final_text"] or "").strip():
-            raise TaskError(f"Run {run_id} has not finished (status {run['status']}); only a finished run "
+        if run.status != "done" or not run.final_text.strip():
+            raise TaskError(f"Run {run_id} has not finished (status {run.status}); only a finished run "
                             "can become a procedure. `python app.py history` lists the runs.")
         steps: list[str] = []
         for event in self.store.events(run_id):
             if isinstance(event, DraftReady):
                 steps = list(event.steps)  # a later (edited) draft replaces the first
         if not steps:
-            steps = prompts.split_steps(run["final_text"])
-        return self.add(run["task"], run["final_text"], steps, source="run", run_id=run_id)
+            steps = prompts.split_steps(run.final_text)
+        return self.add(run.task, run.final_text, steps, source="run", run_id=run_id)
 
     def import_jsonl(self, path: str | Path) -> tuple[int, int]:
         """Import procedures from a JSONL file; returns (added, already there). The whole file is
@@ -152,54 +142,53 @@ class ProcedureMemory:
             lines = path.read_text(encoding="utf-8").splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             raise StoreError(f"Cannot read {path}: {exc}.") from exc
-        records = [(n, parse_procedure(line, where=f"{path} line {n}")) for n, line in enumerate(lines, start=1)
-                   if line.strip()]
+        records = [record for _n, record in read_records(lines, str(path), ProcedureLine, EXAMPLE, TaskError)]
         if not records:
             raise TaskError(f"{path} has no procedures: write one JSON object per line, e.g. {EXAMPLE}.")
         added = existing = 0
-        for _n, (input, output, steps, source) in records:
-            _id, new = self.add(input, output, steps, source=source)
+        for r in records:
+            _id, new = self.add(r.task_input, r.task_output, r.steps, source=r.source)
             added += new
             existing += not new
         return added, existing
 
-    # -- internals ---------------------------------------------------------------------------
-    def _refresh(self) -> None:
-        state = table.state(self.store)
-        if state != self._state:
-            self._procedures = [Procedure.from_row(r) for r in table.all_procedures(self.store)]
-            self._state = state
-
-
 EXAMPLE = '{"input": "flour, eggs, milk", "output": "pancakes", "steps": ["Whisk ...", "Fry ..."]}'
 
 
-def parse_procedure(line: str, *, where: str) -> tuple[str, str, list[str], str]:
-    """One JSONL line as (input, output, steps, source). Raises TaskError naming ``where`` and
-    the fix."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise TaskError(f"{where}: not valid JSON ({exc.msg}). Write one JSON object per line, e.g. {EXAMPLE}.") from None
-    if not isinstance(record, dict):
-        raise TaskError(f"{where}: expected a JSON object, got {type(record).__name__}. E.g. {EXAMPLE}.")
-    source = "import"
-    input = record.get("input")
-    if input is None and "prompt" in record:  # a task-set line
-        input, source = record.get("prompt"), "task"
-    output = record.get("output")
-    if output is None and isinstance(record.get("answers"), list) and record["answers"]:
-        output = str(record["answers"][0])
-    steps = record.get("steps", [])
-    if isinstance(steps, str):
-        steps = [s for s in steps.splitlines() if s.strip()]
-    if not isinstance(input, str) or not input.strip():
-        raise TaskError(f'{where}: "input" (or "prompt") must be a non-empty string. E.g. {EXAMPLE}.')
-    if output is not None and not isinstance(output, str):
-        raise TaskError(f'{where}: "output" must be a string. E.g. {EXAMPLE}.')
-    if not isinstance(steps, list) or not all(isinstance(s, str) for s in steps):
-        raise TaskError(f'{where}: "steps" must be a list of strings (or one string, a step per line). E.g. {EXAMPLE}.')
-    steps = [s.strip() for s in steps if s.strip()]
-    if not steps and not (output or "").strip():
-        raise TaskError(f'{where}: a procedure needs "steps" or an "output". E.g. {EXAMPLE}.')
-    return input.strip(), (output or "").strip(), steps, source
+class ProcedureLine(Record):
+    """One line of a procedures file: ``input``, ``output``, ``steps`` (a list, or one string with
+    a step per line); or a task-set line, whose ``prompt`` is the input and first ``answers``
+    item the output (source "task")."""
+
+    input: str | None = Field(None, description='a non-empty string (or give "prompt")')
+    prompt: str | None = Field(None, description="a non-empty string")
+    output: str | None = Field(None, description="a string")
+    answers: Any = None
+    steps: list[str] = Field([], description="a list of strings (or one string, a step per line)")
+
+    @field_validator("steps", mode="before")
+    @classmethod
+    def _steps(cls, value: Any) -> Any:
+        return [s for s in value.splitlines() if s.strip()] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _complete(self) -> ProcedureLine:
+        if not (self.task_input or "").strip():
+            raise ValueError('"input" (or "prompt") must be a non-empty string')
+        if not any(s.strip() for s in self.steps) and not (self.task_output or "").strip():
+            raise ValueError('a procedure needs "steps" or an "output"')
+        return self
+
+    @property
+    def source(self) -> str:
+        return "import" if self.input is not None else "task"
+
+    @property
+    def task_input(self) -> str | None:
+        return self.input if self.input is not None else self.prompt
+
+    @property
+    def task_output(self) -> str:
+        if self.output is None and isinstance(self.answers, list) and self.answers:
+            return str(self.answers[0])
+        return self.output or ""

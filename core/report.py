@@ -4,8 +4,18 @@ the article as Markdown with its numbered sources."""
 from __future__ import annotations
 
 from common.events import (
-    DraftReady, Event, Failed, Final, Note, PageRead, PassagesChosen, QueryMade, RunStarted,
-    SearchDone, StepRevised, StepStarted,
+    DraftReady,
+    Event,
+    Failed,
+    Final,
+    Note,
+    PageRead,
+    PassagesChosen,
+    QueryMade,
+    RunStarted,
+    SearchDone,
+    StepRevised,
+    StepStarted,
 )
 from common.types import Source
 

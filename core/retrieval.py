@@ -10,33 +10,37 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from contextlib import aclosing
+from typing import Any
 
 from common.errors import SearchError
 from common.events import Event, Note, PageRead, PassagesChosen, SearchDone
-from core.methods.base import MethodContext, Out
-from core.passages import count_tokens, rank_passages, select_passages, split_passages
 from common.types import Page, Passage, SearchResult
+from core.passages import count_tokens, rank_passages, select_passages, split_passages
+from core.returning import Return, returning
 
 
-async def retrieve(ctx: MethodContext, i: int, query: str, out: Out[list[Passage]], *,
-                   k: int | None = None, budget: int | None = None) -> AsyncIterator[Event]:
-    """Yield SearchDone, one PageRead per result, then PassagesChosen; leave the chosen
-    passages in ``out.value`` (empty when nothing could be read)."""
+@returning
+async def retrieve(ctx: Any, i: int, query: str, *, k: int | None = None,
+                   budget: int | None = None) -> AsyncIterator[Event | Return[list[Passage]]]:
+    """Yield SearchDone, one PageRead per result, then PassagesChosen; return the chosen
+    passages (empty when nothing could be read). ``ctx`` is a ``core.methods.MethodContext``
+    (its ``search``, ``fetch``, ``read_local`` and ``settings`` are used)."""
     k = k or ctx.settings.k
     budget = budget or ctx.settings.passage_tokens
-    out.value = []
     started = time.perf_counter()
     try:
         response = await ctx.search.search(query, k)
     except SearchError as exc:
         yield SearchDone(i=i, query=query, results=(), seconds=round(time.perf_counter() - started, 4),
                          error=str(exc))
+        yield Return([])
         return
     results = tuple(response.results[:k])
     yield SearchDone(i=i, query=query, results=results, provider=response.provider,
                      seconds=round(response.seconds, 4), cached=response.cached,
                      warnings=tuple(response.warnings))
     if not results:
+        yield Return([])
         return
 
     pages: list[Page] = []
@@ -52,11 +56,11 @@ async def retrieve(ctx: MethodContext, i: int, query: str, out: Out[list[Passage
             yield Note(i=i, level="warning",
                        text="No page could be read for this step; the search snippets are used instead.")
     chosen = select_passages(rank_passages(query, candidates), budget)
-    out.value = chosen
     yield PassagesChosen(i=i, passages=tuple(chosen))
+    yield Return(chosen)
 
 
-async def read_pages(ctx: MethodContext, urls: list[str]) -> AsyncIterator[Page]:
+async def read_pages(ctx: Any, urls: list[str]) -> AsyncIterator[Page]:
     """Pages of a local corpus (file:// URLs) are read from its index; the rest over HTTP,
     concurrently, each yielded as soon as it is read."""
     remote = []

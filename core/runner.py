@@ -3,12 +3,8 @@
 Tokens, calls and time are counted here and only here, from the events themselves (LLMCalled,
 SearchDone, PageRead), so a live run, a resumed run and a replay agree.
 
-A run ends in one of these states (runs.status):
-  done         Final was reached
-  draft        stopped after the draft on purpose ("Draft only"); continue() goes on
-  failed       a Failed event was stored; if it says resumable, resume() goes on
-  interrupted  the consumer stopped listening (Stop button, Ctrl-C); resume() goes on
-  running      still going, or the process died: resume() goes on from the stored events
+A run ends in one of the states of ``common.types.RunStatus`` (runs.status): done, draft,
+failed, interrupted, or running (still going, or its process died).
 """
 
 from __future__ import annotations
@@ -19,16 +15,28 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import LLMError, RatStudioError, TaskError
 from common.events import (
-    DraftReady, Event, Failed, Final, LLMCalled, PageRead, RunStarted, SearchDone, StepRevised,
+    DraftReady,
+    Event,
+    Failed,
+    Final,
+    LLMCalled,
+    PageRead,
+    RunStarted,
+    SearchDone,
+    StepRevised,
 )
-from common.types import Task
 from common.settings import Settings
+from common.types import RunStatus, Task
 from core.clients import Clients
 from core.methods import MethodContext, get_method
+from core.sources import SourceBook
+
+if TYPE_CHECKING:  # pragma: no cover
+    from data.store import RunRow
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +75,8 @@ class Runner:
         run's own search providers are used unless ``providers`` is given.
         Raises RunNotFound, or TaskError when the run is finished or its method cannot resume."""
         run = self.store.get_run(run_id)
-        info = get_method(run["method"])
-        if run["status"] == "done" and draft is None:
+        info = get_method(run.method)
+        if run.status == RunStatus.DONE and draft is None:
             raise TaskError(f"Run {run_id} is already finished; start a new run instead.")
         if not info.resumable:
             raise TaskError(f"The method {info.name!r} cannot resume; start a new run instead.")
@@ -80,9 +88,9 @@ class Runner:
                 raise TaskError("The edited draft has no steps left: add at least one step.")
             edited = DraftReady(steps=steps)
             prior.append(edited)
-        task = Task(run["task"], run["kind"], run["task_set"])
-        providers = tuple(providers or run["settings"].get("search") or self.settings.search.providers)
-        self.store.update_run(run_id, status="running", error="")
+        task = Task(run.task, run.kind, run.task_set)
+        providers = tuple(providers or run.settings.get("search") or self.settings.search.providers)
+        self.store.update_run(run_id, status=RunStatus.RUNNING, error="")
         drive = self._drive(run_id, info.name, task, prior=prior, seq=self.store.last_seq(run_id),
                             draft_only=draft_only, resumed=True, counts=run, edited=edited, providers=providers)
         async with aclosing(drive) as events:
@@ -92,12 +100,14 @@ class Runner:
     # -- the loop --------------------------------------------------------------------------
     async def _drive(self, run_id: str, method: str, task: Task, *, prior: list[Event], seq: int,
                      draft_only: bool, providers: tuple[str, ...], resumed: bool = False,
-                     counts: dict | None = None, edited: DraftReady | None = None) -> AsyncIterator[Event]:
-        """Run the method, storing and passing on each event. ``edited``: an author's edited
-        draft, stored and passed on right after RunStarted (the method finds it in ``prior``)."""
+                     counts: RunRow | None = None, edited: DraftReady | None = None) -> AsyncIterator[Event]:
+        """Run the method, storing and passing on each event; the method's Final gets its
+        sources here, from the events of the run (``prior`` and the new ones). ``edited``: an
+        author's edited draft, stored and passed on right after RunStarted (the method finds it
+        in ``prior``)."""
         tally = _Tally(counts)
         started = time.perf_counter()
-        status = "interrupted"
+        status = RunStatus.INTERRUPTED
 
         def store(event: Event) -> None:
             nonlocal seq
@@ -113,46 +123,48 @@ class Runner:
             tally.see(edited)
             yield edited
         ctx = None
+        book = SourceBook.from_events(prior)  # Final.sources come from the run's events
         try:
             ctx = self._context(prior, providers)
             async for event in _closing(get_method(method).run(task, ctx)):
+                event = book.sourced(event)
                 store(event)
                 changed = tally.see(event)
                 if isinstance(event, Final):
-                    status = "done"
-                    self.store.update_run(run_id, status="done", final_text=event.text,
+                    status = RunStatus.DONE
+                    self.store.update_run(run_id, status=status, final_text=event.text,
                                           sources=[asdict(s) for s in event.sources],
                                           finished=_now(), **tally.fields(started))
                 elif changed:
                     self.store.update_run(run_id, **tally.fields(started))
                 yield event
                 if draft_only and isinstance(event, DraftReady):
-                    status = "draft"
-                    self.store.update_run(run_id, status="draft", **tally.fields(started))
+                    status = RunStatus.DRAFT
+                    self.store.update_run(run_id, status=status, **tally.fields(started))
                     return
-            if status != "done":  # a method that ended without Final
+            if status != RunStatus.DONE:  # a method that ended without Final
                 raise RatStudioError(f"The method {method!r} ended without a result.")
         except (asyncio.CancelledError, GeneratorExit):
-            status = "interrupted"
+            status = RunStatus.INTERRUPTED
             raise
         except RatStudioError as exc:
-            status = "failed"
+            status = RunStatus.FAILED
             failed = Failed(error=str(exc), resumable=_resumable(exc), error_type=type(exc).__name__)
             store(failed)
-            self.store.update_run(run_id, status="failed", error=str(exc), **tally.fields(started))
+            self.store.update_run(run_id, status=status, error=str(exc), **tally.fields(started))
             yield failed
         except Exception as exc:  # a bug: keep what was done, say so, let the run resume
             log.exception("run %s crashed", run_id)
-            status = "failed"
+            status = RunStatus.FAILED
             failed = Failed(error=f"Internal error ({type(exc).__name__}: {exc}). What was done is kept; "
                                   f"resume with `python app.py resume {run_id}` once fixed.",
                             resumable=True, error_type=type(exc).__name__)
             store(failed)
-            self.store.update_run(run_id, status="failed", error=failed.error, **tally.fields(started))
+            self.store.update_run(run_id, status=status, error=failed.error, **tally.fields(started))
             yield failed
         finally:
-            if status == "interrupted":
-                self.store.update_run(run_id, status="interrupted", **tally.fields(started))
+            if status == RunStatus.INTERRUPTED:
+                self.store.update_run(run_id, status=status, **tally.fields(started))
             if ctx is not None:
                 await _close(ctx)
 
@@ -169,20 +181,19 @@ class Runner:
 
 
 class _Tally:
-    """Tokens, calls and seconds of a run, from its events."""
+    """Tokens, calls and seconds of a run, from its events (added to ``run``'s, on a resume)."""
 
-    def __init__(self, run: dict | None = None):
-        run = run or {}
-        self.prompt_tokens = run.get("prompt_tokens", 0) or 0
-        self.completion_tokens = run.get("completion_tokens", 0) or 0
-        self.llm_calls = run.get("llm_calls", 0) or 0
-        self.by_role: dict[str, dict[str, int]] = dict(run.get("tokens_by_role") or {})
-        self.llm_seconds = run.get("llm_seconds", 0.0) or 0.0
-        self.search_seconds = run.get("search_seconds", 0.0) or 0.0
-        self.fetch_seconds = run.get("fetch_seconds", 0.0) or 0.0
-        self.steps_done = run.get("steps_done", 0) or 0
-        self.steps_total = run.get("steps_total", 0) or 0
-        self.wall_before = run.get("wall_seconds", 0.0) or 0.0
+    def __init__(self, run: RunRow | None = None):
+        self.prompt_tokens = run.prompt_tokens if run else 0
+        self.completion_tokens = run.completion_tokens if run else 0
+        self.llm_calls = run.llm_calls if run else 0
+        self.by_role: dict[str, dict[str, int]] = dict(run.tokens_by_role) if run else {}
+        self.llm_seconds = run.llm_seconds if run else 0.0
+        self.search_seconds = run.search_seconds if run else 0.0
+        self.fetch_seconds = run.fetch_seconds if run else 0.0
+        self.steps_done = run.steps_done if run else 0
+        self.steps_total = run.steps_total if run else 0
+        self.wall_before = run.wall_seconds if run else 0.0
 
     def see(self, e: Event) -> bool:
         """Count the event; True when the run's row should be updated."""

@@ -17,9 +17,10 @@ import logging
 import math
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 
 import httpx
 
@@ -115,7 +116,7 @@ class DDGProvider:
         try:
             # ddgs has its own timeouts, but a worker thread cannot be cancelled: bound the wait.
             rows = await asyncio.wait_for(asyncio.to_thread(self._search_sync, query, k), self.timeout * 2 + 5)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise _fail(SearchUnavailable, f"DuckDuckGo did not answer within {self.timeout * 2 + 5:.0f} s. "
                         "Check your connection, or try again later.", "timed out") from exc
         except DDGSException as exc:
@@ -124,13 +125,15 @@ class DDGProvider:
                 raise _fail(SearchRateLimited, f"DuckDuckGo rate-limited us ({exc}). {FIX_HINT}",
                             "rate-limited") from exc
             if isinstance(exc, TimeoutException) or isinstance(cause, TimeoutException) or "timed out" in str(exc):
-                raise _fail(SearchUnavailable, f"DuckDuckGo timed out ({exc}). Check your connection, or try again later.",
+                raise _fail(SearchUnavailable,
+                            f"DuckDuckGo timed out ({exc}). Check your connection, or try again later.",
                             "timed out") from exc
             if str(exc) == "No results found.":
                 # ddgs turns DuckDuckGo's silent rate limit (an empty page) into this, and cannot
                 # tell it apart from a query that has no results: treat it as a rate limit.
                 raise _fail(SearchRateLimited, "DuckDuckGo returned no results; it does this when it rate-limits a "
-                            f"client (ddgs cannot tell the two apart). {FIX_HINT}", "rate-limited (empty answer)") from exc
+                            f"client (ddgs cannot tell the two apart). {FIX_HINT}",
+                            "rate-limited (empty answer)") from exc
             raise _fail(SearchUnavailable, f"DuckDuckGo could not be reached ({exc}). "
                         "Check your internet connection (and DDGS_PROXY if you use a proxy).", "unavailable") from exc
         return [
@@ -220,7 +223,7 @@ class SearxngProvider:
 
 
 class CorpusProvider:
-    """A folder of the author's files (``data.corpus.CorpusIndex``, BM25 over SQLite FTS5).
+    """A folder of the author's files (``core.corpus.CorpusIndex``, BM25 over SQLite FTS5).
 
     The index is brought up to date with the folder on first use (in a worker thread); call
     :meth:`refresh` to pick up later changes. Results have ``file://`` URLs: take their text
@@ -228,7 +231,7 @@ class CorpusProvider:
 
     name = "corpus"
 
-    def __init__(self, index: Any):  # data.corpus.CorpusIndex
+    def __init__(self, index: Any):  # core.corpus.CorpusIndex
         self.index = index
         self._fresh = False
 
@@ -480,7 +483,7 @@ def _check_ddg_backends(backends: str) -> None:
 
 
 def _corpus_index(folder: Path | None, db_path: str | Path | None) -> Any:
-    from data.corpus import CorpusIndex
+    from core.corpus import CorpusIndex  # the extractor is loaded when an HTML file is first read
 
     if folder is None:
         raise ConfigError("The corpus provider needs a folder: add --corpus DIR (a folder of .md/.txt/.html files).")

@@ -1,11 +1,19 @@
 """Which sources an article used, and where: built from the events of a run, so a resumed or
-replayed run numbers its sources exactly as the live one did."""
+replayed run numbers its sources exactly as the live one did.
+
+Methods keep no book: the runner keeps one per run (from the run's stored events, then each new
+one) and fills ``Final.sources`` from it (:meth:`SourceBook.sourced`). A step's sources are the
+URLs its ``StepRevised`` says it was shown, or those of a ``SourcesUsed`` (a method that uses
+passages without revising a step); a source's title is the first one a ``PageRead`` or a
+``PassagesChosen`` gave for its URL.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
-from common.events import Event, PageRead, PassagesChosen, StepRevised
+from common.events import Event, Final, PageRead, PassagesChosen, SourcesUsed, StepRevised
 from common.types import Source
 
 
@@ -25,6 +33,8 @@ class SourceBook:
                     self._titles.setdefault(p.url, p.title)
         elif isinstance(event, StepRevised):
             self.use(event.i, event.sources)
+        elif isinstance(event, SourcesUsed):
+            self.use(event.i, event.urls)
 
     def use(self, step: int, urls: Iterable[str]) -> None:
         for url in urls:
@@ -38,8 +48,14 @@ class SourceBook:
             for n, (url, steps) in enumerate(self._steps.items(), start=1)
         )
 
+    def sourced(self, event: Event) -> Event:
+        """See ``event`` and return it as the runner passes it on: a ``Final`` with the
+        sources used so far, any other event as it is."""
+        self.see(event)
+        return replace(event, sources=self.sources()) if isinstance(event, Final) else event
+
     @classmethod
-    def from_events(cls, events: Iterable[Event]) -> "SourceBook":
+    def from_events(cls, events: Iterable[Event]) -> SourceBook:
         book = cls()
         for e in events:
             book.see(e)

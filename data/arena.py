@@ -18,7 +18,8 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import sqlite_utils
 
@@ -28,6 +29,55 @@ from data.store import Store, now
 CHOICES = ("a", "b", "tie", "both_bad")
 JUDGE_CHOICES = ("a", "b", "tie")
 SOURCES = ("people", "judge")
+
+
+class VoteRow(NamedTuple):
+    """A vote as the leaderboard reads it: people's (``votes`` joined to its battle) or the judge's."""
+
+    id: int
+    method_a: str
+    method_b: str
+    choice: str
+    task_id: int
+
+
+class OutputRow(NamedTuple):
+    """An output the arena can pair (its text is read when it is shown)."""
+
+    id: int
+    task_id: int
+    method: str
+
+
+class OutputText(NamedTuple):
+    """An output with its text and its task's prompt, for the judge."""
+
+    id: int
+    task_id: int
+    method: str
+    prompt: str
+    text: str
+
+
+@dataclass(frozen=True)
+class BattleRow:
+    """A battle with its task, both texts and its vote (``choice`` None before it).
+    ``output_a``/``output_b`` are None for imported votes that came without texts."""
+
+    id: int
+    task_id: int
+    output_a: int | None
+    output_b: int | None
+    method_a: str
+    method_b: str
+    annotator: str
+    source: str
+    created: str
+    prompt: str
+    kind: str
+    text_a: str | None
+    text_b: str | None
+    choice: str | None
 
 
 def digest(text: str) -> str:
@@ -118,8 +168,8 @@ def import_outputs(store: Store, records: Iterable[dict]) -> tuple[int, int]:
     return added, present
 
 
-def arena_outputs(store: Store, task_set: str | None = None) -> list[dict]:
-    """Outputs (id, task_id, method) of tasks that have outputs from at least two methods."""
+def arena_outputs(store: Store, task_set: str | None = None) -> list[OutputRow]:
+    """Outputs of tasks that have outputs from at least two methods, oldest first."""
     sql = (
         "select id, task_id, method from outputs where task_id in "
         "(select task_id from outputs group by task_id having count(distinct method) >= 2)"
@@ -128,21 +178,21 @@ def arena_outputs(store: Store, task_set: str | None = None) -> list[dict]:
     if task_set is not None:
         sql += " and task_id in (select id from tasks where task_set = ?)"
         args.append(task_set)
-    return list(store.db.query(sql + " order by id", args))
+    return [OutputRow(*r) for r in store.db.execute(sql + " order by id", args).fetchall()]
 
 
 def output_count(store: Store) -> int:
     return store.db.execute("select count(*) from outputs").fetchone()[0]
 
 
-def latest_outputs(store: Store, methods: Iterable[str] | None = None) -> list[dict]:
-    """For each task and method, its newest output: task_id, prompt, method, id, text."""
-    rows = store.db.query(
-        "select o.id, o.task_id, o.method, o.text, t.prompt from outputs o join tasks t on t.id = o.task_id "
+def latest_outputs(store: Store, methods: Iterable[str] | None = None) -> list[OutputText]:
+    """For each task and method, its newest output, by task and method."""
+    rows = store.db.execute(
+        "select o.id, o.task_id, o.method, t.prompt, o.text from outputs o join tasks t on t.id = o.task_id "
         "where o.id in (select max(id) from outputs group by task_id, method) order by o.task_id, o.method"
-    )
+    ).fetchall()
     wanted = set(methods) if methods is not None else None
-    return [r for r in rows if wanted is None or r["method"] in wanted]
+    return [OutputText(*r) for r in rows if wanted is None or r[2] in wanted]
 
 
 def methods(store: Store) -> list[str]:
@@ -201,7 +251,7 @@ def create_battle(store: Store, output_a: int, output_b: int, annotator: str) ->
     return cur.lastrowid
 
 
-def get_battle(store: Store, battle_id: int) -> dict:
+def get_battle(store: Store, battle_id: int) -> BattleRow:
     """The battle with its task prompt, both texts and its vote (``choice`` is None before it).
     Raises StoreError when there is no such battle."""
     rows = list(
@@ -215,7 +265,7 @@ def get_battle(store: Store, battle_id: int) -> dict:
     )
     if not rows:
         raise StoreError(f"No battle {battle_id} in {store.path}.")
-    return rows[0]
+    return BattleRow(**rows[0])
 
 
 def record_vote(store: Store, battle_id: int, annotator: str, choice: str) -> int:
@@ -307,9 +357,9 @@ def export_votes(store: Store) -> Iterator[dict]:
         yield {k: v for k, v in row.items() if v is not None}
 
 
-def vote_rows(store: Store, source: str = "people", task_set: str | None = None, after_id: int = 0) -> list[tuple]:
-    """(id, method_a, method_b, choice, task_id) of people's votes (``source='people'``) or the
-    judge's (``'judge'``), in the order they were recorded, with id > ``after_id``.
+def vote_rows(store: Store, source: str = "people", task_set: str | None = None, after_id: int = 0) -> list[VoteRow]:
+    """People's votes (``source='people'``) or the judge's (``'judge'``), in the order they were
+    recorded, with id > ``after_id``.
     Raises ValueError for another source."""
     if source == "people":
         sql = (
@@ -327,7 +377,7 @@ def vote_rows(store: Store, source: str = "people", task_set: str | None = None,
     if task_set is not None:
         sql += " and t.task_set = ?"
         args.append(task_set)
-    return store.db.execute(sql + " order by 1", args).fetchall()
+    return [VoteRow(*r) for r in store.db.execute(sql + " order by 1", args).fetchall()]
 
 
 # -- the LLM judge ----------------------------------------------------------------------------

@@ -5,7 +5,7 @@ migration that has shipped: add a new one."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import sqlite_utils
 
@@ -31,7 +31,7 @@ def apply(db: sqlite_utils.Database) -> list[str]:
             fn(db)
             db.execute(
                 "insert into _migrations (name, applied) values (?, ?)",
-                [name, datetime.now(timezone.utc).isoformat()],
+                [name, datetime.now(UTC).isoformat()],
             )
         applied.append(name)
     return applied
@@ -156,5 +156,36 @@ def m003_procedures(db: sqlite_utils.Database) -> None:
             created text not null)""",
         "create index procedures_run on procedures(run_id) where run_id is not null",
     )
+    for sql in statements:
+        db.execute(sql)
+
+
+#: A procedure's steps as the FTS index holds them: the JSON list's strings, one per line.
+_STEPS_TEXT = "(select group_concat(value, char(10)) from json_each({row}.steps))"
+
+
+@migration
+def m004_procedures_fts(db: sqlite_utils.Database) -> None:
+    """Procedure memory searched with FTS5 and BM25 (as the local corpus is): ``procedures_fts``
+    holds each procedure's input, output and steps (one per line) under rowid = procedures.id,
+    filled from the rows already stored and kept in step with the table by triggers."""
+    index_new = ("insert into procedures_fts (rowid, input, output, steps) "
+                 f"values (new.id, new.input, new.output, {_STEPS_TEXT.format(row='new')});")
+    statements = (
+        "create virtual table procedures_fts using fts5("
+        "input, output, steps, tokenize = 'porter unicode61 remove_diacritics 2')",
+        "insert into procedures_fts (rowid, input, output, steps) "
+        f"select id, input, output, {_STEPS_TEXT.format(row='procedures')} from procedures",
+        f"create trigger procedures_fts_insert after insert on procedures begin {index_new} end",
+        """create trigger procedures_fts_delete after delete on procedures begin
+            delete from procedures_fts where rowid = old.id;
+            end""",
+        f"""create trigger procedures_fts_update after update of input, output, steps on procedures begin
+            delete from procedures_fts where rowid = old.id;
+            {index_new}
+            end""",
+    )
+    if not db.conn.in_transaction:
+        db.execute("begin")
     for sql in statements:
         db.execute(sql)

@@ -1,6 +1,7 @@
 """Procedure memory queries (AAG, paper 002): the only SQL of the ``procedures`` table (schema in
-migration ``m003_procedures``). A procedure is an input, an output and a list of steps; the
-search over them (BM25) lives in ``core.procedures``.
+migration ``m003_procedures``) and of its FTS5 index ``procedures_fts`` (migration
+``m004_procedures_fts``, kept in step with the table by triggers). A procedure is an input, an
+output and a list of steps.
 
 Rows come back as dicts with ``steps`` decoded to a list of strings.
 """
@@ -12,6 +13,7 @@ import json
 import sqlite3
 
 from common.errors import StoreError
+from data.fts import fts_query
 from data.store import Store, now
 
 SOURCES = ("run", "import", "task", "manual")
@@ -64,11 +66,31 @@ def get(store: Store, procedure_id: int) -> dict:
     return _decode(rows[0])
 
 
-def state(store: Store) -> tuple[int, int]:
-    """(count, largest id): changes whenever a procedure is added, so a search index built from
-    the table knows when to rebuild."""
-    count, largest = store.db.execute("select count(*), coalesce(max(id), 0) from procedures").fetchone()
-    return count, largest
+def count(store: Store) -> int:
+    """How many procedures are stored."""
+    return store.db.execute("select count(*) from procedures").fetchone()[0]
+
+
+def search(store: Store, query: str, k: int) -> list[dict]:
+    """The ``k`` procedures that best match ``query`` by BM25 over their input, output and
+    steps (FTS5, Porter stemming), best first, each with ``score`` (higher is better, always
+    above zero). Any text is accepted: it is reduced to quoted words OR-ed together (see
+    :func:`data.fts.fts_query`); a procedure sharing no word with it is not returned, and a
+    query without a word returns []. Ties keep the oldest first.
+
+    Raises StoreError when the index cannot be read."""
+    match = fts_query(query)
+    if not match or k < 1:
+        return []
+    sql = """select procedures.*, -bm25(procedures_fts) as score
+             from procedures_fts join procedures on procedures.id = procedures_fts.rowid
+             where procedures_fts match ?
+             order by bm25(procedures_fts), procedures.id
+             limit ?"""
+    try:
+        return [_decode(r) for r in store.db.query(sql, [match, k])]
+    except sqlite3.Error as exc:
+        raise StoreError(f"Could not search the procedure memory in {store.path}: {exc}.") from exc
 
 
 def _decode(row: dict) -> dict:

@@ -11,23 +11,82 @@ import json
 import sqlite3
 import threading
 import uuid
-from datetime import datetime, timezone
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlite_utils
 
 from common.errors import RunNotFound, StoreError
 from common.events import Event, event_from_dict
+from common.types import RunStatus
 from data import migrations
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+class EventRow(NamedTuple):
+    seq: int
+    type: str
+    ts: str  # ISO time stamp of when it was stored
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    id: int
+    prompt: str
+    kind: str = "writing"
+    task_set: str = ""
+    meta: dict = field(default_factory=dict)  # e.g. a task set's id and gold answers
+    created: str = ""
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """A run as stored, with its task's prompt, kind and set."""
+
+    id: str
+    task_id: int
+    method: str
+    status: RunStatus
+    task: str = ""  # the task's prompt
+    kind: str = "writing"
+    task_set: str = ""
+    settings: dict = field(default_factory=dict)  # model, search providers, k, params... as run
+    final_text: str = ""
+    sources: list = field(default_factory=list)  # the Final's sources, as dicts
+    error: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    tokens_by_role: dict = field(default_factory=dict)  # role -> {"prompt", "completion", "calls"}
+    llm_seconds: float = 0.0
+    search_seconds: float = 0.0
+    fetch_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    steps_done: int = 0
+    steps_total: int = 0
+    created: str = ""
+    updated: str = ""
+    finished: str = ""
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def to_dict(self) -> dict:
+        """The row as JSON-friendly values (``history --json``)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)} | {"status": str(self.status)}
+
+
+_RUN_FIELDS = frozenset(f.name for f in fields(RunRow))
 
 
 class Store:
@@ -80,11 +139,14 @@ class Store:
             )
         return cur.lastrowid
 
-    def get_task(self, task_id: int) -> dict:
+    def get_task(self, task_id: int) -> TaskRow:
+        """Raises StoreError for an unknown id."""
         rows = list(self.db.query("select * from tasks where id = ?", [task_id]))
         if not rows:
             raise StoreError(f"No task {task_id} in {self.path}.")
-        return rows[0]
+        row = rows[0]
+        return TaskRow(id=row["id"], prompt=row["prompt"], kind=row["kind"], task_set=row["task_set"],
+                       meta=json.loads(row["meta"] or "{}"), created=row["created"])
 
     # -- runs ------------------------------------------------------------------------------
     def create_run(self, method: str, task_id: int, settings: dict, *, steps_total: int = 0) -> str:
@@ -94,7 +156,7 @@ class Store:
             self.db["runs"].insert(
                 {
                     "id": run_id, "task_id": task_id, "method": method, "settings": _json(settings),
-                    "status": "running", "final_text": "", "sources": "[]", "error": "",
+                    "status": RunStatus.RUNNING.value, "final_text": "", "sources": "[]", "error": "",
                     "prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "tokens_by_role": "{}",
                     "llm_seconds": 0.0, "search_seconds": 0.0, "fetch_seconds": 0.0, "wall_seconds": 0.0,
                     "steps_done": 0, "steps_total": steps_total, "created": stamp, "updated": stamp,
@@ -103,15 +165,17 @@ class Store:
             )
         return run_id
 
-    def update_run(self, run_id: str, **fields: Any) -> None:
+    def update_run(self, run_id: str, **changes: Any) -> None:
         for key in ("settings", "sources", "tokens_by_role"):
-            if key in fields and not isinstance(fields[key], str):
-                fields[key] = _json(fields[key])
-        fields["updated"] = now()
+            if key in changes and not isinstance(changes[key], str):
+                changes[key] = _json(changes[key])
+        if "status" in changes:
+            changes["status"] = RunStatus(changes["status"]).value
+        changes["updated"] = now()
         with self.db.conn:
-            self.db["runs"].update(run_id, fields)
+            self.db["runs"].update(run_id, changes)
 
-    def get_run(self, run_id: str) -> dict:
+    def get_run(self, run_id: str) -> RunRow:
         """The run with its task's prompt and kind. Raises RunNotFound."""
         rows = list(
             self.db.query(
@@ -124,14 +188,15 @@ class Store:
             raise RunNotFound(f"No run {run_id!r} in {self.path}. `python app.py history` lists the runs.")
         return _decode_run(rows[0])
 
-    def list_runs(self, *, limit: int = 200, method: str | None = None, status: str | None = None) -> list[dict]:
+    def list_runs(self, *, limit: int = 200, method: str | None = None,
+                  status: RunStatus | str | None = None) -> list[RunRow]:
         where, args = [], []
         if method:
             where.append("runs.method = ?")
             args.append(method)
         if status:
             where.append("runs.status = ?")
-            args.append(status)
+            args.append(RunStatus(status).value)
         sql = (
             "select runs.*, tasks.prompt as task, tasks.kind as kind, tasks.task_set as task_set "
             "from runs join tasks on tasks.id = runs.task_id "
@@ -154,9 +219,10 @@ class Store:
             for row in self.db.query("select type, payload from events where run_id = ? order by seq", [run_id])
         ]
 
-    def event_rows(self, run_id: str) -> list[dict]:
-        """Raw rows (seq, type, ts), for timing a replay."""
-        return list(self.db.query("select seq, type, ts from events where run_id = ? order by seq", [run_id]))
+    def event_rows(self, run_id: str) -> list[EventRow]:
+        """Each event's number, type and time, for timing a replay."""
+        return [EventRow(*row) for row in
+                self.db.execute("select seq, type, ts from events where run_id = ? order by seq", [run_id])]
 
     def last_seq(self, run_id: str) -> int:
         row = self.db.execute("select max(seq) from events where run_id = ?", [run_id]).fetchone()
@@ -192,7 +258,8 @@ class Store:
             )
 
 
-def _decode_run(row: dict) -> dict:
+def _decode_run(row: dict) -> RunRow:
     for key, empty in (("settings", {}), ("sources", []), ("tokens_by_role", {})):
         row[key] = json.loads(row.get(key) or json.dumps(empty))
-    return row
+    row["status"] = RunStatus(row["status"])
+    return RunRow(**{k: v for k, v in row.items() if k in _RUN_FIELDS and v is not None})

@@ -8,6 +8,7 @@ import pytest
 
 import app as app_module
 from common.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
+from data.store import Store
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.web_server import FakeWeb
 
@@ -16,6 +17,28 @@ from tests.fakes.web_server import FakeWeb
 def web():
     with FakeWeb() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def _session_web():
+    with FakeWeb() as server:
+        yield server
+
+
+@pytest.fixture
+def shared_web(_session_web) -> FakeWeb:
+    """One FakeWeb for the whole session, reset before each test: for tests that read pages or
+    search but need no fresh server (starting one per test costs time)."""
+    _session_web.reset()
+    return _session_web
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A Store on a fresh SQLite file in tmp_path, closed after the test."""
+    s = Store(tmp_path / "store.db")
+    yield s
+    s.close()
 
 
 @pytest.fixture

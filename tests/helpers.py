@@ -1,7 +1,8 @@
-"""Small helpers for tests that drive runs."""
+"""Small helpers shared by the tests: driving runs, free ports, recorded sleeps."""
 
 from __future__ import annotations
 
+import socket
 from contextlib import aclosing
 
 
@@ -19,3 +20,17 @@ async def collect(gen, stop_after=None):
 
 def of(events, cls):
     return [e for e in events if isinstance(e, cls)]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on (for "unreachable" URLs and servers)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Sleeps(list):
+    """An injectable ``sleep`` that records the waits (in seconds) instead of waiting."""
+
+    async def __call__(self, seconds: float) -> None:
+        self.append(seconds)

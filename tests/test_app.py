@@ -120,8 +120,9 @@ def test_a_killed_run_resumes_from_its_last_completed_step(tmp_path, env, llm):
     author = RatAuthor(draft_steps(4))
     llm.reply(author)
     llm.latency = 0.3
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAT_STUDIO_"))}
     proc = subprocess.Popen([sys.executable, "app.py", "run", "Write about Python 3.", "--out", str(tmp_path / "a.md")],
-                            cwd=ROOT, env={**{k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAT_STUDIO_"))}, **env},
+                            cwd=ROOT, env={**clean, **env},
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
     log = []
     deadline = time.monotonic() + 60

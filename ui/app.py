@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from annotation.service import Arena
 from common.settings import Settings
 from core.clients import Clients
 from core.runner import Runner
@@ -33,10 +34,11 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner) -> gr
                 with gr.Tab("History", id="history", elem_id="rat-tab-history") as history_tab:
                     past = history.build(runner, store, clients)
                 past.refresh_on(history_tab.select)
+            votes = Arena(store)  # one service (and one leaderboard cache) for both tabs
             with gr.Tab("Arena", id="arena", elem_id="rat-tab-arena"):
-                arena.build(store)
+                arena.build(votes)
             with gr.Tab("Leaderboard", id="leaderboard", elem_id="rat-tab-leaderboard"):
-                leaderboard.build(store, clients)
+                leaderboard.build(votes, clients)
     demo.queue(default_concurrency_limit=settings.concurrency)
     return demo
 

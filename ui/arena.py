@@ -4,7 +4,7 @@ votes, and only then learns which methods wrote them.
 Blind for real: which method wrote which output never reaches the browser before the vote.
 The browser session's ``gr.State`` holds only the annotator's name and the id of the battle
 shown (Gradio keeps State values on the server; their outputs are sent to the client as None),
-the battle's methods stay in the database until ``reveal`` reads them after the vote, no
+the battle's methods stay in the database until the arena service's ``vote`` returns them, no
 component is created with a method name in its value, and every event is private in Gradio's
 API (``api_visibility="private"``).
 """
@@ -12,18 +12,14 @@ API (``api_visibility="private"``).
 from __future__ import annotations
 
 import functools
-import html
-import re
 
 import gradio as gr
 
-from annotation.board import Boards
 from annotation.errors import NoPairLeft
-from annotation.pairing import next_battle
+from annotation.service import Arena
 from common.errors import StoreError
-from data import arena
+from ui.render_arena import CHOICE_LABELS, battle_view, reveal_text
 
-CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
 MAX_NAME = 80
 
 # The arena rules of the RAT paper's appendix C (after Chatbot Arena's), in our words.
@@ -46,54 +42,6 @@ Do not let the length of an answer or its place (A or B) decide for you."""
 
 START_HINT = "Type your name and press **Start** to get your first pair."
 
-_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
-_SCRIPT_LINK = re.compile(r"\]\(\s*(?:javascript|data|vbscript):[^)]*\)", re.IGNORECASE)
-
-
-def safe_markdown(text: str) -> str:
-    """Markdown with every HTML tag made inert (``<`` escaped outside code, where Markdown
-    already shows it as text) and script links removed. Gradio's own sanitiser runs too."""
-    parts = re.split(r"(^(?:```|~~~)[^\n]*\n.*?^(?:```|~~~)[ \t]*$)", text or "", flags=re.MULTILINE | re.DOTALL)
-    out = []
-    for k, part in enumerate(parts):
-        out.append(part if k % 2 else _escape_prose(part))
-    return "".join(out)
-
-
-def _escape_prose(text: str) -> str:
-    pieces, last = [], 0
-    for m in _CODE_SPAN.finditer(text):
-        pieces.append(_escape_plain(text[last:m.start()]))
-        pieces.append(m.group(0))
-        last = m.end()
-    pieces.append(_escape_plain(text[last:]))
-    return "".join(pieces)
-
-
-def _escape_plain(text: str) -> str:
-    return _SCRIPT_LINK.sub("](#)", text.replace("&", "&amp;").replace("<", "&lt;"))
-
-
-def _name(value: str) -> str:
-    """Method names (any text, from imports) shown inline."""
-    return "`" + html.escape(value.replace("`", "'")) + "`"
-
-
-# -- what the view shows ----------------------------------------------------------------------
-
-
-def battle_view(battle: dict) -> tuple[str, str, str]:
-    """(task, A, B) Markdown of a battle, with no method name in it."""
-    task = f"### Task\n{safe_markdown(battle['prompt'])}"
-    return task, safe_markdown(battle["text_a"] or "*(empty)*"), safe_markdown(battle["text_b"] or "*(empty)*")
-
-
-def reveal_text(battle: dict) -> str:
-    """Who wrote A and B, and the vote cast — only ever called after the vote."""
-    voted = CHOICE_LABELS.get(battle.get("choice") or "", "no vote")
-    return (f"**A** was written by {_name(battle['method_a'])}, **B** by {_name(battle['method_b'])}. "
-            f"Your vote: **{voted}**. Press **Next** for another pair.")
-
 
 # -- handlers ---------------------------------------------------------------------------------
 
@@ -102,9 +50,8 @@ class ArenaTab:
     """The components and handlers of one Arena tab. Per-user data lives in ``state`` only:
     ``{"annotator": name, "battle": id or None}``."""
 
-    def __init__(self, store):
-        self.store = store
-        self.boards = Boards(store)
+    def __init__(self, service: Arena):
+        self.arena = service
 
     def start(self, name: str) -> dict:
         name = (name or "").strip()
@@ -117,27 +64,23 @@ class ArenaTab:
     def next(self, state: dict | None) -> dict:
         if not state or not state.get("annotator"):
             raise gr.Error("Type your name and press Start first.")
-        store = self.store
         try:
-            battle_id = next_battle(store, state["annotator"], self.boards.tally("people"))
-            battle = arena.get_battle(store, battle_id)
+            shown = self.arena.next_pair(state["annotator"])
         except NoPairLeft as exc:
             return self._empty(state, str(exc))
         except StoreError as exc:
             raise gr.Error(str(exc)) from exc
-        task, a, b = battle_view(battle)
-        return self._view({**state, "battle": battle_id}, task, a, b, "", voting=True)
+        task, a, b = battle_view(shown)
+        return self._view({**state, "battle": shown.battle_id}, task, a, b, "", voting=True)
 
     def vote(self, choice: str, state: dict | None) -> dict:
         if not state or not state.get("battle"):
             raise gr.Error("There is no pair to vote on: press Next.")
-        store = self.store
         try:
-            arena.record_vote(store, state["battle"], state["annotator"], choice)
+            revealed = self.arena.vote(state["battle"], state["annotator"], choice)
         except StoreError as exc:
             raise gr.Error(str(exc)) from exc
-        battle = arena.get_battle(store, state["battle"])
-        return {self.state: {**state, "battle": None}, self.reveal: reveal_text(battle),
+        return {self.state: {**state, "battle": None}, self.reveal: reveal_text(revealed),
                 **{b: gr.update(interactive=False) for b in self.buttons.values()}}
 
     def _empty(self, state: dict, message: str) -> dict:
@@ -180,9 +123,9 @@ class ArenaTab:
                          outputs=[self.state, self.reveal, *self.buttons.values()], **private)
 
 
-def build(store) -> ArenaTab:
+def build(service: Arena) -> ArenaTab:
     """Create the Arena tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
-    tab = ArenaTab(store)
+    tab = ArenaTab(service)
     tab.layout()
     tab.wire()
     return tab

@@ -48,7 +48,7 @@ def word_diff(before: str, after: str) -> list[Piece]:
     def add(op: str, words: list[str], spaces: list[str]) -> None:
         if not words:
             return
-        text = "".join(w + s for w, s in zip(words, spaces))
+        text = "".join(w + s for w, s in zip(words, spaces, strict=False))
         if pieces and pieces[-1].op == op:
             pieces[-1] = Piece(op, pieces[-1].text + text)
         else:

@@ -34,7 +34,8 @@ async def timed(schedule: Sequence[tuple[float, Event]]) -> AsyncIterator[Event]
 class HistoryTab:
     def __init__(self, runner: Runner, store, clients: Clients):
         self.store = store
-        self.panel = RunPanel(runner, store, clients, hint="Pick a run in the table above to see it, replay it or continue it.")
+        self.panel = RunPanel(runner, store, clients,
+                              hint="Pick a run in the table above to see it, replay it or continue it.")
 
     def layout(self) -> None:
         with gr.Row(equal_height=True):
@@ -80,7 +81,7 @@ class HistoryTab:
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
         view = render.fold(self.store.events(run_id))
-        view.run_id, view.method, view.task = run_id, run["method"], run["task"]
+        view.run_id, view.method, view.task = run_id, run.method, run.task
         return view
 
     def on_open(self, run_id: str) -> dict:
@@ -97,7 +98,7 @@ class HistoryTab:
         view = self.view_of(run_id)  # checks the id
         store = self.store
         events = store.events(view.run_id)
-        stamps = [row["ts"] for row in store.event_rows(view.run_id)]
+        stamps = [row.ts for row in store.event_rows(view.run_id)]
         schedule = render.replay_schedule(events, stamps, speed=float(speed or 1), max_gap=MAX_GAP)
         async for update in self.panel.follow(timed(schedule), RunView(), live=False):
             yield update

@@ -7,16 +7,13 @@ from __future__ import annotations
 import gradio as gr
 
 from annotation import judge, plots, ratings
-from annotation.board import Boards
+from annotation.service import Arena
 from common.errors import RatStudioError
 from core.clients import Clients
-from data import arena
-from ui.arena import safe_markdown
+from ui.render_arena import HEADERS, agreement_text, judge_log, table_rows
 
 ALL = "__all__"  # the "every task set" choice
 SOURCE_CHOICES = [("People", "people"), ("LLM judge", "judge")]
-HEADERS = ["method", "mu", "sigma", "mu - 3 sigma", "win rate", "battles", "wins", "ties", "losses",
-           "BT", "BT 95% low", "BT 95% high"]
 BOOTSTRAP = 100
 
 EXPLAIN = """TrueSkill (mu 25, sigma 25/3, tau 0) updates the ratings vote by vote in the order they were
@@ -31,47 +28,28 @@ outputs counts as a tie. Pairs this model has judged already are skipped. Leave 
 empty to judge every pair of methods."""
 
 
-def table_rows(rows: list[ratings.Row]) -> list[list]:
-    return [
-        [r.method, round(r.mu, 2), round(r.sigma, 2), round(r.conservative, 2), f"{r.win_rate:.1%}", r.battles,
-         r.wins, r.ties, r.losses, round(r.bt), round(r.bt_low), round(r.bt_high)]
-        for r in rows
-    ]
-
-
-def agreement_text(store, task_set: str | None) -> str:
-    people, judged = ([r[1:] for r in arena.vote_rows(store, s, task_set)] for s in ("people", "judge"))
-    shared = ratings.agreement(people, judged)
-    if not shared.compared:
-        return "Judge and people have not voted on the same task and method pair yet."
-    return (f"Judge and people agree on **{shared.agreed} of {shared.compared}** people's votes "
-            f"on the pairs both judged (**{shared.rate:.0%}**).")
-
-
 class LeaderboardTab:
-    def __init__(self, store, clients: Clients):
-        self.store, self.clients = store, clients
-        self.boards = Boards(store)
+    def __init__(self, service: Arena, clients: Clients):
+        self.arena, self.clients = service, clients
 
     # -- handlers -------------------------------------------------------------------------------
     def choices(self) -> dict:
-        store = self.store
-        sets = [("every task set", ALL)] + [(s or "(no set)", s) for s in arena.task_sets(store)]
-        methods = arena.methods(store)
+        sets = [("every task set", ALL)] + [(s or "(no set)", s) for s in self.arena.task_sets()]
+        methods = self.arena.methods()
         return {self.task_set: gr.update(choices=sets), self.method_a: gr.update(choices=methods),
                 self.method_b: gr.update(choices=methods)}
 
     def show(self, source: str, task_set: str) -> dict:
         chosen = None if task_set in (None, ALL) else task_set
-        t = self.boards.tally(source, chosen)
-        rows = ratings.rows(t, bootstrap=BOOTSTRAP)
+        board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP)
+        t, rows = board.tally, board.rows
         if not rows:
             hint = "vote in the Arena tab" if source == "people" else "run the LLM judge below"
             return {self.summary: f"No {source} votes yet: {hint}.", self.table: [], self.ratings_plot: None,
                     self.winrate_plot: None, self.battles_plot: None}
-        methods = [r.method for r in rows]
-        summary = (f"**{t.total}** {source} votes over **{len(methods)}** methods; draw probability "
-                   f"{t.p_draw:.2f}. {agreement_text(self.store, chosen)}")
+        methods = board.methods
+        summary = (f"**{board.votes}** {source} votes over **{len(methods)}** methods; draw probability "
+                   f"{t.p_draw:.2f}. {agreement_text(self.arena.agreement(chosen))}")
         return {
             self.summary: summary, self.table: table_rows(rows),
             self.ratings_plot: plots.ratings_figure(rows),
@@ -82,7 +60,7 @@ class LeaderboardTab:
         }
 
     async def run_judge(self, method_a: str | None, method_b: str | None, n: float | None,
-                        progress=gr.Progress()) -> str:
+                        progress=gr.Progress()) -> str:  # noqa: B008 (Gradio injects it)
         picked = [m for m in (method_a, method_b) if m]
         if len(picked) == 1 or (len(picked) == 2 and method_a == method_b):
             raise gr.Error("Choose two different methods, or leave both empty to judge every pair.")
@@ -94,13 +72,11 @@ class LeaderboardTab:
             progress((done, total), desc=line)
 
         try:
-            report = await judge.judge_store(
-                self.store, self.clients.llm, self.clients.settings.llm.model_for("judge"),
-                methods=picked or None, n=calls, on_progress=on_progress)
+            report = await self.arena.judge(self.clients.llm, self.clients.settings.llm.model_for("judge"),
+                                            methods=picked or None, n=calls, on_progress=on_progress)
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
-        lines = "\n".join(f"- {safe_markdown(line)}" for line in report.lines[-30:])
-        return f"{report.summary()}\n\n{lines}"
+        return judge_log(report.summary(), report.lines)
 
     # -- layout ---------------------------------------------------------------------------------
     def layout(self) -> None:
@@ -139,9 +115,9 @@ class LeaderboardTab:
         judged.then(self.show, inputs=filters, outputs=view, **private)
 
 
-def build(store, clients: Clients) -> LeaderboardTab:
+def build(service: Arena, clients: Clients) -> LeaderboardTab:
     """Create the Leaderboard tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
-    tab = LeaderboardTab(store, clients)
+    tab = LeaderboardTab(service, clients)
     tab.layout()
     tab.wire()
     return tab

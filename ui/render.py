@@ -25,17 +25,33 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from common.events import (
-    DraftReady, Event, Failed, Final, LLMCalled, Note, PageRead, PassagesChosen, QueryMade, RunStarted,
-    SearchDone, StepRevised, StepStarted, TokenDelta,
+    DraftReady,
+    Event,
+    Failed,
+    Final,
+    LLMCalled,
+    Note,
+    PageRead,
+    PassagesChosen,
+    QueryMade,
+    RunStarted,
+    SearchDone,
+    StepRevised,
+    StepStarted,
+    TokenDelta,
 )
+from common.types import Passage, Source
 from core.prompts import join_steps
 from core.report import to_markdown
 from core.sources import SourceBook
-from common.types import Passage, Source
 from ui.diff import changed, diff_html
+
+if TYPE_CHECKING:  # pragma: no cover
+    from data.store import RunRow
 
 DIFF_CONTEXT = 14  # words kept around a change in a long revised text
 LONG_DIFF = 120  # words: a longer "before" text is shown with only DIFF_CONTEXT around changes
@@ -505,14 +521,10 @@ def export_name(view: RunView) -> str:
 HISTORY_HEADERS = ["run", "task", "method", "date", "status", "tokens", "time"]
 
 
-def history_rows(runs: Iterable[dict]) -> list[list]:
+def history_rows(runs: Iterable[RunRow]) -> list[list]:
     """One row per run for the History table."""
-    rows = []
-    for r in runs:
-        tokens = (r.get("prompt_tokens") or 0) + (r.get("completion_tokens") or 0)
-        rows.append([r["id"], short(r.get("task", ""), 80), r.get("method", ""), when(r.get("created", "")),
-                     r.get("status", ""), f"{tokens:,}", f"{r.get('wall_seconds') or 0:.1f} s"])
-    return rows
+    return [[r.id, short(r.task, 80), r.method, when(r.created), str(r.status), f"{r.tokens:,}",
+             f"{r.wall_seconds or 0:.1f} s"] for r in runs]
 
 
 def when(stamp: str) -> str:
@@ -551,7 +563,7 @@ def replay_schedule(events: Sequence[Event], stamps: Sequence[str], *, speed: fl
     that call's own time, in ``typing_chunks`` pieces."""
     speed = max(speed, 0.01)
     times = _seconds(stamps)
-    gaps = [0.0] + [max(0.0, min(max_gap, b - a)) / speed for a, b in zip(times, times[1:])]
+    gaps = [0.0] + [max(0.0, min(max_gap, b - a)) / speed for a, b in zip(times, times[1:], strict=False)]
     gaps += [0.0] * (len(events) - len(gaps))
     schedule: list[tuple[float, Event]] = []
     for k, e in enumerate(events):

@@ -25,12 +25,12 @@ import gradio as gr
 
 from common.errors import RatStudioError
 from common.events import Event, Failed, TokenDelta
+from common.settings import Settings
 from common.types import Task
+from core.clients import Clients
 from core.methods import METHODS, get_method
 from core.prompts import join_steps, split_steps
-from core.clients import Clients
 from core.runner import Runner
-from common.settings import Settings
 from ui import render
 from ui.render import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
 
@@ -195,7 +195,7 @@ class RunPanel:
         if not view.run_id:
             return ""
         try:
-            return self.store.get_run(view.run_id)["status"]
+            return self.store.get_run(view.run_id).status
         except RatStudioError:
             return ""
 
@@ -260,7 +260,7 @@ class RunPanel:
         steps = split_steps(text or "")
         draft = steps if steps and steps != view.steps else None  # None: go on as stored
         run = self.store.get_run(view.run_id)
-        providers = providers_for(self.runner.settings, run["settings"].get("search"))
+        providers = providers_for(self.runner.settings, run.settings.get("search"))
         events = self.runner.resume(view.run_id, draft=draft, providers=providers)
         async for update in self.follow(events, view):
             yield update

@@ -33,16 +33,27 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
 
+from common.events import (
+    DraftReady,
+    Event,
+    Final,
+    Note,
+    PassagesChosen,
+    QueryMade,
+    SearchDone,
+    SourcesUsed,
+    StepRevised,
+    StepStarted,
+)
+from common.types import Passage, SearchResult, Task
 from core import prompts
-from common.events import DraftReady, Event, Final, Note, PassagesChosen, QueryMade, SearchDone, StepRevised, StepStarted
-from common.types import Task
-from core.methods.base import MethodContext, Out, generate, register
-from core.methods.baselines import param, question_for, urls_of, web_query
+from core.methods.base import MethodContext, register
+from core.methods.helpers import Return, generate, param, question_for, returning, urls_of, web_query
 from core.passages import format_passages
 from core.retrieval import retrieve
-from core.sources import SourceBook
-from common.types import Passage, SearchResult
 
 MAX_QUERIES = 4  # 002, 3.2 and A.4
 PROCEDURES_PER_QUERY = 3  # 002, A.2 ("retrieve 3 procedures") and 4.1
@@ -57,7 +68,7 @@ REWRITE = """##Task:
 ##Instruction:
 First write a short high-level outline of how to accomplish the task, one step per line, under the heading "Outline:".
 Then, based on the outline, write at most {n} questions whose answers can be found in procedures of similar past tasks (how something similar was done before), one question per line, under the heading "Questions:".
-Output only the two lists."""
+Output only the two lists."""  # noqa: E501
 
 # Ours (002 3.5 step 1 and 4.1: the RAG answer from retrieved procedures, "like the few-shot case").
 FIRST_ANSWER = """##Procedures from memory:
@@ -68,7 +79,7 @@ FIRST_ANSWER = """##Procedures from memory:
 
 ##Instruction:
 The procedures above show how similar tasks were done before. Using them where they apply, answer the task. Where the task asks for a procedure or a plan, answer with ordered steps.
-Just respond to the task directly. DO NOT add additional explanations or introducement unless you are asked to."""
+Just respond to the task directly. DO NOT add additional explanations or introducement unless you are asked to."""  # noqa: E501
 
 # Ours (002 3.3: "asking it to generate a summary of the retrieved procedures as an answer to the question").
 SUMMARY = """##Question:
@@ -79,9 +90,10 @@ SUMMARY = """##Question:
 
 ##Instruction:
 Answer the question with a short summary of the retrieved procedures. Keep only the information that helps answer the question and leave out the steps that do not. If the procedures do not answer the question, say so in one sentence.
-Just output the summary."""
+Just output the summary."""  # noqa: E501
 
-# Ours (002 3.5 step 4: "performs the first update to the RAG response using the context provided by the generated summaries").
+# Ours (002 3.5 step 4: "performs the first update to the RAG response using the context provided by the
+# generated summaries").
 UPDATE = """##Task:
 {task}
 
@@ -93,7 +105,7 @@ UPDATE = """##Task:
 
 ##Instruction:
 Update the current answer according to the knowledge above: correct what the knowledge contradicts and add the steps or details it shows are missing. Keep what is already right.
-Just output the updated answer. DO NOT add additional explanations or introducement."""
+Just output the updated answer. DO NOT add additional explanations or introducement."""  # noqa: E501
 
 # Ours (002 3.4: the critic "evaluates if any edits are required, and suggests them as a bulleted
 # list. In case no edits are required, the critic appends the string 'NO UPDATE REQUIRED'").
@@ -109,7 +121,7 @@ CRITIC = """##Task:
 ##Instruction:
 You are a critic. Check whether the answer accomplishes the task, whether its steps are clear, in a sensible order and detailed enough, and whether it uses only the resources the task allows.
 If edits are required, list them as a bulleted list, one edit per bullet.
-If no edits are required, write NO UPDATE REQUIRED."""
+If no edits are required, write NO UPDATE REQUIRED."""  # noqa: E501
 
 # Ours (002 3.4: the edits are "performed by the LLM with a prompt including the list of edits,
 # context from the summarizer, and the current version of the output procedure steps").
@@ -130,7 +142,8 @@ Apply the edits above to the current answer, using the knowledge where it helps.
 Just output the edited answer. DO NOT add additional explanations or introducement."""
 
 
-@register("aag", "AAG: outline and up to 4 questions, procedures from memory summarised per question, a first answer updated with them, then a critic/editor loop",
+@register("aag", "AAG: outline and up to 4 questions, procedures from memory summarised per question, "
+                 "a first answer updated with them, then a critic/editor loop",
           "002 (AAG), section 3")
 def aag(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _aag(task, ctx, rewrite=True, summarize=True, critic=True)
@@ -148,141 +161,224 @@ def aag_nocr(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _aag(task, ctx, rewrite=True, summarize=True, critic=False)
 
 
-@register("aag-noqr", "AAG-NOQR: AAG without query rewriting; the task is the single query and its first answer goes to the critic loop",
+@register("aag-noqr", "AAG-NOQR: AAG without query rewriting; the task is the single query and its first answer "
+                      "goes to the critic loop",
           "002 (AAG), ablation of section 4.5")
 def aag_noqr(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _aag(task, ctx, rewrite=False, summarize=False, critic=True)
+
+
+EMPTY_MEMORY = ("The procedure memory is empty (or not connected), so AAG retrieves web pages instead of procedures. "
+                "Fill it with `python app.py procedures import FILE.jsonl` "
+                "or `python app.py procedures add-from-run RUN_ID`.")
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every phase of one AAG run reads."""
+
+    ctx: MethodContext
+    task: Task
+    memory: Any  # core.procedures.ProcedureMemory, or None: the web stands in for it
+    per_query: int  # procedures retrieved per query
+    n: int  # steps in all: the first answer, one per question, the update, the critic cycles
+
+    @property
+    def question(self) -> str:
+        return question_for(self.task)
 
 
 async def _aag(task: Task, ctx: MethodContext, *, rewrite: bool, summarize: bool, critic: bool) -> AsyncIterator[Event]:
     max_queries = max(1, param(ctx, "aag.max_queries", MAX_QUERIES))
     per_query = max(1, param(ctx, "aag.procedures", PROCEDURES_PER_QUERY))
     cycles = max(0, param(ctx, "aag.critic_cycles", CRITIC_CYCLES)) if critic else 0
-    question = question_for(task)
-    book = SourceBook()
     memory = getattr(ctx, "memory", None)
     if memory is None or memory.count() == 0:
         memory = None
-        yield Note(level="warning", text="The procedure memory is empty (or not connected), so AAG retrieves web pages "
-                                         "instead of procedures. Fill it with `python app.py procedures import FILE.jsonl` "
-                                         "or `python app.py procedures add-from-run RUN_ID`.")
-
-    # QR: outline, then questions
+        yield Note(level="warning", text=EMPTY_MEMORY)
     questions: list[str] = []
     if rewrite:
-        qr: Out[str] = Out("")
-        async for ev in generate(ctx, REWRITE.format(task=task.prompt, n=max_queries), role="query", out=qr):
+        rewritten = _rewrite_query(ctx, task, max_queries)
+        async for ev in rewritten:
             yield ev
-        outline, questions = parse_rewrite(qr.value, max_queries)
-        if outline:
-            yield DraftReady(steps=tuple(outline))
-        if not questions:
-            yield Note(level="warning", text="The query rewriter wrote no questions; the task itself is the one question.")
-            questions = [task.prompt]
-    n = 1 + len(questions) + (1 if questions else 0) + cycles
+        questions = rewritten.result
+    run = _Run(ctx, task, memory, per_query, n=1 + len(questions) + (1 if questions else 0) + cycles)
 
-    # RAG: procedures like the task, and a first answer
-    yield StepStarted(i=1, thought="Retrieve procedures like the task and write a first answer", n=n)
-    query = web_query(task.prompt)[0]
+    first = _first_answer(run)
+    async for ev in first:
+        yield ev
+    answer, passages = first.result
+    context = format_passages(passages) or "(no procedures found)"  # NOQR: the task's procedures
+    if questions:
+        asked = _ask(run, questions, summarize=summarize)
+        async for ev in asked:
+            yield ev
+        context, passages = asked.result
+        updated = _update(run, 2 + len(questions), answer, context, passages)
+        async for ev in updated:
+            yield ev
+        answer = updated.result
+    criticised = _critic_loop(run, cycles, answer, context, passages)
+    async for ev in criticised:
+        yield ev
+    yield Final(text=criticised.result)
+
+
+@returning
+async def _rewrite_query(ctx: MethodContext, task: Task, max_queries: int) -> AsyncIterator[Event | Return[list[str]]]:
+    """QR (002 3.2): an outline (shown as the draft), then at most ``max_queries`` questions;
+    returns the questions (the task itself when the rewriter wrote none)."""
+    reply = generate(ctx, REWRITE.format(task=task.prompt, n=max_queries), role="query")
+    async for ev in reply:
+        yield ev
+    outline, questions = parse_rewrite(reply.result, max_queries)
+    if outline:
+        yield DraftReady(steps=tuple(outline))
+    if not questions:
+        yield Note(level="warning", text="The query rewriter wrote no questions; the task itself is the one question.")
+        questions = [task.prompt]
+    yield Return(questions)
+
+
+@returning
+async def _first_answer(run: _Run) -> AsyncIterator[Event | Return[tuple[str, list[Passage]]]]:
+    """RAG (002 3.5 step 1): procedures like the task, and a first answer from them (step 1);
+    returns the answer and the procedures."""
+    yield StepStarted(i=1, thought="Retrieve procedures like the task and write a first answer", n=run.n)
+    query = web_query(run.task.prompt)[0]
     yield QueryMade(i=1, query=query)
-    first: Out[list[Passage]] = Out([])
-    async for ev in _recall(ctx, memory, 1, query, first, per_query):
-        book.see(ev)
+    found = _recall(run, 1, query)
+    async for ev in found:
         yield ev
-    text: Out[str] = Out("")
-    prompt = FIRST_ANSWER.format(procedures=format_passages(first.value) or "(none found)", task=question)
-    async for ev in generate(ctx, prompt, role="draft", out=text, i=1):
+    prompt = FIRST_ANSWER.format(procedures=format_passages(found.result) or "(none found)", task=run.question)
+    text = generate(run.ctx, prompt, role="draft", i=1)
+    async for ev in text:
         yield ev
-    answer = prompts.normalise_answer(text.value) or text.value.strip()
-    step = StepRevised(i=1, before="", after=answer, sources=urls_of(first.value), article=answer)
-    book.see(step)
-    yield step
+    answer = prompts.normalise_answer(text.result) or text.result.strip()
+    yield StepRevised(i=1, before="", after=answer, sources=urls_of(found.result), article=answer)
+    yield Return((answer, found.result))
 
-    # per question: retrieve, then summarise (or keep the procedures themselves)
-    context_passages: list[Passage] = list(first.value)
+
+@returning
+async def _ask(run: _Run, questions: list[str], *,
+               summarize: bool) -> AsyncIterator[Event | Return[tuple[str, list[Passage]]]]:
+    """Per question (steps 2..): retrieve, then summarise (SUM, 002 3.3). Returns the context
+    (the stacked summaries, or with NOSUM the procedures themselves) and the procedures found,
+    duplicates removed."""
     summaries: list[str] = []
     gathered: list[Passage] = []
-    for j, q in enumerate(questions, start=1):
-        i = 1 + j
-        yield StepStarted(i=i, thought=q, n=n)
-        yield QueryMade(i=i, query=web_query(q)[0])
-        found: Out[list[Passage]] = Out([])
-        async for ev in _recall(ctx, memory, i, web_query(q)[0], found, per_query):
-            book.see(ev)
+    for j, question in enumerate(questions, start=1):
+        one = _ask_one(run, 1 + j, question, summarize=summarize)
+        async for ev in one:
             yield ev
-        gathered += found.value
-        if summarize:
-            s: Out[str] = Out("")
-            prompt = SUMMARY.format(question=q, procedures=format_passages(found.value) or "(none found)")
-            async for ev in generate(ctx, prompt, role="query", out=s, i=i):
-                yield ev
-            summary = f"Q: {q}\nA: {' '.join(s.value.split())}"
-            summaries.append(summary)
-            book.use(i, urls_of(found.value))
-            yield Note(i=i, text=summary)
+        found, summary = one.result
+        gathered += found
+        summaries.append(summary)
+    unique = list({(p.url, p.text): p for p in gathered}.values())
+    context = "\n\n".join(summaries) if summarize else (format_passages(unique) or "(no procedures found)")
+    yield Return((context, unique))
 
-    if questions:
-        unique = list({(p.url, p.text): p for p in gathered}.values())
-        context_passages = unique
-        context = "\n\n".join(summaries) if summarize else (format_passages(unique) or "(no procedures found)")
-        i = 2 + len(questions)
-        yield StepStarted(i=i, thought="Update the first answer with what the questions found", n=n)
-        upd: Out[str] = Out("")
-        async for ev in generate(ctx, UPDATE.format(task=question, answer=answer, context=context),
-                                 role="revise", out=upd, i=i):
-            yield ev
-        before, answer = answer, prompts.normalise_answer(upd.value) or answer
-        step = StepRevised(i=i, before=before, after=answer, sources=urls_of(unique), article=answer)
-        book.see(step)
-        yield step
-    else:  # NOQR: the procedures retrieved with the task are the context
-        context = format_passages(first.value) or "(no procedures found)"
 
-    # critic loop
-    start = n - cycles
+@returning
+async def _ask_one(run: _Run, i: int, question: str, *,
+                   summarize: bool) -> AsyncIterator[Event | Return[tuple[list[Passage], str]]]:
+    """Step i: retrieve procedures for one question and (unless NOSUM) summarise them as its
+    answer; returns the procedures and "Q: <question>\\nA: <summary>" ("" without summary)."""
+    yield StepStarted(i=i, thought=question, n=run.n)
+    query = web_query(question)[0]
+    yield QueryMade(i=i, query=query)
+    found = _recall(run, i, query)
+    async for ev in found:
+        yield ev
+    if not summarize:
+        yield Return((found.result, ""))
+        return
+    prompt = SUMMARY.format(question=question, procedures=format_passages(found.result) or "(none found)")
+    reply = generate(run.ctx, prompt, role="query", i=i)
+    async for ev in reply:
+        yield ev
+    summary = f"Q: {question}\nA: {' '.join(reply.result.split())}"
+    if found.result:
+        yield SourcesUsed(i=i, urls=urls_of(found.result))
+    yield Note(i=i, text=summary)
+    yield Return((found.result, summary))
+
+
+@returning
+async def _update(run: _Run, i: int, answer: str, context: str,
+                  passages: list[Passage]) -> AsyncIterator[Event | Return[str]]:
+    """UPDATE (002 3.5 step 4), step i: the first answer updated with the context; returns it."""
+    yield StepStarted(i=i, thought="Update the first answer with what the questions found", n=run.n)
+    reply = generate(run.ctx, UPDATE.format(task=run.question, answer=answer, context=context), role="revise", i=i)
+    async for ev in reply:
+        yield ev
+    after = prompts.normalise_answer(reply.result) or answer
+    yield StepRevised(i=i, before=answer, after=after, sources=urls_of(passages), article=after)
+    yield Return(after)
+
+
+@returning
+async def _critic_loop(run: _Run, cycles: int, answer: str, context: str,
+                       passages: list[Passage]) -> AsyncIterator[Event | Return[str]]:
+    """CRITIC (002 3.4), the last ``cycles`` steps: critic and editor until the critic says
+    NO UPDATE REQUIRED or the cycles run out; returns the answer."""
+    start = run.n - cycles
     for c in range(1, cycles + 1):
-        i = start + c
-        yield StepStarted(i=i, thought=f"Critic, cycle {c} of {cycles}", n=n)
-        crit: Out[str] = Out("")
-        async for ev in generate(ctx, CRITIC.format(task=question, context=context, answer=answer),
-                                 role="revise", out=crit, i=i):
+        cycle = _critic_cycle(run, start + c, f"Critic, cycle {c} of {cycles}", answer, context, passages)
+        async for ev in cycle:
             yield ev
-        if NO_UPDATE.lower() in crit.value.lower():
-            yield Note(i=i, text=f"critic: {NO_UPDATE}")
+        if cycle.result is None:
             break
-        edits = crit.value.strip()
-        yield Note(i=i, text=f"critic: {edits}")
-        ed: Out[str] = Out("")
-        async for ev in generate(ctx, EDIT.format(task=question, context=context, answer=answer, edits=edits),
-                                 role="revise", out=ed, i=i):
-            yield ev
-        before, answer = answer, prompts.normalise_answer(ed.value) or answer
-        step = StepRevised(i=i, before=before, after=answer, sources=urls_of(context_passages), article=answer)
-        book.see(step)
-        yield step
+        answer = cycle.result
     else:
         if cycles:
             yield Note(text=f"critic: stopped after {cycles} cycles (the limit; raise aag.critic_cycles for more).")
-    yield Final(text=answer, sources=book.sources())
+    yield Return(answer)
 
 
-async def _recall(ctx: MethodContext, memory, i: int, query: str, out: Out[list[Passage]],
-                  k: int) -> AsyncIterator[Event]:
+@returning
+async def _critic_cycle(run: _Run, i: int, thought: str, answer: str, context: str,
+                        passages: list[Passage]) -> AsyncIterator[Event | Return[str | None]]:
+    """One critic cycle, step i: the critic's edits, applied by the editor; returns the edited
+    answer, or None when the critic requires no update."""
+    yield StepStarted(i=i, thought=thought, n=run.n)
+    critique = generate(run.ctx, CRITIC.format(task=run.question, context=context, answer=answer), role="revise", i=i)
+    async for ev in critique:
+        yield ev
+    if NO_UPDATE.lower() in critique.result.lower():
+        yield Note(i=i, text=f"critic: {NO_UPDATE}")
+        yield Return(None)
+        return
+    edits = critique.result.strip()
+    yield Note(i=i, text=f"critic: {edits}")
+    edited = generate(run.ctx, EDIT.format(task=run.question, context=context, answer=answer, edits=edits),
+                      role="revise", i=i)
+    async for ev in edited:
+        yield ev
+    after = prompts.normalise_answer(edited.result) or answer
+    yield StepRevised(i=i, before=answer, after=after, sources=urls_of(passages), article=after)
+    yield Return(after)
+
+
+@returning
+async def _recall(run: _Run, i: int, query: str) -> AsyncIterator[Event | Return[list[Passage]]]:
     """Procedures from memory as SearchDone and PassagesChosen events (provider "memory"); the
-    web through ``retrieve`` when there is no memory."""
-    if memory is None:
-        async for ev in retrieve(ctx, i, query, out, k=k):
+    web through ``retrieve`` when there is no memory. Returns the passages."""
+    if run.memory is None:
+        found = retrieve(run.ctx, i, query, k=run.per_query)
+        async for ev in found:
             yield ev
+        yield Return(found.result)
         return
     started = time.perf_counter()
-    hits = memory.search(query, k)
+    hits = run.memory.search(query, run.per_query)
     results = tuple(SearchResult(url=p.url, title=p.title, snippet=" ".join(p.text(300).split()), provider="memory")
                     for p in hits)
     yield SearchDone(i=i, query=query, results=results, provider="memory",
                      seconds=round(time.perf_counter() - started, 4))
     passages = [p.passage() for p in hits]
-    out.value = passages
     yield PassagesChosen(i=i, passages=tuple(passages))
+    yield Return(passages)
 
 
 _HEADING = re.compile(r"^\W*(outline|questions?)\W*$", re.I)

@@ -42,17 +42,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from common.errors import TaskError
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
-from common.types import Task
-from core.methods.base import MethodContext, Out, generate, register
-from core.methods.baselines import normalize_answer, param, web_query
+from common.types import Passage, Task
+from core.methods.base import MethodContext, register
+from core.methods.helpers import Return, generate, normalize_answer, param, returning, web_query
 from core.passages import format_passages, rank_passages, tokenize
 from core.retrieval import retrieve
-from core.sources import SourceBook
-from common.types import Passage
 
 N_PLANS = 5  # n (004, 4.1)
 THETA = 0.6  # θ (004, 4.1)
@@ -140,106 +138,195 @@ class Plan:
     text: str  # the query or the answer
 
 
+@dataclass(frozen=True)
+class _Config:
+    """A run's parameters (``furepa.*``), the paper's values unless set."""
+
+    n: int
+    theta: float
+    iterations: int
+    tp0: float
+    dtp: float
+    eps: float
+    schedule: str
+
+    @classmethod
+    def of(cls, ctx: MethodContext) -> _Config:
+        """Raises TaskError for a parameter that is not a number, or an unknown schedule."""
+        config = cls(n=max(1, param(ctx, "furepa.n", N_PLANS)), theta=param(ctx, "furepa.theta", THETA),
+                     iterations=max(1, param(ctx, "furepa.iterations", ITERATIONS)), tp0=param(ctx, "furepa.tp0", TP0),
+                     dtp=param(ctx, "furepa.dtp", DTP), eps=param(ctx, "furepa.eps", EPS),
+                     schedule=param(ctx, "furepa.temperature_schedule", "on-repeat"))
+        if config.schedule not in SCHEDULES:
+            raise TaskError(f"furepa.temperature_schedule={config.schedule!r} is not known: "
+                            f"use one of {', '.join(SCHEDULES)}.")
+        return config
+
+    def temperature(self, t: int, raises: int) -> float:
+        """Iteration t's sampling temperature, after ``raises`` raises (on-repeat schedule)."""
+        steps = t if self.schedule == "per-iteration" else raises
+        return round(min(MAX_TEMPERATURE, self.tp0 + steps * self.dtp), 4)
+
+
+@dataclass
+class _State:
+    """What the iterations carry: the question, the evidence E_t, the queries already run
+    (never shown to the model: only the query filter reads them), the temperature raises."""
+
+    question: str
+    evidence: list[Passage] = field(default_factory=list)
+    executed: list[str] = field(default_factory=list)
+    raises: int = 0
+
+
 @register("furepa", "FuRePA: each round plans from the question and evidence only (earlier reasoning masked), "
                     "5 sampled plans, answer at ≥60% agreement, else DBSCAN-filtered queries scored by what their "
                     "retrieval returns (a stand-in for the paper's trained RoBERTa scorer)",
           "004 (FuRePA), sections 3.1-3.2 and appendix A")
 async def furepa(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
-    n = max(1, param(ctx, "furepa.n", N_PLANS))
-    theta = param(ctx, "furepa.theta", THETA)
-    iterations = max(1, param(ctx, "furepa.iterations", ITERATIONS))
-    tp0 = param(ctx, "furepa.tp0", TP0)
-    dtp = param(ctx, "furepa.dtp", DTP)
-    eps = param(ctx, "furepa.eps", EPS)
-    schedule = param(ctx, "furepa.temperature_schedule", "on-repeat")
-    if schedule not in SCHEDULES:
-        raise TaskError(f"furepa.temperature_schedule={schedule!r} is not known: use one of {', '.join(SCHEDULES)}.")
-    question = task.prompt
-    book = SourceBook()
-    evidence: list[Passage] = []
-    executed: list[str] = []  # never shown to the model: only the query filter reads it
-    raises = 0
+    config = _Config.of(ctx)
+    state = _State(question=task.prompt)
     answer: Plan | None = None
-
-    for t in range(iterations):
-        i = t + 1
-        steps = t if schedule == "per-iteration" else raises
-        temperature = round(min(MAX_TEMPERATURE, tp0 + steps * dtp), 4)
-        yield StepStarted(i=i, n=iterations,
-                          thought=f"Plan from the question and {len(evidence)} piece(s) of evidence "
-                                  f"({n} plans at temperature {temperature:g})")
-        messages = plan_messages(question, evidence)
-        plans: list[Plan] = []
-        for _ in range(n):
-            reply: Out[str] = Out("")
-            async for ev in generate(ctx, messages, role="draft", out=reply, i=i, temperature=temperature):
-                yield ev
-            plans.append(parse_plan(reply.value, first=not evidence))
-        answers = [p for p in plans if p.kind == "answer" and p.text]
-        share = len(answers) / len(plans)
-        if t > 0 and evidence and share >= theta:
-            answer = majority(answers)
-            yield Note(i=i, text=f"FuRePA: {len(answers)}/{len(plans)} plans answer (≥ θ = {theta:g}): "
-                                 f"the majority answer is {answer.text!r}.")
-            break
-        yield Note(i=i, text=f"FuRePA: {len(answers)}/{len(plans)} plans answer (θ = {theta:g}): searching.")
-
-        candidates = list(dict.fromkeys(web_query(p.text)[0] for p in plans if p.kind == "search" and p.text))
-        kept = filter_queries(candidates, executed, eps)
-        if not kept:
-            raises += 1
-            yield Note(i=i, text=f"Every candidate query repeats one already run ({len(candidates)} candidates); "
-                                 f"the temperature goes up by {dtp:g}.")
-            continue
-        if len(kept) < len(candidates):
-            yield Note(i=i, text=f"Query filter: {len(candidates)} candidates, {len(kept)} after DBSCAN "
-                                 "(repeats of earlier queries and near-duplicates removed).")
-
-        found: dict[str, list[Passage]] = {}
-        for q in kept:
-            yield QueryMade(i=i, query=q)
-            out: Out[list[Passage]] = Out([])
-            async for ev in retrieve(ctx, i, q, out, k=ctx.settings.k):
-                book.see(ev)
-                yield ev
-            found[q] = out.value
-            executed.append(q)
-        scores, tops = score_queries(question, found, evidence)
-        shown = ", ".join(f"{q!r}: {s:.2f}" for q, s in scores.items())
-        best = max(kept, key=lambda q: (tops[q] is not None, scores[q]))  # max() keeps the first of equals
-        if tops[best] is None:
-            raises += 1
-            yield Note(i=i, text=f"No candidate query found a new passage ({shown}); the temperature goes up by {dtp:g}.")
-            continue
-        yield Note(i=i, text=f"Query scores (retrieval-based stand-in for the paper's trained scorer): {shown}. "
-                             f"Best: {best!r}.")
-        top = tops[best]
-        evidence.append(top)
-        step = StepRevised(i=i, before="", after=top.text, sources=(top.url,),
-                           article=format_passages(evidence))
-        book.see(step)
-        yield step
-
-    if answer is None:
-        i = iterations + 1
-        yield StepStarted(i=i, n=i, thought="No answer after the last round: the answer is forced")
-        reply = Out("")
-        messages = plan_messages(question, evidence)
-        messages[-1] = {"role": "user", "content": messages[-1]["content"] + FORCE}
-        async for ev in generate(ctx, messages, role="draft", out=reply, i=i, temperature=tp0):
+    for t in range(config.iterations):
+        iteration = _iteration(ctx, config, state, t)
+        async for ev in iteration:
             yield ev
-        plan = parse_plan(reply.value, first=False)
-        if plan.kind != "answer" or not plan.text:
-            lines = [line.strip() for line in reply.value.splitlines() if line.strip()]
-            plan = Plan("answer", plan.analysis, re.sub(r"^\[\w+\]\s*", "", lines[-1]) if lines else "")
-        answer = plan
-        yield Note(i=i, text=f"FuRePA: forced answer {answer.text!r}.")
-
+        answer = iteration.result
+        if answer is not None:
+            break
+    if answer is None:
+        forced = _forced_answer(ctx, config, state)
+        async for ev in forced:
+            yield ev
+        answer = forced.result
     if task.kind == "qa":
         text = f"{answer.analysis}\n\nAnswer: {answer.text}" if answer.analysis else answer.text
     else:
         text = answer.text
-    yield Final(text=text.strip(), sources=book.sources())
+    yield Final(text=text.strip())
+
+
+@returning
+async def _iteration(ctx: MethodContext, config: _Config, state: _State,
+                     t: int) -> AsyncIterator[Event | Return[Plan | None]]:
+    """Iteration t (step t + 1): sample plans, assess them (3.2.1), and unless they answer,
+    filter the candidate queries (3.2.2), run them and keep the best one's new passage (3.2.3).
+    Returns the answer plan, or None to go on."""
+    i = t + 1
+    temperature = config.temperature(t, state.raises)
+    yield StepStarted(i=i, n=config.iterations,
+                      thought=f"Plan from the question and {len(state.evidence)} piece(s) of evidence "
+                              f"({config.n} plans at temperature {temperature:g})")
+    sampled = _sample_plans(ctx, config, state, i, temperature)
+    async for ev in sampled:
+        yield ev
+    plans = sampled.result
+    answer, note = assess_plans(plans, config.theta, may_answer=t > 0 and bool(state.evidence), i=i)
+    yield note
+    if answer is None:
+        async for ev in _search(ctx, config, state, plans, i):
+            yield ev
+    yield Return(answer)
+
+
+@returning
+async def _sample_plans(ctx: MethodContext, config: _Config, state: _State, i: int,
+                        temperature: float) -> AsyncIterator[Event | Return[list[Plan]]]:
+    """Furthest reasoning (3.1): n plans from the question and the evidence only."""
+    messages = plan_messages(state.question, state.evidence)
+    plans: list[Plan] = []
+    for _ in range(config.n):
+        reply = generate(ctx, messages, role="draft", i=i, temperature=temperature)
+        async for ev in reply:
+            yield ev
+        plans.append(parse_plan(reply.result, first=not state.evidence))
+    yield Return(plans)
+
+
+def assess_plans(plans: list[Plan], theta: float, *, may_answer: bool, i: int) -> tuple[Plan | None, Note]:
+    """Plan decision (eq. 5): the majority answer when answering is allowed (t > 0, some
+    evidence) and at least θ of the plans answer, else None; and the Note that says which."""
+    answers = [p for p in plans if p.kind == "answer" and p.text]
+    share = len(answers) / len(plans)
+    if may_answer and share >= theta:
+        answer = majority(answers)
+        return answer, Note(i=i, text=f"FuRePA: {len(answers)}/{len(plans)} plans answer (≥ θ = {theta:g}): "
+                                      f"the majority answer is {answer.text!r}.")
+    return None, Note(i=i, text=f"FuRePA: {len(answers)}/{len(plans)} plans answer (θ = {theta:g}): searching.")
+
+
+async def _search(ctx: MethodContext, config: _Config, state: _State, plans: list[Plan],
+                  i: int) -> AsyncIterator[Event]:
+    """The searching half of an iteration: filter the plans' queries, run those left, and add
+    the best one's top new passage to the evidence; raise the temperature when nothing is
+    left or nothing new is found."""
+    candidates = list(dict.fromkeys(web_query(p.text)[0] for p in plans if p.kind == "search" and p.text))
+    kept = filter_queries(candidates, state.executed, config.eps)
+    if not kept:
+        state.raises += 1
+        yield Note(i=i, text=f"Every candidate query repeats one already run ({len(candidates)} candidates); "
+                             f"the temperature goes up by {config.dtp:g}.")
+        return
+    if len(kept) < len(candidates):
+        yield Note(i=i, text=f"Query filter: {len(candidates)} candidates, {len(kept)} after DBSCAN "
+                             "(repeats of earlier queries and near-duplicates removed).")
+    found = _run_queries(ctx, state, kept, i)
+    async for ev in found:
+        yield ev
+    async for ev in _keep_the_best(config, state, kept, found.result, i):
+        yield ev
+
+
+@returning
+async def _run_queries(ctx: MethodContext, state: _State, queries: list[str],
+                       i: int) -> AsyncIterator[Event | Return[dict[str, list[Passage]]]]:
+    """Retrieve for each query (each now counts as executed); returns its passages per query."""
+    found: dict[str, list[Passage]] = {}
+    for q in queries:
+        yield QueryMade(i=i, query=q)
+        passages = retrieve(ctx, i, q, k=ctx.settings.k)
+        async for ev in passages:
+            yield ev
+        found[q] = passages.result
+        state.executed.append(q)
+    yield Return(found)
+
+
+async def _keep_the_best(config: _Config, state: _State, kept: list[str], found: dict[str, list[Passage]],
+                         i: int) -> AsyncIterator[Event]:
+    """Query scorer (3.2.3, our stand-in): the best query's top new passage joins the evidence
+    (a StepRevised), or, when no query found anything new, the temperature goes up."""
+    scores, tops = score_queries(state.question, found, state.evidence)
+    shown = ", ".join(f"{q!r}: {s:.2f}" for q, s in scores.items())
+    best = max(kept, key=lambda q: (tops[q] is not None, scores[q]))  # max() keeps the first of equals
+    top = tops[best]
+    if top is None:
+        state.raises += 1
+        yield Note(i=i, text=f"No candidate query found a new passage ({shown}); "
+                             f"the temperature goes up by {config.dtp:g}.")
+        return
+    yield Note(i=i, text=f"Query scores (retrieval-based stand-in for the paper's trained scorer): {shown}. "
+                         f"Best: {best!r}.")
+    state.evidence.append(top)
+    yield StepRevised(i=i, before="", after=top.text, sources=(top.url,), article=format_passages(state.evidence))
+
+
+@returning
+async def _forced_answer(ctx: MethodContext, config: _Config, state: _State) -> AsyncIterator[Event | Return[Plan]]:
+    """After T iterations without an answer: one more call that must answer (our prompt)."""
+    i = config.iterations + 1
+    yield StepStarted(i=i, n=i, thought="No answer after the last round: the answer is forced")
+    messages = plan_messages(state.question, state.evidence)
+    messages[-1] = {"role": "user", "content": messages[-1]["content"] + FORCE}
+    reply = generate(ctx, messages, role="draft", i=i, temperature=config.tp0)
+    async for ev in reply:
+        yield ev
+    plan = parse_plan(reply.result, first=False)
+    if plan.kind != "answer" or not plan.text:
+        lines = [line.strip() for line in reply.result.splitlines() if line.strip()]
+        plan = Plan("answer", plan.analysis, re.sub(r"^\[\w+\]\s*", "", lines[-1]) if lines else "")
+    yield Note(i=i, text=f"FuRePA: forced answer {plan.text!r}.")
+    yield Return(plan)
 
 
 def plan_messages(question: str, evidence: list[Passage]) -> list[dict]:
@@ -268,7 +355,7 @@ def parse_plan(text: str, *, first: bool) -> Plan:
     without a tag is read as a query (its first line)."""
     parts = _TAG.split(text)
     analysis, kind, body = [], "", ""
-    for tag, content in zip(parts[1::2], parts[2::2]):
+    for tag, content in zip(parts[1::2], parts[2::2], strict=False):
         tag = tag.lower()
         content = content.strip()
         if tag == "analysis":
@@ -308,7 +395,7 @@ def filter_queries(candidates: list[str], executed: list[str], eps: float = EPS)
     spent = set(labels[: len(executed)])
     kept: list[str] = []
     seen: set[int] = set()
-    for j, label in enumerate(labels[len(executed):]):
+    for label in labels[len(executed):]:
         if label in spent or label in seen:
             continue
         seen.add(label)

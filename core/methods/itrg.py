@@ -35,15 +35,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from core import prompts
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
-from common.types import Task
-from core.methods.base import MethodContext, Out, generate, register
-from core.methods.baselines import QA_INSTRUCTION, param, urls_of, web_query
+from common.types import Passage, Task
+from core import prompts
+from core.methods.base import MethodContext, register
+from core.methods.helpers import QA_INSTRUCTION, Return, generate, param, returning, urls_of, web_query
 from core.passages import format_passages
 from core.retrieval import retrieve
-from core.sources import SourceBook
-from common.types import Passage
 
 ITERATIONS = 5  # T (003, section 3.3)
 TOP_K = 5  # top-5 paragraphs per query (003, section 3.3)
@@ -66,7 +64,7 @@ Question: {question}
 
 Document: {document}
 
-Refined document:"""
+Refined document:"""  # noqa: E501
 
 # Ours: the read step of 003's QA evaluation (a short answer from the generated document).
 ANSWER = """Read the document and answer the question.
@@ -78,13 +76,15 @@ Question: {question}
 {instruction}"""
 
 
-@register("itrg-refine", "ITRG refine: T rounds of search with question + last output; each rewrites the last output with only the newly retrieved documents",
+@register("itrg-refine", "ITRG refine: T rounds of search with question + last output; each rewrites the last output "
+                         "with only the newly retrieved documents",
           "003 (ITRG / Iter-RetGen), section 2.3.1")
 def itrg_refine(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _itrg(task, ctx, refine=True)
 
 
-@register("itrg-refresh", "ITRG refresh: T rounds of search with question + last output; each writes anew from the question and the documents retrieved",
+@register("itrg-refresh", "ITRG refresh: T rounds of search with question + last output; each writes anew from the "
+                          "question and the documents retrieved",
           "003 (ITRG / Iter-RetGen), section 2.3.2")
 def itrg_refresh(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _itrg(task, ctx, refine=False)
@@ -97,62 +97,65 @@ def _key(p: Passage) -> tuple[str, str]:
 async def _itrg(task: Task, ctx: MethodContext, *, refine: bool) -> AsyncIterator[Event]:
     iterations = max(1, param(ctx, "itrg.iterations", ITERATIONS))
     top_k = max(1, param(ctx, "itrg.top_k", TOP_K))
-    book = SourceBook()
     question = task.prompt
     output = ""  # y_(t-1)
     previous: set[tuple[str, str]] = set()  # R_(t-1)
 
     for t in range(1, iterations + 1):
-        yield StepStarted(i=t, n=iterations,
-                          thought="Search with the question" if t == 1 else "Search with the question and the last output")
+        thought = "Search with the question" if t == 1 else "Search with the question and the last output"
+        yield StepStarted(i=t, n=iterations, thought=thought)
         query, cut = web_query(question if t == 1 else f"{question}\n{output}")
         if cut:
-            yield Note(i=t, text=f"The query (question + last output) is long; the search uses its first {len(query)} characters.")
+            yield Note(i=t, text=f"The query (question + last output) is long; the search uses its first "
+                                 f"{len(query)} characters.")
         yield QueryMade(i=t, query=query)
-        found: Out[list[Passage]] = Out([])
-        async for ev in retrieve(ctx, t, query, found, k=top_k):
-            book.see(ev)
+        found = retrieve(ctx, t, query, k=top_k)
+        async for ev in found:
             yield ev
-        docs = found.value
-        current = {_key(p) for p in docs}
-
-        new = [p for p in docs if _key(p) not in previous]
-        if t > 1 and (not docs or (refine and not new)):
-            if refine:
-                yield Note(i=t, text="Nothing new was retrieved in this round; the last output is kept (003, eq. 2).")
-            else:
-                yield Note(i=t, level="warning", text="Nothing could be retrieved in this round; the last output is kept.")
-            skipped = StepRevised(i=t, before=output, after=output, article=output,
-                                  skipped="no newly retrieved documents; kept the last output")
-            book.see(skipped)
-            yield skipped
-            previous = current
-            continue
-        if refine and t > 1:
-            prompt = REFINE.format(passages=format_passages(new), question=question, document=output)
-            used, role = new, "revise"
-        else:
-            # refresh, and refine's first round: write from the question and R_t only
-            if not docs:
-                yield Note(i=t, level="warning",
-                           text="Nothing could be retrieved; the document is written from the question alone.")
-            prompt = REFRESH.format(passages=format_passages(docs) or "(none)", question=question)
-            used, role = docs, "draft"
-
-        text: Out[str] = Out("")
-        async for ev in generate(ctx, prompt, role=role, out=text, i=t):
+        generated = _generate(ctx, t, question, output, found.result, previous, refine=refine)
+        async for ev in generated:
             yield ev
-        before, output = output, prompts.normalise_answer(text.value) or output
-        revised = StepRevised(i=t, before=before, after=output, sources=urls_of(used), article=output)
-        book.see(revised)
-        yield revised
-        previous = current
+        output = generated.result
+        previous = {_key(p) for p in found.result}
 
     final = output
     if task.kind == "qa":
-        answer: Out[str] = Out("")
-        async for ev in generate(ctx, ANSWER.format(document=output, question=question, instruction=QA_INSTRUCTION),
-                                 role="draft", out=answer, i=iterations):
+        answer = generate(ctx, ANSWER.format(document=output, question=question, instruction=QA_INSTRUCTION),
+                          role="draft", i=iterations)
+        async for ev in answer:
             yield ev
-        final = f"{output}\n\n{answer.value.strip()}" if output else answer.value.strip()
-    yield Final(text=final, sources=book.sources())
+        final = f"{output}\n\n{answer.result.strip()}" if output else answer.result.strip()
+    yield Final(text=final)
+
+
+@returning
+async def _generate(ctx: MethodContext, t: int, question: str, output: str, docs: list[Passage],
+                    previous: set[tuple[str, str]], *, refine: bool) -> AsyncIterator[Event | Return[str]]:
+    """The generation of round t from its documents ``docs`` (R_t) and the last output: refine
+    (eq. 1-2) or refresh (eq. 3), or the round skipped; returns y_t."""
+    new = [p for p in docs if _key(p) not in previous]
+    if t > 1 and (not docs or (refine and not new)):
+        if refine:
+            yield Note(i=t, text="Nothing new was retrieved in this round; the last output is kept (003, eq. 2).")
+        else:
+            yield Note(i=t, level="warning", text="Nothing could be retrieved in this round; the last output is kept.")
+        yield StepRevised(i=t, before=output, after=output, article=output,
+                          skipped="no newly retrieved documents; kept the last output")
+        yield Return(output)
+        return
+    if refine and t > 1:
+        prompt = REFINE.format(passages=format_passages(new), question=question, document=output)
+        used, role = new, "revise"
+    else:
+        # refresh, and refine's first round: write from the question and R_t only
+        if not docs:
+            yield Note(i=t, level="warning",
+                       text="Nothing could be retrieved; the document is written from the question alone.")
+        prompt = REFRESH.format(passages=format_passages(docs) or "(none)", question=question)
+        used, role = docs, "draft"
+    text = generate(ctx, prompt, role=role, i=t)
+    async for ev in text:
+        yield ev
+    after = prompts.normalise_answer(text.result) or output
+    yield StepRevised(i=t, before=output, after=after, sources=urls_of(used), article=after)
+    yield Return(after)

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from core import prompts
 from common.events import DraftReady, Event, Final, QueryMade, StepRevised, StepStarted
-from common.types import Task
-from core.methods.base import MethodContext, Out, generate, register, write_draft
+from common.types import Passage, Task
+from core import prompts
+from core.methods.base import MethodContext, register
+from core.methods.helpers import Return, generate, returning, urls_of, write_draft
 from core.passages import format_passages
 from core.retrieval import retrieve
-from core.sources import SourceBook
-from common.types import Passage
 
 MAX_RETRIEVALS_PER_STEP = 5  # 001, appendix E
 
@@ -45,69 +44,70 @@ def rat_step(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
 
 
 async def _rat(task: Task, ctx: MethodContext, *, step_scope: bool) -> AsyncIterator[Event]:
-    question = prompts.question_for(task)  # QA tasks also ask for a short "Answer:" line
     state = _State.from_prior(ctx.prior)
-    book = SourceBook.from_events(ctx.prior)
-
     if state.steps is None:
-        drafted: Out[list[str]] = Out([])
-        async for ev in write_draft(ctx, task, drafted):
+        drafted = write_draft(ctx, task)
+        async for ev in drafted:
             yield ev
-        state.steps = drafted.value
+        state.steps = drafted.result
 
     steps = state.steps
-    n = len(steps)
-    k = min(ctx.settings.k, MAX_RETRIEVALS_PER_STEP)
-    for i in range(state.done + 1, n + 1):
-        step = steps[i - 1]
-        yield StepStarted(i=i, thought=step, n=n)
-        # B.2 sees the revised steps before i and draft step i, never a later one.
-        so_far = prompts.join_steps([state.article, step]) if state.article else step
-
-        q: Out[str] = Out("")
-        async for ev in generate(ctx, prompts.QUERY.format(question=task.prompt, answer=so_far),
-                                 role="query", out=q, i=i):
+    for i in range(state.done + 1, len(steps) + 1):
+        yield StepStarted(i=i, thought=steps[i - 1], n=len(steps))
+        async for ev in _step(task, ctx, state, i, step_scope=step_scope):
             yield ev
-        query = prompts.clean_query(q.value) or prompts.clean_query(step) or task.prompt[:300]
-        yield QueryMade(i=i, query=query)
+    yield Final(text=state.article)
 
-        found: Out[list[Passage]] = Out([])
-        async for ev in retrieve(ctx, i, query, found, k=k):
-            book.see(ev)
+
+async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_scope: bool) -> AsyncIterator[Event]:
+    """Step i: the query (B.2), the retrieval, the revision (B.3); ``state`` moves on past i."""
+    step = state.steps[i - 1]
+    # B.2 sees the revised steps before i and draft step i, never a later one.
+    so_far = prompts.join_steps([state.article, step]) if state.article else step
+    q = generate(ctx, prompts.QUERY.format(question=task.prompt, answer=so_far), role="query", i=i)
+    async for ev in q:
+        yield ev
+    query = prompts.clean_query(q.result) or prompts.clean_query(step) or task.prompt[:300]
+    yield QueryMade(i=i, query=query)
+
+    found = retrieve(ctx, i, query, k=min(ctx.settings.k, MAX_RETRIEVALS_PER_STEP))
+    async for ev in found:
+        yield ev
+    passages = found.result
+    kept = step if step_scope else so_far
+    if passages:
+        revised = _revise(task, ctx, state, i, passages, so_far, step_scope=step_scope)
+        async for ev in revised:
             yield ev
-        passages = found.value
+        after, urls, skipped = revised.result or kept, urls_of(passages), ""
+    else:
+        after, urls, skipped = kept, (), "no retrieved text for this step; kept as drafted"
 
-        if not passages:
-            after = step if step_scope else so_far
-            skipped, urls = "no retrieved text for this step; kept as drafted", ()
-        else:
-            content = format_passages(passages)
-            urls = tuple(dict.fromkeys(p.url for p in passages))
-            skipped = ""
-            rev: Out[str] = Out("")
-            if step_scope:
-                prompt = prompts.REVISE_STEP.format(content=content, question=question,
-                                                    context=state.article or "(nothing yet: this is the first paragraph)",
-                                                    step=step)
-            else:
-                prompt = prompts.REVISE.format(content=content, question=question, answer=so_far)
-            async for ev in generate(ctx, prompt, role="revise", out=rev, i=i):
-                yield ev
-            after = prompts.normalise_answer(rev.value) or (step if step_scope else so_far)
+    if step_scope:
+        state.article = prompts.join_steps([state.article, after]) if state.article else after
+    else:
+        state.article = after
+    yield StepRevised(i=i, before=kept, after=after, sources=urls, article=state.article, skipped=skipped)
+    state.done = i
 
-        if step_scope:
-            before = step
-            state.article = prompts.join_steps([state.article, after]) if state.article else after
-        else:
-            before = so_far
-            state.article = after
-        revised = StepRevised(i=i, before=before, after=after, sources=urls, article=state.article,
-                              skipped=skipped)
-        book.see(revised)
-        yield revised
-        state.done = i
 
-    yield Final(text=state.article, sources=book.sources())
+@returning
+async def _revise(task: Task, ctx: MethodContext, state: _State, i: int, passages: list[Passage], so_far: str,
+                  *, step_scope: bool) -> AsyncIterator[Event | Return[str]]:
+    """B.3 (or our step-scope revision) given the retrieved passages; returns the revised text
+    ("" when the model returned nothing usable)."""
+    content = format_passages(passages)
+    question = prompts.question_for(task)  # QA tasks also ask for a short "Answer:" line
+    if step_scope:
+        prompt = prompts.REVISE_STEP.format(content=content, question=question,
+                                            context=state.article or "(nothing yet: this is the first paragraph)",
+                                            step=state.steps[i - 1])
+    else:
+        prompt = prompts.REVISE.format(content=content, question=question, answer=so_far)
+    rev = generate(ctx, prompt, role="revise", i=i)
+    async for ev in rev:
+        yield ev
+    yield Return(prompts.normalise_answer(rev.result))
 
 
 class _State:
@@ -119,7 +119,7 @@ class _State:
         self.done = 0
 
     @classmethod
-    def from_prior(cls, events: list[Event]) -> "_State":
+    def from_prior(cls, events: list[Event]) -> _State:
         state = cls()
         for e in events:
             if isinstance(e, DraftReady):  # a later (edited) draft replaces the first

@@ -23,102 +23,99 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from core import prompts
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
-from common.types import Task
-from core.methods.base import MethodContext, Out, generate, register, write_draft
-from core.methods.baselines import question_for, urls_of, web_query
+from common.types import Passage, Task
+from core import prompts
+from core.methods.base import MethodContext, register
+from core.methods.helpers import Return, generate, question_for, returning, urls_of, web_query, write_draft
 from core.methods.rat import MAX_RETRIEVALS_PER_STEP
 from core.passages import format_passages
 from core.retrieval import retrieve
-from core.sources import SourceBook
-from common.types import Passage
 
 
-@register("rat-noncausal", "RAT non-causal: every query made from the initial draft before any revision, then one revision pass",
+@register("rat-noncausal", "RAT non-causal: every query made from the initial draft before any revision, "
+                           "then one revision pass",
           "001 (RAT), ablation of section 4.3, table 4")
 async def rat_noncausal(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
-    book = SourceBook()
-    question = question_for(task)
-    steps: Out[list[str]] = Out([])
-    async for ev in write_draft(ctx, task, steps):
+    steps = write_draft(ctx, task)
+    async for ev in steps:
         yield ev
-    draft = steps.value
-    n = len(draft)
+    draft = steps.result
 
-    queries: list[str] = []
-    for i, step in enumerate(draft, start=1):
-        yield StepStarted(i=i, thought=step, n=n)
-        q: Out[str] = Out("")
-        # the unrevised draft up to step i: no revision exists yet
-        async for ev in generate(ctx, prompts.QUERY.format(question=task.prompt, answer=prompts.join_steps(draft[:i])),
-                                 role="query", out=q, i=i):
-            yield ev
-        query = prompts.clean_query(q.value) or prompts.clean_query(step) or task.prompt[:300]
-        queries.append(query)
-        yield QueryMade(i=i, query=query)
+    queries = _queries_from_the_draft(task, ctx, draft)
+    async for ev in queries:
+        yield ev
 
     retrieved: list[list[Passage]] = []
     k = min(ctx.settings.k, MAX_RETRIEVALS_PER_STEP)
-    for i, query in enumerate(queries, start=1):
-        found: Out[list[Passage]] = Out([])
-        async for ev in retrieve(ctx, i, query, found, k=k):
-            book.see(ev)
+    for i, query in enumerate(queries.result, start=1):
+        found = retrieve(ctx, i, query, k=k)
+        async for ev in found:
             yield ev
-        retrieved.append(found.value)
+        retrieved.append(found.result)
 
     article = ""
-    for i, (step, passages) in enumerate(zip(draft, retrieved), start=1):
-        so_far = prompts.join_steps([article, step])
-        if passages:
-            rev: Out[str] = Out("")
-            prompt = prompts.REVISE.format(content=format_passages(passages), question=question, answer=so_far)
-            async for ev in generate(ctx, prompt, role="revise", out=rev, i=i):
-                yield ev
-            article = prompts.normalise_answer(rev.value) or so_far
-            revised = StepRevised(i=i, before=so_far, after=article, sources=urls_of(passages), article=article)
-        else:
-            article = so_far
-            revised = StepRevised(i=i, before=so_far, after=so_far, article=article,
-                                  skipped="no retrieved text for this step; kept as drafted")
-        book.see(revised)
-        yield revised
-    yield Final(text=article, sources=book.sources())
+    for i, (step, passages) in enumerate(zip(draft, retrieved, strict=True), start=1):
+        revised = _revise(task, ctx, i, prompts.join_steps([article, step]), passages,
+                          skipped="no retrieved text for this step; kept as drafted")
+        async for ev in revised:
+            yield ev
+        article = revised.result
+    yield Final(text=article)
+
+
+@returning
+async def _queries_from_the_draft(task: Task, ctx: MethodContext,
+                                  draft: list[str]) -> AsyncIterator[Event | Return[list[str]]]:
+    """B.2 for every step, each from the unrevised draft up to it (no revision exists yet)."""
+    queries: list[str] = []
+    for i, step in enumerate(draft, start=1):
+        yield StepStarted(i=i, thought=step, n=len(draft))
+        q = generate(ctx, prompts.QUERY.format(question=task.prompt, answer=prompts.join_steps(draft[:i])),
+                     role="query", i=i)
+        async for ev in q:
+            yield ev
+        query = prompts.clean_query(q.result) or prompts.clean_query(step) or task.prompt[:300]
+        queries.append(query)
+        yield QueryMade(i=i, query=query)
+    yield Return(queries)
+
+
+@returning
+async def _revise(task: Task, ctx: MethodContext, i: int, text: str, passages: list[Passage], *,
+                  skipped: str) -> AsyncIterator[Event | Return[str]]:
+    """B.3 on ``text`` with the passages, then StepRevised; without passages the text is kept
+    (a StepRevised that says ``skipped``). Returns the text after the step."""
+    if not passages:
+        yield StepRevised(i=i, before=text, after=text, article=text, skipped=skipped)
+        yield Return(text)
+        return
+    prompt = prompts.REVISE.format(content=format_passages(passages), question=question_for(task), answer=text)
+    rev = generate(ctx, prompt, role="revise", i=i)
+    async for ev in rev:
+        yield ev
+    after = prompts.normalise_answer(rev.result) or text
+    yield StepRevised(i=i, before=text, after=after, sources=urls_of(passages), article=after)
+    yield Return(after)
 
 
 @register("cot-rag", "CoT+RAG: the whole chain-of-thought draft is one search query; one revision of the whole draft",
           "001 (RAT), ablation of section 4.3, table 3")
 async def cot_rag(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
-    book = SourceBook()
-    question = question_for(task)
-    steps: Out[list[str]] = Out([])
-    async for ev in write_draft(ctx, task, steps):
+    steps = write_draft(ctx, task)
+    async for ev in steps:
         yield ev
-    draft = prompts.join_steps(steps.value)
+    draft = prompts.join_steps(steps.result)
 
     yield StepStarted(i=1, thought="Search with the whole draft as one query", n=1)
     query, cut = web_query(draft)
     if cut:
         yield Note(i=1, text=f"The draft is long; the search uses its first {len(query)} characters.")
     yield QueryMade(i=1, query=query)
-    found: Out[list[Passage]] = Out([])
-    async for ev in retrieve(ctx, 1, query, found, k=min(ctx.settings.k, MAX_RETRIEVALS_PER_STEP)):
-        book.see(ev)
+    found = retrieve(ctx, 1, query, k=min(ctx.settings.k, MAX_RETRIEVALS_PER_STEP))
+    async for ev in found:
         yield ev
-    passages = found.value
-    if passages:
-        rev: Out[str] = Out("")
-        prompt = prompts.REVISE.format(content=format_passages(passages), question=question, answer=draft)
-        async for ev in generate(ctx, prompt, role="revise", out=rev, i=1):
-            yield ev
-        after = prompts.normalise_answer(rev.value) or draft
-        revised = StepRevised(i=1, before=draft, after=after, sources=urls_of(passages), article=after)
-    else:
-        after = draft
-        revised = StepRevised(i=1, before=draft, after=draft, article=draft,
-                              skipped="nothing retrieved for the draft; kept as drafted")
-    book.see(revised)
-    yield revised
-    yield Final(text=after, sources=book.sources())
-
-
+    revised = _revise(task, ctx, 1, draft, found.result, skipped="nothing retrieved for the draft; kept as drafted")
+    async for ev in revised:
+        yield ev
+    yield Final(text=revised.result)

@@ -1,23 +1,19 @@
-"""annotation.cli: the handlers called in-process, as app.py calls them."""
+"""The arena's commands (ui.cli.arena over annotation.service): the handlers called in-process,
+as app.py calls them."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
 
-from annotation.cli import add_commands
 from annotation.errors import ArenaError, ImportFormatError
 from data import arena
+from ui.cli import build_parser
 
 
 def run(services, *argv: str) -> int:
-    common = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
-    common.add_argument("--db")
-    parser = argparse.ArgumentParser(prog="app.py")
-    add_commands(parser.add_subparsers(dest="command"), [common])
-    args = parser.parse_args(list(argv))
+    args = build_parser().parse_args(list(argv))
     return args.func(args, services)
 
 
@@ -56,7 +52,10 @@ def test_votes_import_export_round_trip(local_services, tmp_path, capsys):
     run(other, "votes", "import", str(out))
     run(other, "votes", "import", str(out))
     assert "3 already present" in capsys.readouterr().out
-    assert [r[1:4] for r in arena.vote_rows(other.store)] == [r[1:4] for r in arena.vote_rows(local_services.store)]
+    def cast(store):
+        return [(r.method_a, r.method_b, r.choice) for r in arena.vote_rows(store)]
+
+    assert cast(other.store) == cast(local_services.store)
 
 
 def test_votes_export_to_stdout(local_services, tmp_path, capsys):
@@ -92,7 +91,7 @@ def test_outputs_import(local_services, tmp_path, capsys):
     assert run(local_services, "outputs", "import", path) == 0
     run(local_services, "outputs", "import", path)
     assert "2 already present" in capsys.readouterr().out
-    assert sorted(o["method"] for o in arena.arena_outputs(local_services.store)) == ["gpt-x", "rat"]
+    assert sorted(o.method for o in arena.arena_outputs(local_services.store)) == ["gpt-x", "rat"]
 
 
 def test_a_bad_output_line(local_services, tmp_path):

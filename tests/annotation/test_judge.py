@@ -160,7 +160,7 @@ async def test_judge_store_judges_each_pair_once(services, llm):
                                      on_progress=lambda done, total, line: progress.append((done, total)))
     assert (report.judged, report.skipped) == (2, 0) and progress == [(1, 2), (2, 2)]
     rows = arena.vote_rows(services.store, "judge")
-    assert [(r[1], r[2], r[3]) for r in rows] == [("cot", "rat", "b"), ("cot", "rat", "b")]
+    assert [(r.method_a, r.method_b, r.choice) for r in rows] == [("cot", "rat", "b"), ("cot", "rat", "b")]
     stored = services.store.db.execute("select n, detail, model from judge_votes").fetchone()
     assert stored[0] == 4 and json.loads(stored[1])["counts"]["b"] == 4 and stored[2] == "fake-model"
     again = await judge.judge_store(services.store, services.clients.llm, "fake-model", methods=["rat", "cot"], n=4)

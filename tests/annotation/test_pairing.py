@@ -10,11 +10,12 @@ from annotation import pairing
 from annotation.errors import NoPairLeft
 from annotation.ratings import Tally
 from data import arena
+from data.arena import OutputRow
 from tests.annotation.conftest import finished_run, seed_outputs
 
 
 def outputs(*rows):
-    return [{"id": i, "task_id": t, "method": m} for i, t, m in rows]
+    return [OutputRow(i, t, m) for i, t, m in rows]
 
 
 def even(_a, _b):
@@ -23,7 +24,7 @@ def even(_a, _b):
 
 def test_candidates_are_two_methods_on_one_task():
     rows = outputs((1, 1, "rat"), (2, 1, "cot"), (3, 1, "rat"), (4, 2, "cot"))
-    pairs = {frozenset((x["id"], y["id"])) for x, y in pairing.candidate_pairs(rows)}
+    pairs = {frozenset((x.id, y.id)) for x, y in pairing.candidate_pairs(rows)}
     assert pairs == {frozenset((1, 2)), frozenset((2, 3))}
 
 
@@ -32,14 +33,14 @@ def test_the_least_battled_method_pair_comes_first():
     battles = {frozenset(("rat", "cot")): 5, frozenset(("rat", "direct")): 1, frozenset(("cot", "direct")): 3}
     for seed in range(20):
         x, y = pairing.choose_pair(rows, set(), battles, {}, even, random.Random(seed))
-        assert {x["method"], y["method"]} == {"rat", "direct"}
+        assert {x.method, y.method} == {"rat", "direct"}
 
 
 def test_at_equal_battles_the_closer_match_comes_first():
     rows = outputs((1, 1, "rat"), (2, 1, "cot"), (3, 1, "direct"))
     quality = {frozenset(("rat", "cot")): 0.2, frozenset(("rat", "direct")): 0.1, frozenset(("cot", "direct")): 0.4}
     x, y = pairing.choose_pair(rows, set(), {}, {}, lambda a, b: quality[frozenset((a, b))], random.Random(0))
-    assert {x["method"], y["method"]} == {"cot", "direct"}
+    assert {x.method, y.method} == {"cot", "direct"}
 
 
 def test_seen_pairs_are_never_chosen_and_ab_order_is_random():
@@ -48,8 +49,8 @@ def test_seen_pairs_are_never_chosen_and_ab_order_is_random():
     firsts = set()
     for seed in range(30):
         x, y = pairing.choose_pair(rows, seen, {}, {}, even, random.Random(seed))
-        assert {x["id"], y["id"]} == {3, 4}
-        firsts.add(x["id"])
+        assert {x.id, y.id} == {3, 4}
+        firsts.add(x.id)
     assert firsts == {3, 4}
     assert pairing.choose_pair(rows, seen | {frozenset((3, 4))}, {}, {}, even, random.Random(0)) is None
 
@@ -60,7 +61,7 @@ def test_an_annotator_never_sees_a_pair_twice(store):
     shown = []
     for _ in range(9):  # 3 tasks x 3 method pairs
         battle = arena.get_battle(store, pairing.next_battle(store, "ana", Tally(), rng=rng))
-        shown.append(frozenset((battle["output_a"], battle["output_b"])))
+        shown.append(frozenset((battle.output_a, battle.output_b)))
     assert len(set(shown)) == 9
     with pytest.raises(NoPairLeft, match="every pair"):
         pairing.next_battle(store, "ana", Tally(), rng=rng)
@@ -79,8 +80,8 @@ def test_finished_runs_are_paired_too(store):
     finished_run(store, "Describe owls", "rat", "Owls are birds.")
     finished_run(store, "Describe owls", "cot", "Owls hunt at night.")
     battle = arena.get_battle(store, pairing.next_battle(store, "ana", Tally(), rng=random.Random(0)))
-    assert {battle["method_a"], battle["method_b"]} == {"rat", "cot"}
-    assert {battle["text_a"], battle["text_b"]} == {"Owls are birds.", "Owls hunt at night."}
+    assert {battle.method_a, battle.method_b} == {"rat", "cot"}
+    assert {battle.text_a, battle.text_b} == {"Owls are birds.", "Owls hunt at night."}
 
 
 def test_nothing_to_pair_says_how_to_make_more(store):

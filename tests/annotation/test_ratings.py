@@ -13,17 +13,17 @@ from annotation.board import Boards
 from data import arena
 from tests.annotation.conftest import seed_outputs
 
-VOTES = [
+VOTES = [ratings.VoteRecord(*v) for v in [
     ("rat", "cot", "a"), ("cot", "direct", "tie"), ("rat", "direct", "a"), ("direct", "rat", "both_bad"),
     ("cot", "rat", "b"), ("direct", "cot", "b"), ("rat", "cot", "tie"), ("cot", "direct", "a"),
-]
+]]
 
 
 def expected_with_package(votes, p_draw):
     """The same votes through trueskill.rate_1vs1 (the reference)."""
     env = trueskill.TrueSkill(mu=25, sigma=25 / 3, beta=25 / 6, tau=0, draw_probability=p_draw)
     r = {}
-    for a, b, choice in votes:
+    for a, b, choice, *_ in votes:
         ra, rb = r.get(a, env.create_rating()), r.get(b, env.create_rating())
         if choice == "b":
             r[b], r[a] = trueskill.rate_1vs1(rb, ra, env=env)
@@ -43,7 +43,8 @@ def test_trueskill_equals_the_package_for_a_known_sequence():
 def test_trueskill_equals_the_package_over_many_random_votes():
     rng = random.Random(7)
     methods = ["m1", "m2", "m3", "m4"]
-    votes = [(*rng.sample(methods, 2), rng.choice(["a", "a", "b", "tie", "both_bad"])) for _ in range(400)]
+    votes = [ratings.VoteRecord(*rng.sample(methods, 2), rng.choice(["a", "a", "b", "tie", "both_bad"]))
+             for _ in range(400)]
     t = ratings.tally(votes)
     want = expected_with_package(votes, t.p_draw)
     for method, rating in want.items():
@@ -51,8 +52,8 @@ def test_trueskill_equals_the_package_over_many_random_votes():
 
 
 def test_tie_and_both_bad_are_the_same_draw():
-    tie = ratings.tally([("x", "y", "tie")])
-    bad = ratings.tally([("x", "y", "both_bad")])
+    tie = ratings.tally([ratings.VoteRecord("x", "y", "tie")])
+    bad = ratings.tally([ratings.VoteRecord("x", "y", "both_bad")])
     assert tie.ratings == bad.ratings
     assert tie.record["x"] == [0, 1, 0]
 
@@ -74,12 +75,12 @@ def test_leaderboard_rows_count_wins_ties_losses():
 
 def test_unknown_choice_and_self_battle_are_refused():
     with pytest.raises(ValueError, match="unknown choice"):
-        ratings.tally([("x", "y", "A is better")])
+        ratings.tally([ratings.VoteRecord("x", "y", "A is better")])
     with pytest.raises(ValueError, match="two different"):
         ratings.Tally().add("x", "x", "a")
 
 
-def synthetic_votes(strengths: dict[str, float], n: int, seed: int) -> list[tuple[str, str, str]]:
+def synthetic_votes(strengths: dict[str, float], n: int, seed: int) -> list[ratings.VoteRecord]:
     rng = np.random.default_rng(seed)
     names = list(strengths)
     votes = []
@@ -87,7 +88,7 @@ def synthetic_votes(strengths: dict[str, float], n: int, seed: int) -> list[tupl
         a, b = rng.choice(names, size=2, replace=False)
         p_a = 1 / (1 + np.exp(strengths[b] - strengths[a]))
         u = rng.random()
-        votes.append((str(a), str(b), "tie" if u < 0.1 else "a" if u < 0.1 + 0.9 * p_a else "b"))
+        votes.append(ratings.VoteRecord(str(a), str(b), "tie" if u < 0.1 else "a" if u < 0.1 + 0.9 * p_a else "b"))
     return votes
 
 
@@ -114,19 +115,20 @@ def test_bootstrap_is_reproducible_with_a_seed():
 
 
 def test_matrices():
-    t = ratings.tally([("x", "y", "a"), ("x", "y", "tie"), ("y", "z", "b")])
+    t = ratings.tally([ratings.VoteRecord(*v) for v in [("x", "y", "a"), ("x", "y", "tie"), ("y", "z", "b")]])
     wr = ratings.win_rate_matrix(t, ["x", "y", "z"])
     assert wr[0, 1] == pytest.approx(0.75) and wr[1, 0] == pytest.approx(0.25) and np.isnan(wr[0, 2])
     assert ratings.battle_matrix(t, ["x", "y", "z"]).tolist() == [[0, 2, 0], [2, 0, 1], [0, 1, 0]]
 
 
 def test_agreement_compares_people_with_the_judge_on_the_same_task_and_pair():
-    judge = [("rat", "cot", "a", 1), ("rat", "cot", "tie", 2)]
+    vote = ratings.VoteRecord
+    judge = [vote("rat", "cot", "a", 1), vote("rat", "cot", "tie", 2)]
     people = [
-        ("cot", "rat", "b", 1),  # rat wins: agrees (order of the pair does not matter)
-        ("rat", "cot", "b", 1),  # cot wins: disagrees
-        ("rat", "cot", "both_bad", 2),  # draw = judge's tie: agrees
-        ("rat", "direct", "a", 1),  # the judge never saw this pair
+        vote("cot", "rat", "b", 1),  # rat wins: agrees (order of the pair does not matter)
+        vote("rat", "cot", "b", 1),  # cot wins: disagrees
+        vote("rat", "cot", "both_bad", 2),  # draw = judge's tie: agrees
+        vote("rat", "direct", "a", 1),  # the judge never saw this pair
     ]
     result = ratings.agreement(people, judge)
     assert (result.compared, result.agreed) == (3, 2)
@@ -135,7 +137,7 @@ def test_agreement_compares_people_with_the_judge_on_the_same_task_and_pair():
 
 def test_board_adds_new_votes_and_equals_a_rebuild(store):
     seed_outputs(store, {"t": {"rat": "r", "cot": "c", "direct": "d"}})
-    ids = {o["method"]: o["id"] for o in arena.arena_outputs(store)}
+    ids = {o.method: o.id for o in arena.arena_outputs(store)}
     boards = Boards(store)
     rng = random.Random(4)
     for k in range(60):
@@ -143,6 +145,6 @@ def test_board_adds_new_votes_and_equals_a_rebuild(store):
         battle = arena.create_battle(store, ids[a], ids[b], f"ann{k}")
         arena.record_vote(store, battle, f"ann{k}", rng.choice(arena.CHOICES))
         cached = boards.tally("people")
-        fresh = ratings.tally([r[1:] for r in arena.vote_rows(store)])
+        fresh = ratings.tally(arena.vote_rows(store))
         assert cached.ratings == fresh.ratings and cached.p_draw == fresh.p_draw
         assert cached.record == fresh.record and cached.total == k + 1

@@ -3,7 +3,6 @@ task sets; QA scoring with exact match and F1 after SQuAD/ITRG normalisation."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import re
@@ -11,8 +10,17 @@ import re
 import pytest
 
 from core.batch import (
-    TASKS_DIR, Batch, BatchInputError, Progress, answer_recall, exact_match, extract_answer, f1_score,
-    format_duration, load_tasks, score_qa,
+    TASKS_DIR,
+    Batch,
+    BatchInputError,
+    Progress,
+    answer_recall,
+    exact_match,
+    extract_answer,
+    f1_score,
+    format_duration,
+    load_tasks,
+    score_qa,
 )
 from tests.fakes.llm_server import FakeReply
 from tests.fakes.method_scripts import MethodAuthor
@@ -66,7 +74,8 @@ def test_defaults_and_missing_file(tmp_path):
     path = tmp_path / "mine.jsonl"
     path.write_text('\n{"prompt": "  Describe Jin Yong\'s life. "}\n', encoding="utf-8")
     (spec,) = load_tasks(path)
-    assert (spec.id, spec.prompt, spec.kind, spec.task_set) == ("line 2", "Describe Jin Yong's life.", "writing", "mine")
+    assert (spec.id, spec.prompt, spec.kind, spec.task_set) == (
+        "line 2", "Describe Jin Yong's life.", "writing", "mine")
     with pytest.raises(BatchInputError, match="No task file"):
         load_tasks(tmp_path / "nope.jsonl")
 
@@ -91,9 +100,9 @@ async def test_batch_runs_every_pair_as_a_stored_run(services, llm, tmp_path):
     assert table["direct"]["completion_tokens"] > 0 and table["direct"]["llm_calls"] == 3
     assert seen[0] == "0/6 done, 0 failed" and seen[-1] == "6/6 done, 0 failed"
     runs = services.store.list_runs(status="done")
-    assert len(runs) == 6 and {r["task_set"] for r in runs} == {"tiny"}
-    task = services.store.get_task(runs[0]["task_id"])
-    assert json.loads(task["meta"])["id"].startswith("t")
+    assert len(runs) == 6 and {r.task_set for r in runs} == {"tiny"}
+    task = services.store.get_task(runs[0].task_id)
+    assert task.meta["id"].startswith("t")
     from data.arena import sync_run_outputs
 
     assert sync_run_outputs(services.store) == 6, "the arena picks the outputs up at once"
@@ -135,12 +144,13 @@ async def test_batch_resumes_after_being_cancelled(services, llm, tmp_path):
             two_done.set()
 
     llm.latency = 0.05
-    job = asyncio.create_task(Batch(services.runner, services.store, ["direct", "cot"], concurrency=1, on_progress=progress).run(tasks))
+    batch = Batch(services.runner, services.store, ["direct", "cot"], concurrency=1, on_progress=progress)
+    job = asyncio.create_task(batch.run(tasks))
     await asyncio.wait_for(two_done.wait(), 20)
     job.cancel()
     with pytest.raises(asyncio.CancelledError):
         await job
-    statuses = [r["status"] for r in services.store.list_runs()]
+    statuses = [r.status for r in services.store.list_runs()]
     finished = statuses.count("done")
     assert 2 <= finished < 6 and "interrupted" in statuses
     llm.latency = 0.0
@@ -214,17 +224,10 @@ async def test_eval_qa_scores_em_and_f1(services, llm, qa_file):
     assert with_file.n == 3 and with_file.missing == 1
 
 
-def _parser():
-    from app import _common
-    from core.commands import add_commands
-
-    parser = argparse.ArgumentParser()
-    add_commands(parser.add_subparsers(dest="command"), [_common(suppress=True)])
-    return parser
-
-
 def _cli(services, *argv):
-    args = _parser().parse_args(list(argv))
+    from ui.cli import build_parser
+
+    args = build_parser().parse_args(list(argv))
     return args.func(args, services)
 
 
@@ -263,4 +266,5 @@ def test_progress_line_and_durations():
     p.started -= 60
     assert p.line() == "12/40 done, 1 failed, 2 skipped (already finished), ETA 2m 20s"
     assert Progress(total=3).line() == "0/3 done, 0 failed"
-    assert format_duration(45) == "45s" and format_duration(125) == "2m 5s" and format_duration(3 * 3600 + 120) == "3h 2m"
+    assert format_duration(45) == "45s" and format_duration(125) == "2m 5s"
+    assert format_duration(3 * 3600 + 120) == "3h 2m"

@@ -1,6 +1,7 @@
 """AAG (002) and its ablations: query rewriting, retrieval per question from the procedure
 memory, summaries "Q: .. A: ..", a first answer updated with them, and a critic loop that stops
-at "NO UPDATE REQUIRED" or at the cycle limit."""
+at "NO UPDATE REQUIRED" or at the cycle limit. Run in process (the fake model in process, the
+procedure memory on a SQLite file, web search over HTTP to the local web)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,23 @@ from common.events import DraftReady, Final, Note, PageRead, PassagesChosen, Que
 from common.types import Task
 from core.methods.aag import CRITIC_CYCLES, parse_rewrite
 from core.procedures import ProcedureMemory
-from tests.fakes.method_scripts import MethodAuthor, collect, of, patch_context
+from data.store import Store
+from tests.fakes.method_scripts import MethodAuthor, method_context, of, run_method
+from tests.fakes.model import FakeModel
 
 TASK = Task("Set up a tested Django application with its Python packages.")
 
 
 @pytest.fixture
-def memory(services):
-    m = ProcedureMemory(services.store)
+def store(tmp_path):
+    s = Store(tmp_path / "memory.db")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def memory(store):
+    m = ProcedureMemory(store)
     m.add("a fresh computer", "install Python packages", ["Create a virtualenv", "pip install the packages"])
     m.add("a Django project", "test a Django application", ["Write tests with the test client", "Run manage.py test"])
     m.add("flour, eggs, milk", "pancakes", ["Whisk", "Fry"])
@@ -28,11 +38,13 @@ def _critic(*replies):
     return lambda prompt, body, n: replies[min(n, len(replies)) - 1]
 
 
-async def test_aag_pipeline_and_critic_stops_at_no_update_required(services, llm, memory, monkeypatch):
+def run(method, author, memory, web=None, **params):
+    return run_method(method, TASK, method_context(FakeModel(author), web, params=params, memory=memory))
+
+
+async def test_aag_pipeline_and_critic_stops_at_no_update_required(memory):
     author = MethodAuthor(handlers={"aag-critic": _critic("- Add a step that runs the tests.", "NO UPDATE REQUIRED")})
-    llm.reply(author)
-    patch_context(monkeypatch, services, memory=memory)
-    events = await collect(services.runner.start("aag", TASK))
+    events = await run("aag", author, memory)
     assert author.kinds() == ["aag-rewrite", "aag-first", "aag-summary", "aag-summary", "aag-update",
                               "aag-critic", "aag-edit", "aag-critic"]
     assert of(events, DraftReady)[0].steps == ("Install the tools", "Write the code")
@@ -61,11 +73,9 @@ async def test_aag_pipeline_and_critic_stops_at_no_update_required(services, llm
     assert {"memory://procedure/1", "memory://procedure/2"} <= {s.url for s in final.sources}
 
 
-async def test_aag_critic_stops_at_the_cycle_limit(services, llm, memory, monkeypatch):
+async def test_aag_critic_stops_at_the_cycle_limit(memory):
     author = MethodAuthor(handlers={"aag-critic": lambda prompt, body, n: f"- Edit number {n}."})
-    llm.reply(author)
-    patch_context(monkeypatch, services, memory=memory, params={"aag.critic_cycles": 2})
-    events = await collect(services.runner.start("aag", TASK))
+    events = await run("aag", author, memory, **{"aag.critic_cycles": 2})
     assert author.kinds()[-4:] == ["aag-critic", "aag-edit", "aag-critic", "aag-edit"]
     assert author.kinds().count("aag-critic") == 2
     assert "Edited answer 1." in author.of_kind("aag-critic")[1], "the critic reviews the edited answer"
@@ -73,18 +83,15 @@ async def test_aag_critic_stops_at_the_cycle_limit(services, llm, memory, monkey
     assert events[-1].text == "Edited answer 2."
 
 
-async def test_aag_default_cycle_limit(services, llm, memory, monkeypatch):
-    llm.reply(MethodAuthor(handlers={"aag-critic": lambda prompt, body, n: "- Change something."}))
-    patch_context(monkeypatch, services, memory=memory)
-    events = await collect(services.runner.start("aag-noqr", TASK))
+async def test_aag_default_cycle_limit(memory):
+    events = await run("aag-noqr", MethodAuthor(handlers={"aag-critic": lambda prompt, body, n: "- Change something."}),
+                       memory)
     assert len([n for n in of(events, Note) if n.text.startswith("critic: - ")]) == CRITIC_CYCLES
 
 
-async def test_aag_nosum_uses_the_procedures_themselves(services, llm, memory, monkeypatch):
+async def test_aag_nosum_uses_the_procedures_themselves(memory):
     author = MethodAuthor()
-    llm.reply(author)
-    patch_context(monkeypatch, services, memory=memory)
-    events = await collect(services.runner.start("aag-nosum", TASK))
+    events = await run("aag-nosum", author, memory)
     assert "aag-summary" not in author.kinds()
     update = author.of_kind("aag-update")[0]
     assert "Create a virtualenv" in update and "Run manage.py test" in update
@@ -92,31 +99,25 @@ async def test_aag_nosum_uses_the_procedures_themselves(services, llm, memory, m
     assert isinstance(events[-1], Final)
 
 
-async def test_aag_nocr_ends_with_the_updated_answer(services, llm, memory, monkeypatch):
+async def test_aag_nocr_ends_with_the_updated_answer(memory):
     author = MethodAuthor()
-    llm.reply(author)
-    patch_context(monkeypatch, services, memory=memory)
-    events = await collect(services.runner.start("aag-nocr", TASK))
+    events = await run("aag-nocr", author, memory)
     assert "aag-critic" not in author.kinds() and author.kinds()[-1] == "aag-update"
     assert events[-1].text == "1. Updated first step.\n\n2. Updated second step."
 
 
-async def test_aag_noqr_has_the_task_as_its_single_query(services, llm, memory, monkeypatch):
+async def test_aag_noqr_has_the_task_as_its_single_query(memory):
     author = MethodAuthor(handlers={"aag-critic": _critic("- Mention the test client.", "NO UPDATE REQUIRED")})
-    llm.reply(author)
-    patch_context(monkeypatch, services, memory=memory)
-    events = await collect(services.runner.start("aag-noqr", TASK))
+    events = await run("aag-noqr", author, memory)
     assert author.kinds() == ["aag-first", "aag-critic", "aag-edit", "aag-critic"]
     assert [q.query for q in of(events, QueryMade)] == [TASK.prompt]
     assert "Write tests with the test client" in author.of_kind("aag-critic")[0], "the procedures are the context"
     assert events[-1].text == "Edited answer 1."
 
 
-async def test_aag_with_an_empty_memory_says_so_and_searches_the_web(services, llm, monkeypatch):
+async def test_aag_with_an_empty_memory_says_so_and_searches_the_web(store, web):
     author = MethodAuthor()
-    llm.reply(author)
-    patch_context(monkeypatch, services, memory=ProcedureMemory(services.store))
-    events = await collect(services.runner.start("aag-nocr", TASK))
+    events = await run("aag-nocr", author, ProcedureMemory(store), web)
     assert "procedure memory is empty" in of(events, Note)[0].text
     assert of(events, PageRead) and all(s.provider != "memory" for s in of(events, SearchDone))
     assert of(events, PassagesChosen)[0].passages
@@ -132,3 +133,26 @@ async def test_aag_with_an_empty_memory_says_so_and_searches_the_web(services, l
 ])
 def test_parse_rewrite(text, outline, questions):
     assert parse_rewrite(text, 4) == (outline, questions)
+
+
+async def test_aag_end_to_end_stores_the_sources_its_summaries_used(services, llm, monkeypatch):
+    """Through the runner (HTTP, SQLite): the runner's memory reaches AAG, the summaries' sources
+    are stored as SourcesUsed events, and the final sources are numbered from the events."""
+    from common.events import SourcesUsed, TokenDelta
+    from tests.fakes.method_scripts import collect, patch_context
+
+    memory = ProcedureMemory(services.store)
+    memory.add("a fresh computer", "install Python packages", ["Create a virtualenv", "pip install the packages"])
+    memory.add("a Django project", "test a Django application",
+               ["Write tests with the test client", "Run manage.py test"])
+    llm.reply(MethodAuthor())
+    patch_context(monkeypatch, services, memory=memory)
+    events = await collect(services.runner.start("aag-nocr", TASK))
+    used = of(events, SourcesUsed)
+    assert [u.i for u in used] == [2, 3] and all(u.urls for u in used)
+    assert services.store.events(events[0].run_id) == [e for e in events if not isinstance(e, TokenDelta)]
+    final = events[-1]
+    assert isinstance(final, Final) and final.sources
+    assert {u for e in used for u in e.urls} <= {s.url for s in final.sources}
+    stored = services.store.get_run(events[0].run_id)
+    assert [s["url"] for s in stored.sources] == [s.url for s in final.sources]

@@ -1,22 +1,30 @@
-"""DIRECT, CoT and RAG-k (001's baselines) end to end: the fake model over HTTP, SearXNG search
-and pages from the local web, a real SQLite file."""
+"""DIRECT, CoT and RAG-k (001's baselines), run in process: the fake model in process, SearXNG
+search and pages over HTTP from the local web. CoT also runs end to end (HTTP and SQLite)."""
 
 from __future__ import annotations
 
 import pytest
 
-from common.settings import MethodSettings
-
-from core import prompts
 from common.errors import TaskError
 from common.events import (
-    DraftReady, Final, LLMCalled, PageRead, PassagesChosen, QueryMade, SearchDone, StepRevised, TokenDelta,
+    DraftReady,
+    Final,
+    LLMCalled,
+    PageRead,
+    PassagesChosen,
+    QueryMade,
+    SearchDone,
+    StepRevised,
+    TokenDelta,
 )
+from common.settings import MethodSettings
 from common.types import Task
+from core import prompts
 from core.methods import METHODS
-from core.methods.baselines import QA_INSTRUCTION, normalize_answer, param, web_query
 from core.methods.base import MethodContext
-from tests.fakes.method_scripts import MethodAuthor, collect, of
+from core.methods.helpers import QA_INSTRUCTION, normalize_answer, param, web_query
+from tests.fakes.method_scripts import MethodAuthor, collect, method_context, of, run_method
+from tests.fakes.model import FakeModel
 
 TASK = Task("Write a short history of Python 3 and its ecosystem.")
 PAPER_METHODS = {
@@ -35,14 +43,19 @@ def test_every_method_is_registered_with_a_description_and_its_paper():
 
 
 @pytest.fixture
-def author(llm):
+def author():
+    return MethodAuthor()
+
+
+@pytest.fixture
+def http_author(llm):
     a = MethodAuthor()
     llm.reply(a)
     return a
 
 
-async def test_direct_sends_the_prompt_as_it_is(services, author):
-    events = await collect(services.runner.start("direct", TASK))
+async def test_direct_sends_the_prompt_as_it_is(author):
+    events = await run_method("direct", TASK, method_context(FakeModel(author)))
     assert author.kinds() == ["direct"]
     assert author.calls[0][1] == TASK.prompt
     assert not of(events, SearchDone) and not of(events, DraftReady)
@@ -50,24 +63,25 @@ async def test_direct_sends_the_prompt_as_it_is(services, author):
     assert len(of(events, LLMCalled)) == 1 and of(events, TokenDelta)
 
 
-async def test_direct_asks_qa_tasks_for_a_short_answer_line(services, author):
-    await collect(services.runner.start("direct", Task("What is the capital of Australia?", "qa")))
+async def test_direct_asks_qa_tasks_for_a_short_answer_line(author):
+    await run_method("direct", Task("What is the capital of Australia?", "qa"), method_context(FakeModel(author)))
     assert author.calls[0][1] == "What is the capital of Australia?\n\n" + QA_INSTRUCTION
 
 
-async def test_cot_uses_prompt_b1_and_splits_the_draft(services, author):
+async def test_cot_uses_prompt_b1_and_splits_the_draft(services, http_author):
+    author = http_author
     events = await collect(services.runner.start("cot", TASK))
     assert author.kinds() == ["draft"]
     assert author.calls[0][1] == prompts.DRAFT.format(question=TASK.prompt)
     assert of(events, DraftReady)[0].steps == tuple(author.steps)
     assert events[-1].text == "\n\n".join(author.steps)
     run = services.store.get_run(events[0].run_id)
-    assert run["status"] == "done" and run["steps_total"] == len(author.steps)
+    assert run.status == "done" and run.steps_total == len(author.steps)
 
 
 @pytest.mark.parametrize("method, k", [("rag-1", 1), ("rag-5", 5)])
-async def test_rag_k_searches_with_the_task_and_reads_k_results(services, author, method, k):
-    events = await collect(services.runner.start(method, TASK))
+async def test_rag_k_searches_with_the_task_and_reads_k_results(author, web, method, k):
+    events = await run_method(method, TASK, method_context(FakeModel(author), web))
     assert [q.query for q in of(events, QueryMade)] == [TASK.prompt]
     assert len(of(events, SearchDone)) == 1
     pages = of(events, PageRead)
@@ -83,9 +97,9 @@ async def test_rag_k_searches_with_the_task_and_reads_k_results(services, author
     assert not of(events, StepRevised)
 
 
-async def test_rag_without_results_answers_without_retrieved_text(services, author, web):
+async def test_rag_without_results_answers_without_retrieved_text(author, web):
     web.fail_search_next = 10
-    events = await collect(services.runner.start("rag-5", TASK))
+    events = await run_method("rag-5", TASK, method_context(FakeModel(author), web))
     assert of(events, SearchDone)[0].error
     assert author.calls[0][1] == TASK.prompt
     assert isinstance(events[-1], Final) and events[-1].sources == ()

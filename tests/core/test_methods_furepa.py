@@ -1,6 +1,7 @@
 """FuRePA (004): masked iterations (the question and the evidence only), n sampled plans, an
 answer when at least θ of them answer, else DBSCAN-filtered queries scored by what their
-retrieval returns, the top new passage added to the evidence, a forced answer after T rounds."""
+retrieval returns, the top new passage added to the evidence, a forced answer after T rounds.
+Run in process (the fake model in process, search and pages over HTTP from the local web)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import json
 import pytest
 
 from common.events import Final, Note, QueryMade, StepRevised
-from common.types import Task
+from common.types import Passage, Task
 from core.methods.furepa import filter_queries, parse_plan, score_queries
-from common.types import Passage
-from tests.fakes.method_scripts import MethodAuthor, collect, of, patch_context
+from tests.fakes.method_scripts import MethodAuthor, collect, method_context, of, patch_context, run_method
+from tests.fakes.model import FakeModel
 
 QUESTION = "When was Python 3.6.0 released?"
 
@@ -33,10 +34,13 @@ def plans(per_iteration: list[int], search: str = "Mercurial Python 3 support", 
     return reply
 
 
-async def test_answers_when_at_least_theta_of_the_plans_answer(services, llm, monkeypatch):
+def run(author, web, task=None, **params):
+    return run_method("furepa", task or Task(QUESTION), method_context(FakeModel(author), web, params=params))
+
+
+async def test_answers_when_at_least_theta_of_the_plans_answer(web):
     author = MethodAuthor(handlers={"furepa-first": first, "furepa-plan": plans([3])})
-    llm.reply(author)
-    events = await collect(services.runner.start("furepa", Task(QUESTION)))
+    events = await run(author, web)
     assert author.kinds() == ["furepa-first"] * 5 + ["furepa-plan"] * 5
     notes = [n.text for n in of(events, Note)]
     assert any(t.startswith("FuRePA: 0/5 plans answer") for t in notes)
@@ -50,7 +54,7 @@ async def test_answers_when_at_least_theta_of_the_plans_answer(services, llm, mo
     assert [s.url for s in final.sources] == list(evidence[0].sources)
 
 
-async def test_searches_again_below_theta_and_masks_earlier_reasoning_and_queries(services, llm, monkeypatch):
+async def test_searches_again_below_theta_and_masks_earlier_reasoning_and_queries(web):
     sent: list[tuple[str, str]] = []  # (request body, reply), in call order
 
     def logged(fn):
@@ -61,8 +65,7 @@ async def test_searches_again_below_theta_and_masks_earlier_reasoning_and_querie
         return handler
 
     author = MethodAuthor(handlers={"furepa-first": logged(first), "furepa-plan": logged(plans([2, 4]))})
-    llm.reply(author)
-    events = await collect(services.runner.start("furepa", Task(QUESTION, "qa")))
+    events = await run(author, web, Task(QUESTION, "qa"))
     notes = [n.text for n in of(events, Note)]
     assert any(t.startswith("FuRePA: 2/5 plans answer (θ = 0.6): searching") for t in notes)
     assert any(t.startswith("FuRePA: 4/5 plans answer") for t in notes)
@@ -86,15 +89,13 @@ async def test_searches_again_below_theta_and_masks_earlier_reasoning_and_querie
     assert all(QUESTION in p for p in plan_prompts)
 
 
-async def test_a_forced_answer_after_the_last_round(services, llm, monkeypatch):
+async def test_a_forced_answer_after_the_last_round(web):
     topics = ["Mercurial Python 3 support", "JSON parsing simdjson speed", "Managing Python environments"]
     author = MethodAuthor(handlers={
         "furepa-first": first,
         "furepa-plan": lambda prompt, body, n: f"[Analysis] not yet.\n[Search] {topics[(n - 1) // 5 % 3]}",
     })
-    llm.reply(author)
-    patch_context(monkeypatch, services, params={"furepa.iterations": 2})
-    events = await collect(services.runner.start("furepa", Task(QUESTION)))
+    events = await run(author, web, **{"furepa.iterations": 2})
     assert author.kinds() == ["furepa-first"] * 5 + ["furepa-plan"] * 5 + ["furepa-forced"]
     forced = author.of_kind("furepa-forced")[0]
     assert "The search budget is spent" in forced and forced.count("<passage>") == 2
@@ -102,14 +103,13 @@ async def test_a_forced_answer_after_the_last_round(services, llm, monkeypatch):
     assert events[-1].text == "December 2016"
 
 
-async def test_temperature_rises_when_every_candidate_repeats_a_run_query(services, llm, monkeypatch):
+async def test_temperature_rises_when_every_candidate_repeats_a_run_query(web):
     author = MethodAuthor(handlers={
         "furepa-first": lambda prompt, body, n: "[Search] Python 3.6.0 release",
         "furepa-plan": lambda prompt, body, n: ("[Analysis] again.\n[Search] the Python 3.6.0 release" if n <= 5
                                                 else "[Analysis] done.\n[Answer] December 2016"),
     })
-    llm.reply(author)
-    events = await collect(services.runner.start("furepa", Task(QUESTION)))
+    events = await run(author, web)
     temperatures = [b["temperature"] for b in author.bodies("furepa-first") + author.bodies("furepa-plan")]
     assert temperatures == [0.2] * 10 + [1.0] * 5
     assert any("repeats one already run" in n.text for n in of(events, Note))
@@ -151,17 +151,17 @@ def test_parse_plan(text, first_round, kind, body):
     assert (plan.kind, plan.text) == (kind, body)
 
 
-async def test_per_iteration_temperature_schedule(services, llm, monkeypatch):
+async def test_per_iteration_temperature_schedule(web):
     author = MethodAuthor(handlers={"furepa-first": first, "furepa-plan": plans([3])})
-    llm.reply(author)
-    patch_context(monkeypatch, services, params={"furepa.temperature_schedule": "per-iteration", "furepa.tp0": 0.5,
-                                                 "furepa.dtp": 0.25})
-    events = await collect(services.runner.start("furepa", Task(QUESTION)))
-    assert [b["temperature"] for b in author.bodies("furepa-first") + author.bodies("furepa-plan")] == [0.5] * 5 + [0.75] * 5
+    events = await run(author, web, **{"furepa.temperature_schedule": "per-iteration", "furepa.tp0": 0.5,
+                                       "furepa.dtp": 0.25})
+    temperatures = [b["temperature"] for b in author.bodies("furepa-first") + author.bodies("furepa-plan")]
+    assert temperatures == [0.5] * 5 + [0.75] * 5
     assert events[-1].text == "December 2016"
 
 
 async def test_an_unknown_schedule_fails_the_run_with_the_fix(services, llm, monkeypatch):
+    """End to end: the runner turns the method's TaskError into a Failed event."""
     from common.events import Failed
 
     llm.reply(MethodAuthor())

@@ -1,6 +1,7 @@
 """ITRG (003): the query is the question, then question + last output; refine rewrites the last
 output with only the newly retrieved documents and skips a round with none; refresh writes anew
-from the question and the documents and never sees its last output."""
+from the question and the documents and never sees its last output. Run in process (the fake
+model in process, search and pages over HTTP from the local web)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ import pytest
 from common.events import Final, Note, PassagesChosen, QueryMade, StepRevised
 from common.types import Task
 from core.passages import neutralise_fences
-from tests.fakes.method_scripts import MethodAuthor, collect, of, patch_context
+from tests.fakes.method_scripts import MethodAuthor, method_context, of, run_method
+from tests.fakes.model import FakeModel
 
 QUESTION = "When was Python 3.6.0 released and what did it bring?"
 
 
 @pytest.fixture
-def author(llm):
-    a = MethodAuthor()
-    llm.reply(a)
-    return a
+def author():
+    return MethodAuthor()
+
+
+def run(method, task, author, web, **params):
+    return run_method(method, task, method_context(FakeModel(author), web, params=params))
 
 
 def _same_pages(web, n=5):
@@ -31,10 +35,9 @@ def _same_pages(web, n=5):
         web.extra_results.append({"url": url, "title": f"Release note {j}", "content": "Python 3.6.0 released"})
 
 
-async def test_refine_skips_a_round_when_nothing_new_is_retrieved(services, author, web, monkeypatch):
+async def test_refine_skips_a_round_when_nothing_new_is_retrieved(author, web):
     _same_pages(web)
-    patch_context(monkeypatch, services, params={"itrg.iterations": 3})
-    events = await collect(services.runner.start("itrg-refine", Task(QUESTION)))
+    events = await run("itrg-refine", Task(QUESTION), author, web, **{"itrg.iterations": 3})
     revised = of(events, StepRevised)
     assert [e.i for e in revised] == [1, 2, 3]
     assert not revised[0].skipped and revised[0].sources
@@ -46,15 +49,14 @@ async def test_refine_skips_a_round_when_nothing_new_is_retrieved(services, auth
     assert events[-1].text == "Document 1 about Python releases and Mercurial."
 
 
-async def test_refine_rewrites_the_last_output_with_only_new_documents(services, llm, web, monkeypatch):
-    topics = ["Mercurial journey to Python 3 porting", "JSON parsing simdjson speed", "Managing Python environments virtualenv"]
+async def test_refine_rewrites_the_last_output_with_only_new_documents(web):
+    topics = ["Mercurial journey to Python 3 porting", "JSON parsing simdjson speed",
+              "Managing Python environments virtualenv"]
     author = MethodAuthor(handlers={
         "itrg-refresh": lambda prompt, body, n: f"Draft one: {topics[0]}.",
         "itrg-refine": lambda prompt, body, n: f"Draft {n + 1}: {topics[n % len(topics)]}.",
     })
-    llm.reply(author)
-    patch_context(monkeypatch, services, params={"itrg.iterations": 3})
-    events = await collect(services.runner.start("itrg-refine", Task("Python 3 history")))
+    events = await run("itrg-refine", Task("Python 3 history"), author, web, **{"itrg.iterations": 3})
     queries = [q.query for q in of(events, QueryMade)]
     assert queries[0] == "Python 3 history"
     assert queries[1] == "Python 3 history Draft one: " + topics[0] + "."
@@ -78,9 +80,8 @@ async def test_refine_rewrites_the_last_output_with_only_new_documents(services,
     assert isinstance(events[-1], Final)
 
 
-async def test_refresh_never_sees_its_last_output(services, author, monkeypatch):
-    patch_context(monkeypatch, services, params={"itrg.iterations": 4})
-    events = await collect(services.runner.start("itrg-refresh", Task(QUESTION)))
+async def test_refresh_never_sees_its_last_output(author, web):
+    events = await run("itrg-refresh", Task(QUESTION), author, web, **{"itrg.iterations": 4})
     refreshes = author.of_kind("itrg-refresh")
     assert len(refreshes) == 4 and author.kinds() == ["itrg-refresh"] * 4
     outputs = [e.after for e in of(events, StepRevised)]
@@ -97,9 +98,8 @@ async def test_refresh_never_sees_its_last_output(services, author, monkeypatch)
     assert events[-1].text == outputs[-1]
 
 
-async def test_qa_tasks_end_with_a_short_answer_from_the_last_document(services, author, monkeypatch):
-    patch_context(monkeypatch, services, params={"itrg.iterations": 1})
-    events = await collect(services.runner.start("itrg-refresh", Task(QUESTION, "qa")))
+async def test_qa_tasks_end_with_a_short_answer_from_the_last_document(author, web):
+    events = await run("itrg-refresh", Task(QUESTION, "qa"), author, web, **{"itrg.iterations": 1})
     assert author.kinds() == ["itrg-refresh", "itrg-answer"]
     assert "Document 1 about Python releases" in author.of_kind("itrg-answer")[0]
     assert events[-1].text.endswith("Answer: December 2016")

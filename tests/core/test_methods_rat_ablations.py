@@ -1,28 +1,32 @@
 """RAT's ablations (001, tables 3 and 4): non-causal RAT makes every query from the initial
-draft before any revision; CoT+RAG retrieves once with the whole draft and revises once."""
+draft before any revision; CoT+RAG retrieves once with the whole draft and revises once. Run in
+process (the fake model in process, search and pages over HTTP from the local web)."""
 
 from __future__ import annotations
 
 import pytest
 
-from core import prompts
 from common.events import DraftReady, Final, QueryMade, SearchDone, StepRevised
 from common.types import Task
-from tests.fakes.method_scripts import MethodAuthor, collect, of
+from core import prompts
+from tests.fakes.method_scripts import MethodAuthor, method_context, of, run_method
+from tests.fakes.model import FakeModel
 from tests.fakes.scripts import draft_steps, sections
 
 TASK = Task("Write a short history of Python 3 and its ecosystem.")
 
 
 @pytest.fixture
-def author(llm):
-    a = MethodAuthor(draft_steps(3))
-    llm.reply(a)
-    return a
+def author():
+    return MethodAuthor(draft_steps(3))
 
 
-async def test_noncausal_makes_all_queries_before_any_revision(services, author):
-    events = await collect(services.runner.start("rat-noncausal", TASK))
+def run(method, author, web):
+    return run_method(method, TASK, method_context(FakeModel(author), web))
+
+
+async def test_noncausal_makes_all_queries_before_any_revision(author, web):
+    events = await run("rat-noncausal", author, web)
     steps = author.steps
     # model calls: the draft, every query, then every revision
     assert author.kinds() == ["draft"] + ["query"] * 3 + ["revise"] * 3
@@ -41,8 +45,8 @@ async def test_noncausal_makes_all_queries_before_any_revision(services, author)
     assert {n for s in final.sources for n in s.steps} == {1, 2, 3}
 
 
-async def test_cot_rag_retrieves_once_with_the_whole_draft(services, author):
-    events = await collect(services.runner.start("cot-rag", TASK))
+async def test_cot_rag_retrieves_once_with_the_whole_draft(author, web):
+    events = await run("cot-rag", author, web)
     draft = "\n\n".join(author.steps)
     assert author.kinds() == ["draft", "revise"], "no query-writing call: the draft is the query"
     queries = of(events, QueryMade)
@@ -55,9 +59,9 @@ async def test_cot_rag_retrieves_once_with_the_whole_draft(services, author):
     assert events[-1].text == prompts.normalise_answer(author.default("revise", author.of_kind("revise")[0], 1))
 
 
-async def test_cot_rag_keeps_the_draft_when_search_fails(services, author, web):
+async def test_cot_rag_keeps_the_draft_when_search_fails(author, web):
     web.fail_search_next = 10
-    events = await collect(services.runner.start("cot-rag", TASK))
+    events = await run("cot-rag", author, web)
     assert author.kinds() == ["draft"]
     assert of(events, StepRevised)[0].skipped
     assert events[-1].text == "\n\n".join(author.steps)

@@ -1,9 +1,21 @@
-"""The SSRF guard on its own: schemes, address forms, resolvers."""
+"""The SSRF guard: schemes, address forms, resolvers, and where connections are made."""
 
+import httpcore
+import httpx
 import pytest
 
 from common.errors import BlockedURL, FetchError
-from core.netguard import blocked_reason, check_url, parse_literal_host, static_resolver
+from common.settings import FetchSettings
+from core.fetch import Fetcher
+from core.netguard import (
+    GuardedBackend,
+    blocked_reason,
+    check_url,
+    guarded_transport,
+    parse_literal_host,
+    static_resolver,
+)
+from tests.fakes.web_server import FakeWeb
 
 FIX = "--allow-private-urls"
 public = static_resolver({"example.com": ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"]})
@@ -121,14 +133,6 @@ def test_teredo_embedded_addresses_are_checked():
 
 
 # -- where connections are made: no DNS rebinding --------------------------------------------
-import httpcore  # noqa: E402
-import httpx  # noqa: E402
-
-from core.fetch import Fetcher  # noqa: E402
-from core.netguard import GuardedBackend, guarded_transport  # noqa: E402
-from common.settings import FetchSettings  # noqa: E402
-from tests.fakes.web_server import FakeWeb  # noqa: E402
-
 PUBLIC = "93.184.216.34"
 
 
@@ -208,15 +212,21 @@ async def test_the_backend_refuses_a_mixed_answer_and_unix_sockets():
         await backend.connect_unix_socket("/var/run/docker.sock")
 
 
-async def test_the_fetcher_uses_the_guarded_backend_unless_private_urls_are_allowed():
-    guarded = Fetcher(FetchSettings(allow_private_urls=False))
-    open_ = Fetcher(FetchSettings(allow_private_urls=True))
-    try:
-        assert isinstance(guarded._client._transport._pool._network_backend, GuardedBackend)
-        assert not isinstance(open_._client._transport._pool._network_backend, GuardedBackend)
-    finally:
-        await guarded.aclose()
-        await open_.aclose()
+@pytest.mark.parametrize("allow_private", [False, True])
+async def test_the_fetchers_own_connections_are_guarded_unless_private_urls_are_allowed(allow_private):
+    # "localhost" passes the check before the request (the resolver's first answer is public)
+    # and is 127.0.0.1 when the connection is made: only the guard at connect time can stop it
+    with FakeWeb() as web:
+        port = web.base.rsplit(":", 1)[1]
+        resolver = rebinding(PUBLIC, "127.0.0.1")
+        async with Fetcher(FetchSettings(allow_private_urls=allow_private), resolver=resolver) as fetcher:
+            page = await fetcher.read(f"http://localhost:{port}/pages/blog.python.org.html")
+        if allow_private:  # no guard: the system's resolver sends it to the local server
+            assert page.ok and page.title == "Python 3.6.0 is now available!"
+            assert web.requests == ["/pages/blog.python.org.html"]
+        else:
+            assert page.status == "error" and "localhost resolves to 127.0.0.1" in page.error
+            assert web.requests == [], "nothing reached the loopback server"
 
 
 @pytest.fixture
@@ -237,7 +247,8 @@ def tls_site(tmp_path):
 
     class Page(BaseHTTPRequestHandler):
         def do_GET(self):
-            body = b"<html><head><title>Over TLS</title></head><body><p>" + b"Encrypted words. " * 20 + b"</p></body></html>"
+            body = (b"<html><head><title>Over TLS</title></head><body><p>" + b"Encrypted words. " * 20
+                    + b"</p></body></html>")
             self.send_response(200)
             self.send_header("Content-Type", "text/html")
             self.send_header("Content-Length", str(len(body)))

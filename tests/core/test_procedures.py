@@ -3,7 +3,6 @@ from finished runs, and the CLI commands."""
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
@@ -41,6 +40,51 @@ def test_search_ranks_with_bm25_and_leaves_out_unrelated(memory):
         "test a Django application", "deploy a Django application"}
 
 
+def test_search_reads_steps_stems_words_and_keeps_k(memory):
+    memory.add("a garden", "", ["Water the tomatoes every evening"])
+    memory.add("a balcony", "", ["Water the basil", "Turn the pots"])
+    memory.add("a lawn", "", ["Mow weekly"])
+    assert [h.input for h in memory.search("watering tomatoes", k=3)] == ["a garden", "a balcony"]
+    assert [h.input for h in memory.search("watering tomatoes", k=1)] == ["a garden"]
+    assert memory.search("watering", k=0) == []
+    for nasty in ['C++ "foo', "NEAR(a b", "*", "steps:water", "'; drop table procedures; --", ""]:
+        assert isinstance(memory.search(nasty, k=3), list)
+
+
+def test_the_fts_index_follows_updates_and_deletes(memory):
+    proc_id, _ = memory.add("a garden", "", ["Water the tomatoes"])
+    db = memory.store.db
+    with db.conn:
+        db.execute("update procedures set steps = ? where id = ?", ['["Prune the roses"]', proc_id])
+    assert memory.search("tomatoes", k=3) == [] and memory.search("roses", k=3)[0].id == proc_id
+    with db.conn:
+        db.execute("delete from procedures where id = ?", [proc_id])
+    assert memory.search("roses", k=3) == []
+
+
+def test_the_fts_migration_indexes_procedures_already_stored(tmp_path):
+    import sqlite_utils
+
+    from data import migrations
+    from data.store import Store
+
+    path = tmp_path / "old.db"
+    db = sqlite_utils.Database(path)
+    db.execute("create table _migrations (name text primary key, applied text)")
+    for name, fn in migrations.MIGRATIONS:  # a store from before the FTS index
+        if name == "m004_procedures_fts":
+            break
+        with db.conn:
+            fn(db)
+            db.execute("insert into _migrations (name, applied) values (?, '')", [name])
+    with db.conn:
+        db.execute("insert into procedures (input, output, steps, source, digest, created) values (?, ?, ?, ?, ?, ?)",
+                   ["a Django project", "test it", '["Write tests", "Run manage.py test"]', "manual", "d", ""])
+    db.close()
+    memory = ProcedureMemory(Store(path))
+    assert [h.output for h in memory.search("manage.py", k=3)] == ["test it"]
+
+
 def test_the_same_procedure_is_stored_once(memory):
     first = memory.add("in", "out", ["a", "b"])
     again = memory.add("in", "out", ["a", " b "])
@@ -55,7 +99,8 @@ def test_the_same_procedure_is_stored_once(memory):
 def test_import_and_export_round_trip(memory, tmp_path):
     src = tmp_path / "procs.jsonl"
     src.write_text('{"input": "eggs", "output": "omelette", "steps": ["Beat", "Cook"]}\n\n'
-                   '{"prompt": "Plan a crafting table", "steps": "Punch a tree\\nCraft planks", "answers": ["1 table"]}\n',
+                   '{"prompt": "Plan a crafting table", "steps": "Punch a tree\\nCraft planks", '
+                   '"answers": ["1 table"]}\n',
                    encoding="utf-8")
     assert memory.import_jsonl(src) == (2, 0)
     assert memory.import_jsonl(src) == (0, 2)
@@ -103,11 +148,9 @@ async def test_an_unfinished_run_is_refused(services, llm, memory):
 
 
 def test_procedures_commands(services, tmp_path, capsys):
-    from app import _common
-    from core.commands import add_commands
+    from ui.cli import build_parser
 
-    parser = argparse.ArgumentParser()
-    add_commands(parser.add_subparsers(dest="command"), [_common(suppress=True)])
+    parser = build_parser()
     src = tmp_path / "p.jsonl"
     src.write_text('{"input": "eggs", "output": "omelette", "steps": ["Beat", "Cook"]}\n', encoding="utf-8")
 

@@ -1,6 +1,7 @@
-"""RAT and RAT step-scope end to end: the openai SDK over HTTP to the fake server, SearXNG
-search and page fetching over HTTP to the local web, trafilatura on the real fixture pages,
-and a real SQLite file."""
+"""RAT and RAT step-scope. The method's logic runs in process (the fake model in process,
+SearXNG search and page fetching over HTTP to the local web, trafilatura on the real fixture
+pages); storage, resuming, retries and failures run end to end: the openai SDK over HTTP to the
+fake server and a real SQLite file."""
 
 from __future__ import annotations
 
@@ -8,10 +9,23 @@ import pytest
 
 from common.errors import TaskError
 from common.events import (
-    DraftReady, Failed, Final, LLMCalled, Note, PageRead, PassagesChosen, QueryMade, RunStarted, SearchDone,
-    StepRevised, StepStarted, TokenDelta,
+    DraftReady,
+    Failed,
+    Final,
+    LLMCalled,
+    Note,
+    PageRead,
+    PassagesChosen,
+    QueryMade,
+    RunStarted,
+    SearchDone,
+    StepRevised,
+    StepStarted,
+    TokenDelta,
 )
 from common.types import Task
+from tests.fakes.method_scripts import method_context, run_method
+from tests.fakes.model import FakeModel
 from tests.fakes.scripts import RatAuthor, draft_steps, sections
 from tests.helpers import collect, of
 
@@ -27,8 +41,20 @@ def author(llm):
     return a
 
 
-async def test_rat_queries_are_causal(services, author):
-    events = await collect(services.runner.start("rat", TASK))
+@pytest.fixture
+def in_process(web):
+    """Run a RAT method in process with a RatAuthor of 4 steps: (author, run(method))."""
+    a = RatAuthor(draft_steps(4))
+
+    def run(method):
+        return run_method(method, TASK, method_context(FakeModel(a), web))
+
+    return a, run
+
+
+async def test_rat_queries_are_causal(in_process):
+    author, run = in_process
+    events = await run("rat")
     steps = author.steps
     queries = author.of_kind("query")
     assert len(queries) == len(steps)
@@ -45,15 +71,16 @@ async def test_rat_queries_are_causal(services, author):
     assert isinstance(events[-1], Final)
 
 
-async def test_rat_revises_each_step_once_and_keeps_sources(services, author):
-    events = await collect(services.runner.start("rat", TASK))
+async def test_rat_revises_each_step_once_and_keeps_sources(in_process):
+    author, run = in_process
+    events = await run("rat")
     revised = of(events, StepRevised)
     assert [e.i for e in revised] == [1, 2, 3, 4]
     assert len(author.of_kind("revise")) == 4
     assert all(e.sources for e in revised), "each step used at least one source"
     final = events[-1]
     assert final.text.count("[revised]") == 4
-    for i, step in enumerate(author.steps, start=1):
+    for step in author.steps:
         assert step + " [revised]" in final.text
     used = {n for s in final.sources for n in s.steps}
     assert used == {1, 2, 3, 4}
@@ -62,6 +89,19 @@ async def test_rat_revises_each_step_once_and_keeps_sources(services, author):
     # the revise prompt fences the passages it was shown, labelled with their URLs
     first_revise = author.of_kind("revise")[0]
     assert revised[0].sources[0] in first_revise
+
+
+async def test_rat_continues_from_prior_events_and_numbers_sources_as_the_live_run(in_process, web):
+    author, run = in_process
+    live = await run("rat")
+    cut = [n for n, e in enumerate(live) if isinstance(e, StepRevised)][1]
+    prior = [e for e in live[: cut + 1] if not isinstance(e, TokenDelta)]
+    calls_before = len(author.calls)
+    resumed = await run_method("rat", TASK, method_context(FakeModel(author), web, prior=prior))
+    assert [k for k, _ in author.calls[calls_before:]] == ["query", "revise", "query", "revise"]
+    assert [e.i for e in of(resumed, StepRevised)] == [3, 4]
+    assert resumed[-1].text == live[-1].text
+    assert resumed[-1].sources == live[-1].sources, "sources from before the stop keep their numbers"
 
 
 async def test_rat_event_order_and_storage(services, author):
@@ -76,16 +116,17 @@ async def test_rat_event_order_and_storage(services, author):
     assert kinds[0] is StepStarted and kinds[1] is QueryMade and kinds[2] is SearchDone
     assert kinds[-1] is StepRevised and kinds[-2] is PassagesChosen
     assert set(kinds[3:-2]) == {PageRead}
-    seqs = [r["seq"] for r in services.store.event_rows(run_id)]
+    seqs = [r.seq for r in services.store.event_rows(run_id)]
     assert seqs == list(range(1, len(stored) + 1))
     run = services.store.get_run(run_id)
-    assert run["status"] == "done" and run["steps_done"] == 4 and run["steps_total"] == 4
-    assert run["llm_calls"] == 1 + 4 + 4
-    assert run["completion_tokens"] > 0 and set(run["tokens_by_role"]) == {"draft", "query", "revise"}
+    assert run.status == "done" and run.steps_done == 4 and run.steps_total == 4
+    assert run.llm_calls == 1 + 4 + 4
+    assert run.completion_tokens > 0 and set(run.tokens_by_role) == {"draft", "query", "revise"}
 
 
-async def test_rat_step_scope_rewrites_only_its_step(services, author):
-    events = await collect(services.runner.start("rat-step", TASK))
+async def test_rat_step_scope_rewrites_only_its_step(in_process):
+    author, run = in_process
+    events = await run("rat-step")
     prompts = author.of_kind("revise-step")
     assert len(prompts) == 4 and not author.of_kind("revise")
     for i, prompt in enumerate(prompts, start=1):
@@ -103,7 +144,7 @@ async def test_resume_after_interruption_continues_from_last_step(services, auth
     events = await collect(services.runner.start("rat", TASK),
                            stop_after=lambda ev: len(of(ev, StepRevised)) == 2)
     run_id = events[0].run_id
-    assert services.store.get_run(run_id)["status"] == "interrupted"
+    assert services.store.get_run(run_id).status == "interrupted"
     calls_before = len(author.calls)
     resumed = await collect(services.runner.resume(run_id))
     new_calls = author.calls[calls_before:]
@@ -114,7 +155,7 @@ async def test_resume_after_interruption_continues_from_last_step(services, auth
     assert isinstance(final, Final) and final.text.count("[revised]") == 4
     assert {n for s in final.sources for n in s.steps} == {1, 2, 3, 4}
     run = services.store.get_run(run_id)
-    assert run["status"] == "done" and run["llm_calls"] == 9
+    assert run.status == "done" and run.llm_calls == 9
 
 
 async def test_llm_that_stays_down_fails_resumable_then_resumes(services, author, llm):
@@ -133,7 +174,7 @@ async def test_llm_that_stays_down_fails_resumable_then_resumes(services, author
     assert isinstance(failed, Failed) and failed.resumable
     assert "503" in failed.error or "server" in failed.error.lower()
     run_id = events[0].run_id
-    assert services.store.get_run(run_id)["status"] == "failed"
+    assert services.store.get_run(run_id).status == "failed"
     assert services.store.events(run_id)[-1] == failed
     llm.reply(author)
     resumed = await collect(services.runner.resume(run_id))
@@ -192,9 +233,10 @@ async def test_bad_pages_become_page_errors_and_the_run_completes(tmp_path, llm,
 
 
 async def test_private_addresses_are_refused_without_the_setting(tmp_path, llm, web):
-    from tests.conftest import make_settings
-    import app as app_module
     from dataclasses import replace
+
+    import app as app_module
+    from tests.conftest import make_settings
 
     settings = make_settings(tmp_path, llm, web)
     settings = replace(settings, fetch=replace(settings.fetch, allow_private_urls=False))
@@ -224,13 +266,13 @@ async def test_literal_slash_n_draft_is_split(services, llm):
     llm.reply(author)
     events = await collect(services.runner.start("rat", TASK, draft_only=True))
     assert of(events, DraftReady)[0].steps == ("First part.", "Second part.", "Third part.")
-    assert services.store.get_run(events[0].run_id)["status"] == "draft"
+    assert services.store.get_run(events[0].run_id).status == "draft"
 
 
 async def test_an_edited_draft_is_revised_as_edited(services, author):
     events = await collect(services.runner.start("rat-step", TASK, draft_only=True))
     run_id = events[0].run_id
-    assert services.store.get_run(run_id)["status"] == "draft"
+    assert services.store.get_run(run_id).status == "draft"
     edited = ["Step A: Python 3.6.0 added formatted string literals.", author.steps[2]]
     resumed = await collect(services.runner.resume(run_id, draft=edited))
     assert isinstance(resumed[0], RunStarted) and resumed[1] == DraftReady(steps=tuple(edited))
@@ -238,4 +280,4 @@ async def test_an_edited_draft_is_revised_as_edited(services, author):
     assert resumed[-1].text == "\n\n".join(s + " [revised]" for s in edited)
     stored = services.store.events(run_id)
     assert [e for e in stored if isinstance(e, DraftReady)][-1].steps == tuple(edited)
-    assert services.store.get_run(run_id)["steps_total"] == 2
+    assert services.store.get_run(run_id).steps_total == 2

@@ -1,4 +1,3 @@
-import socket
 from pathlib import Path
 
 import httpx
@@ -6,6 +5,9 @@ import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
 from common.errors import ConfigError, SearchError, SearchRateLimited, SearchUnavailable
+from common.settings import SearchSettings
+from common.types import SearchResult
+from core.corpus import CorpusIndex
 from core.search import (
     CorpusProvider,
     DDGProvider,
@@ -14,22 +16,12 @@ from core.search import (
     SearxngProvider,
     build_providers,
 )
-from common.settings import SearchSettings
-from common.types import SearchResult
-from data.corpus import CorpusIndex
-from tests.fakes.web_server import FakeWeb
+from tests.helpers import Sleeps, free_port
 
 
-@pytest.fixture(scope="module")
-def web():
-    with FakeWeb() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _reset(web):
-    web.rate_limit_next = web.fail_search_next = 0
-    web.search_count = 0
+@pytest.fixture
+def web(shared_web):
+    return shared_web
 
 
 @pytest.fixture
@@ -39,14 +31,6 @@ def corpus(tmp_path: Path) -> CorpusProvider:
     (folder / "python.md").write_text("# Python releases\nPython 3.6 added f-strings.", encoding="utf-8")
     (folder / "tea.txt").write_text("Green tea is steeped at 80 degrees.", encoding="utf-8")
     return CorpusProvider(CorpusIndex(tmp_path / "corpus.db", folder))
-
-
-class Sleeps:
-    def __init__(self):
-        self.waits: list[float] = []
-
-    async def __call__(self, seconds: float) -> None:
-        self.waits.append(seconds)
 
 
 class DictCache:
@@ -91,12 +75,6 @@ class Scripted:
         if isinstance(answer, Exception):
             raise answer
         return answer
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- SearXNG against the fake web -----------------------------------------------------------
@@ -170,7 +148,7 @@ async def test_chain_backs_off_then_falls_back_with_a_warning(web, corpus):
     assert isinstance(response, SearchResponse)
     assert response.provider == "corpus"
     assert response.results[0].url.endswith("/python.md")
-    assert sleeps.waits == [0.5, 1.0]
+    assert sleeps == [0.5, 1.0]
     assert web.search_count == 3
     assert response.warnings == ["searxng: rate-limited (429) after 3 tries; used corpus"]
     assert not response.cached
@@ -183,7 +161,7 @@ async def test_chain_retries_and_succeeds_on_the_same_provider(web, corpus):
     response = await chain.search("Python 3.6 release", 3)
     assert response.provider == "searxng"
     assert response.results[0].url == web.page_url("blog.python.org.html")
-    assert sleeps.waits == [0.5]
+    assert sleeps == [0.5]
     assert web.search_count == 2
     assert response.warnings == []
 
@@ -206,7 +184,7 @@ async def test_chain_does_not_retry_a_setting_error():
     broken = Scripted("searxng", SearchError("enable the json format"))
     good = Scripted("ddg", [SearchResult("https://a.example/", "A")])
     response = await SearchChain([broken, good], retries=3, backoff=1, sleep=sleeps).search("q", 5)
-    assert broken.calls == 1 and sleeps.waits == []
+    assert broken.calls == 1 and sleeps == []
     assert response.provider == "ddg"
     assert response.warnings == ["searxng: failed; used ddg"]
 
@@ -252,7 +230,8 @@ async def test_cache_hit_makes_no_second_request(web):
 
 async def test_cache_of_a_fallback_provider_is_used_before_searching(web):
     cache = DictCache()
-    cache.put_search("corpus", "tea", 2, [{"url": "file:///tea.txt", "title": "tea", "snippet": "", "provider": "corpus"}])
+    cache.put_search("corpus", "tea", 2,
+                     [{"url": "file:///tea.txt", "title": "tea", "snippet": "", "provider": "corpus"}])
     chain = SearchChain([SearxngProvider(web.searxng_url), Scripted("corpus", [])], retries=0, backoff=1, cache=cache)
     response = await chain.search("tea", 2)
     assert response.cached and response.provider == "corpus" and web.search_count == 0
@@ -330,7 +309,8 @@ def test_build_providers_in_order(tmp_path):
 @pytest.mark.parametrize(
     "settings, message",
     [
-        (SearchSettings(providers=("bing",)), "Unknown search provider 'bing': use one or more of ddg, searxng, corpus"),
+        (SearchSettings(providers=("bing",)),
+         "Unknown search provider 'bing': use one or more of ddg, searxng, corpus"),
         (SearchSettings(providers=()), "No search provider"),
         (SearchSettings(providers=("ddg", "ddg")), "listed twice"),
         (SearchSettings(providers=("searxng",)), "--searxng-url"),

@@ -25,7 +25,7 @@ def outputs(store, prompt="Write about owls", methods=("rat", "cot"), task_set="
         for m in methods
     ])
     task_id = store.add_task(prompt, task_set=task_set)
-    return {o["method"]: o["id"] for o in arena.arena_outputs(store) if o["task_id"] == task_id}
+    return {o.method: o.id for o in arena.arena_outputs(store) if o.task_id == task_id}
 
 
 def run(store, prompt, method, text, status="done"):
@@ -41,7 +41,7 @@ def test_finished_runs_join_the_arena_once(store):
     run(store, "t", "rag-1", "half done", status="running")
     assert arena.sync_run_outputs(store) == 2
     assert arena.sync_run_outputs(store) == 0
-    assert sorted(o["method"] for o in arena.arena_outputs(store)) == ["cot", "rat"]
+    assert sorted(o.method for o in arena.arena_outputs(store)) == ["cot", "rat"]
 
 
 def test_arena_outputs_need_two_methods_on_a_task(store):
@@ -62,8 +62,8 @@ def test_a_vote_is_stored_as_cast(store):
     battle = arena.create_battle(store, ids["rat"], ids["cot"], "ana")
     arena.record_vote(store, battle, "ana", "both_bad")
     row = arena.get_battle(store, battle)
-    assert (row["method_a"], row["method_b"], row["choice"]) == ("rat", "cot", "both_bad")
-    assert [r[1:4] for r in arena.vote_rows(store)] == [("rat", "cot", "both_bad")]
+    assert (row.method_a, row.method_b, row.choice) == ("rat", "cot", "both_bad")
+    assert [(r.method_a, r.method_b, r.choice) for r in arena.vote_rows(store)] == [("rat", "cot", "both_bad")]
 
 
 @pytest.mark.parametrize("annotator, message", [("bob", "another annotator"), ("ana", "already voted")])
@@ -156,8 +156,8 @@ def test_vote_rows_filter_by_source_and_task_set(store):
     arena.record_vote(store, arena.create_battle(store, other["rat"], other["cot"], "ana"), "ana", "b")
     arena.add_judge_vote(store, task_id=store.add_task("elsewhere"), output_a=other["rat"], output_b=other["cot"],
                          method_a="rat", method_b="cot", choice="tie", n=10, detail={}, model="m")
-    assert [r[3] for r in arena.vote_rows(store, "people", "s1")] == ["a"]
-    assert [r[3] for r in arena.vote_rows(store, "judge")] == ["tie"]
+    assert [r.choice for r in arena.vote_rows(store, "people", "s1")] == ["a"]
+    assert [r.choice for r in arena.vote_rows(store, "judge")] == ["tie"]
     assert arena.vote_rows(store, "judge", "s1") == []
     assert arena.task_sets(store) == ["", "s1"]
     with pytest.raises(ValueError):

@@ -1,125 +1,79 @@
-import os
-import shutil
+"""The local corpus's FTS5 index (data.corpus.CorpusStore): storing documents, BM25 search with
+snippets, reading by URL, the stat of each file for change detection, and the shared FTS query
+builder. Scanning a folder is tested in tests/core/test_corpus.py."""
+
 import threading
 from pathlib import Path
 
 import pytest
 
-from common.errors import ConfigError
-from data.corpus import CorpusIndex, fts_query, pdf_supported, url_to_path
-from tests.fakes.web_server import FIXTURES
+from common.errors import StoreError
+from data.corpus import CorpusStore, IndexedFile, url_to_path
+from data.fts import fts_query
 
-HTML_PAGES = ["blog.python.org.html", "nationalgeographic.co.uk.goats.html", "stackoverflow.com.rust.html"]
-
-SOURDOUGH = """---
-author: me
----
-# Sourdough basics
-
-A sourdough starter is flour and water fermented by wild yeast and lactic acid bacteria.
-Feed the starter daily; bake when it doubles within six hours.
-"""
-
-TEA = "Green tea is steeped at 80 degrees for two minutes.\nBlack tea takes boiling water.\n"
+DOCS = {
+    "kitchen/sourdough.md": ("Sourdough basics", "A sourdough starter is flour and water fermented by wild yeast."),
+    "tea.txt": ("tea", "Green tea is steeped at 80 degrees for two minutes.\nBlack tea takes boiling water."),
+    "python.html": ("Python 3.6.0 is now available!", "Python 3.6.0 is the newest major release of Python."),
+}
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    root = tmp_path / "notes"
-    (root / "kitchen").mkdir(parents=True)
-    (root / "kitchen" / "sourdough.md").write_text(SOURDOUGH, encoding="utf-8")
-    (root / "tea.txt").write_text(TEA, encoding="utf-8")
-    for name in HTML_PAGES:
-        shutil.copy(FIXTURES / name, root / name)
-    (root / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")  # unsupported: ignored
-    (root / ".hidden.md").write_text("# secret sourdough", encoding="utf-8")  # hidden: ignored
-    (root / ".git").mkdir()
-    (root / ".git" / "HEAD.txt").write_text("sourdough", encoding="utf-8")
-    return root
+    return tmp_path / "notes"
 
 
 @pytest.fixture
-def index(tmp_path: Path, folder: Path) -> CorpusIndex:
-    return CorpusIndex(tmp_path / "index" / "corpus.db", folder)
+def store(tmp_path: Path, folder: Path) -> CorpusStore:
+    store = CorpusStore(tmp_path / "index" / "corpus.db")
+    for n, (name, (title, text)) in enumerate(DOCS.items()):
+        assert store.put(folder / name, mtime_ns=n, size=len(text), sha1=f"h{n}", title=title, text=text)
+    return store
 
 
-N = 2 + len(HTML_PAGES)
+def uri(folder: Path, name: str) -> str:
+    return (folder / name).resolve().as_uri()
 
 
-def test_refresh_indexes_supported_files_once(index):
-    assert index.refresh() == dict(added=N, updated=0, removed=0, unchanged=0, skipped=0)
-    assert index.refresh() == dict(added=0, updated=0, removed=0, unchanged=N, skipped=0)
-    assert index.stats() == {"documents": N}
-
-
-def test_index_persists_between_instances(index, folder):
-    index.refresh()
-    again = CorpusIndex(index.db_path, folder)
-    assert again.refresh()["unchanged"] == N
+def test_stored_documents_are_counted_and_listed_with_their_stat(store, folder):
+    assert store.stats() == {"documents": len(DOCS)}
+    files = store.files()
+    assert set(files) == {str(folder / name) for name in DOCS}
+    assert files[str(folder / "tea.txt")] == IndexedFile(str(folder / "tea.txt"), 1, len(DOCS["tea.txt"][1]), "h1")
 
 
 @pytest.mark.parametrize(
     "query, first",
-    [
-        ("sourdough starter yeast", "kitchen/sourdough.md"),
-        ("Python 3.6 release", "blog.python.org.html"),
-        ("wild goats island", "nationalgeographic.co.uk.goats.html"),
-        ("Rust programming language popular", "stackoverflow.com.rust.html"),
-        ("green tea steeping", "tea.txt"),
-    ],
+    [("sourdough starter yeast", "kitchen/sourdough.md"), ("Python 3.6 release", "python.html"),
+     ("green tea steeping", "tea.txt")],
 )
-def test_search_ranks_the_right_file_first(index, folder, query, first):
-    index.refresh()
-    results = index.search(query, 3)
-    assert results[0].url == (folder / first).resolve().as_uri()
-    assert results[0].provider == "corpus"
-    assert results[0].snippet
-    assert len(results) <= 3
+def test_search_ranks_the_right_document_first(store, folder, query, first):
+    results = store.search(query, 2)
+    assert results[0].url == uri(folder, first)
+    assert results[0].provider == "corpus" and results[0].snippet
+    assert len(results) <= 2
 
 
-def test_titles_come_from_metadata_heading_or_file_name(index, folder):
-    index.refresh()
-    titles = {r.url: r.title for r in index.search("python sourdough tea", 10)}
-    assert titles[(folder / "blog.python.org.html").resolve().as_uri()] == "Python 3.6.0 is now available!"
-    assert titles[(folder / "kitchen" / "sourdough.md").resolve().as_uri()] == "Sourdough basics"
-    assert titles[(folder / "tea.txt").resolve().as_uri()] == "tea"
+def test_a_title_match_weighs_more_than_a_body_match(store, folder):
+    store.put(folder / "b.md", mtime_ns=0, size=1, sha1="x", title="Other", text="Notes on basics of sourdough.")
+    assert store.search("basics", 2)[0].title == "Sourdough basics"
 
 
-def test_ignored_files_are_not_indexed(index):
-    index.refresh()
-    urls = [r.url for r in index.search("secret sourdough PNG", 10)]
-    assert not any(".hidden" in u or ".git" in u or u.endswith(".png") for u in urls)
-
-
-def test_modified_file_is_reindexed(index, folder):
-    index.refresh()
-    (folder / "tea.txt").write_text("Oolong tea is partly oxidised; rinse the leaves first.\n", encoding="utf-8")
-    assert index.refresh() == dict(added=0, updated=1, removed=0, unchanged=N - 1, skipped=0)
-    assert index.search("oolong", 5)[0].url.endswith("/tea.txt")
-    assert index.search("boiling", 5) == []
-
-
-def test_touched_but_unchanged_file_is_not_reindexed(index, folder):
-    index.refresh()
+def test_put_replaces_a_path_and_touch_records_a_new_stat(store, folder):
     path = folder / "tea.txt"
-    stat = path.stat()
-    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
-    assert index.refresh()["unchanged"] == N
-    assert index.refresh()["unchanged"] == N  # the new mtime was recorded
+    assert store.put(path, mtime_ns=9, size=3, sha1="h9", title="tea", text="Oolong tea is partly oxidised.") is False
+    assert store.search("oolong", 5)[0].url == uri(folder, "tea.txt")
+    assert store.search("boiling", 5) == []
+    store.touch(path, mtime_ns=10, size=4)
+    assert store.files()[str(path)] == IndexedFile(str(path), 10, 4, "h9")
+    assert store.stats() == {"documents": len(DOCS)}
 
 
-def test_deleted_file_is_removed(index, folder):
-    index.refresh()
-    (folder / "kitchen" / "sourdough.md").unlink()
-    assert index.refresh() == dict(added=0, updated=0, removed=1, unchanged=N - 1, skipped=0)
-    assert index.search("sourdough", 5) == []
-
-
-def test_added_file_is_found(index, folder):
-    index.refresh()
-    (folder / "kitchen" / "bread.md").write_text("# Rye bread\nRye needs a sourdough.", encoding="utf-8")
-    assert index.refresh()["added"] == 1
-    assert {r.title for r in index.search("rye", 5)} == {"Rye bread"}
+def test_delete_forgets_a_document(store, folder):
+    assert store.delete(folder / "kitchen/sourdough.md") is True
+    assert store.delete(folder / "kitchen/sourdough.md") is False
+    assert store.search("sourdough", 5) == []
+    assert store.read(uri(folder, "kitchen/sourdough.md")) is None
 
 
 @pytest.mark.parametrize(
@@ -127,9 +81,8 @@ def test_added_file_is_found(index, folder):
     ['C++ "foo', '"', "NEAR(a b", "a AND OR NOT", "*", "title:foo", "'; DROP TABLE files; --", "(((", "^x",
      "_", "-", "", "   ", "sourdough*", "日本語のテキスト", "x" * 5000, " ".join(["tea"] * 200)],
 )
-def test_nasty_queries_do_not_raise(index, query):
-    index.refresh()
-    assert isinstance(index.search(query, 5), list)
+def test_nasty_queries_do_not_raise(store, query):
+    assert isinstance(store.search(query, 5), list)
 
 
 def test_fts_query_quotes_every_word():
@@ -138,15 +91,12 @@ def test_fts_query_quotes_every_word():
     assert fts_query("!!!") == ""
 
 
-def test_read_returns_indexed_text(index, folder):
-    index.refresh()
-    hit = index.search("Python 3.6 release", 1)[0]
-    title, text = index.read(hit.url)
-    assert title == "Python 3.6.0 is now available!"
-    assert "newest major release" in text
-    assert index.read(str(folder / "tea.txt"))[1].startswith("Green tea")  # a plain path works too
-    assert index.read((folder / "missing.md").resolve().as_uri()) is None
-    assert index.read("https://example.com/tea.txt") is None
+def test_read_returns_stored_text(store, folder):
+    title, text = store.read(store.search("Python 3.6 release", 1)[0].url)
+    assert title == "Python 3.6.0 is now available!" and "newest major release" in text
+    assert store.read(str(folder / "tea.txt"))[1].startswith("Green tea")  # a plain path works too
+    assert store.read(uri(folder, "missing.md")) is None
+    assert store.read("https://example.com/tea.txt") is None
 
 
 def test_url_to_path_accepts_only_local_file_urls(tmp_path):
@@ -156,37 +106,26 @@ def test_url_to_path_accepts_only_local_file_urls(tmp_path):
     assert url_to_path("http://example.com/a.md") is None
 
 
-def test_missing_folder_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="does not exist"):
-        CorpusIndex(tmp_path / "i.db", tmp_path / "nope").refresh()
-
-
-def test_empty_and_unreadable_files_are_skipped(index, folder):
-    (folder / "empty.md").write_text("   \n", encoding="utf-8")
-    counts = index.refresh()
-    assert counts["added"] == N and counts["skipped"] == 1
-
-
-@pytest.mark.skipif(pdf_supported(), reason="pypdf is installed: PDFs are indexed")
-def test_pdf_is_skipped_without_pypdf(index, folder):
-    (folder / "paper.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
-    assert index.refresh()["skipped"] == 1
-
-
-def test_old_schema_is_rebuilt(index, folder):
+def test_old_schema_is_rebuilt_empty(store):
     import sqlite_utils
 
-    index.refresh()
-    db = sqlite_utils.Database(index.db_path)
+    db = sqlite_utils.Database(store.db_path)
     db.execute("PRAGMA user_version = 0")
     db.close()
-    assert index.refresh()["added"] == N
+    assert store.stats() == {"documents": 0}
+    assert store.files() == {}
 
 
-def test_usable_from_other_threads(index):
-    index.refresh()
+def test_an_unreadable_index_is_a_store_error_that_names_the_fix(tmp_path):
+    path = tmp_path / "corpus.db"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="Delete the file"):
+        CorpusStore(path).search("tea", 3)
+
+
+def test_usable_from_other_threads(store):
     found = []
-    threads = [threading.Thread(target=lambda: found.append(index.search("tea", 1))) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: found.append(store.search("tea", 1))) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:

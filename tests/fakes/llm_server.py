@@ -22,7 +22,11 @@ Knobs (attributes, safe to set from the test thread): ``down`` (every request an
 ``fail_next(n, status)``, ``models`` (others answer 404 ``model_not_found``), ``api_key`` (another
 Bearer key answers 401), ``send_usage`` (False: never send usage, like some local servers),
 ``latency`` (seconds before the first byte) and ``tokens_per_second`` (pace of the streamed chunks;
-a non-stream answer waits the same total time).
+a non-stream answer waits the same total time), and ``hold_after_first()`` (every stream sends its
+first content chunk, then waits for the returned event before the rest).
+
+Records: ``requests``, ``paths``, and ``streams_done`` (streams sent to their end), so a test can
+check what the client saw before a stream ended without a stopwatch.
 
 Tokens are counted the simple way: every run of word characters and every punctuation mark is one
 token (``count_tokens``). Streamed chunks are whole words with their trailing whitespace.
@@ -35,11 +39,13 @@ import re
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+WAIT_LIMIT = 10.0  # seconds a held stream waits at most, so a broken client cannot hang a test
 _ERROR_KINDS = {  # status -> (type, code), as OpenAI sends them
     400: ("invalid_request_error", "context_length_exceeded"),
     401: ("invalid_request_error", "invalid_api_key"),
@@ -82,7 +88,7 @@ class FakeReply:
 
     @classmethod
     def fail(cls, status: int, message: str = "", *, code: str | None = None,
-             retry_after: float | None = None, delay: float = 0.0) -> "FakeReply":
+             retry_after: float | None = None, delay: float = 0.0) -> FakeReply:
         return cls(status=status, message=message or f"fake error {status}", code=code,
                    retry_after=retry_after, delay=delay)
 
@@ -109,6 +115,8 @@ class FakeLLM:
         self.tokens_per_second: float | None = None
         self.requests: list[dict] = []  # JSON bodies of every chat request, in arrival order
         self.paths: list[str] = []  # "METHOD /path" of every request, models included
+        self.streams_done = 0
+        self._after_first: threading.Event | None = None
         self._queue: list[Reply] = []
         self._fn: Callable[[dict], Reply] | None = None
         self._fail_next: list[int] = []
@@ -121,7 +129,7 @@ class FakeLLM:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
-    def start(self) -> "FakeLLM":
+    def start(self) -> FakeLLM:
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
@@ -130,7 +138,7 @@ class FakeLLM:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "FakeLLM":
+    def __enter__(self) -> FakeLLM:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -148,6 +156,12 @@ class FakeLLM:
     def fail_next(self, n: int, status: int = 429) -> None:
         with self._lock:
             self._fail_next.extend([status] * n)
+
+    def hold_after_first(self) -> threading.Event:
+        """From now on, streams pause after their first content chunk until the returned event is
+        set (or ``WAIT_LIMIT`` passes)."""
+        self._after_first = threading.Event()
+        return self._after_first
 
     def prompts(self, role: str | None = None) -> list[str]:
         """Per chat request, the texts of its messages (of ``role`` only, if given), joined."""
@@ -272,6 +286,8 @@ class FakeLLM:
                         due += count_tokens(piece) / fake.tokens_per_second
                         time.sleep(max(0.0, start + due - time.monotonic()))
                     self._event(chunk({"content": piece}))
+                    if n == 0 and fake._after_first is not None:
+                        fake._after_first.wait(WAIT_LIMIT)
                 self._event(chunk({}, reply.finish_reason))
                 if fake.send_usage and (body.get("stream_options") or {}).get("include_usage"):
                     usage = chunk({}, usage=self._usage(body, reply.text))
@@ -279,6 +295,8 @@ class FakeLLM:
                     self._event(usage)
                 self._write_chunk(b"data: [DONE]\n\n")
                 self._write_chunk(b"")
+                with fake._lock:
+                    fake.streams_done += 1
 
             def _event(self, data: dict) -> None:
                 self._write_chunk(b"data: " + json.dumps(data).encode() + b"\n\n")

@@ -114,6 +114,62 @@ class MethodAuthor:
 from tests.helpers import collect, of  # noqa: E402,F401  (re-exported for the method tests)
 
 
+class MemoryCache:
+    """The store's page and search caches, in a dict: a run reads a page once, as with the
+    store, without SQLite."""
+
+    def __init__(self) -> None:
+        self.pages: dict[str, dict] = {}
+        self.searches: dict[tuple[str, str, int], list[dict]] = {}
+
+    def get_page(self, url: str) -> dict | None:
+        return self.pages.get(url)
+
+    def put_page(self, page: dict) -> None:  # the keys the store keeps
+        keys = ("url", "final_url", "title", "text", "content_type", "size", "metadata")
+        self.pages[page["url"]] = {k: page.get(k) for k in keys}
+
+    def get_search(self, provider: str, query: str, k: int) -> list[dict] | None:
+        return self.searches.get((provider, query, k))
+
+    def put_search(self, provider: str, query: str, k: int, results: list[dict]) -> None:
+        self.searches[(provider, query, k)] = results
+
+
+def method_context(model, web=None, *, params: dict | None = None, memory=None, prior=(), **method):
+    """A MethodContext for running a method in process: ``model`` (a FakeModel) as its LLM, and,
+    with ``web`` (a FakeWeb), the real SearXNG search and page fetching against it, cached in
+    memory as the store caches them (no SQLite). ``method``: MethodSettings fields (k, ...)."""
+    from common.settings import FetchSettings, MethodSettings, SearchSettings, Settings
+    from core.clients import Clients
+    from core.methods import MethodContext
+
+    settings = MethodSettings(params=dict(params or {}), **method)
+    if web is None:
+        return MethodContext(llm=model, search=None, fetch=None, settings=settings, prior=list(prior), memory=memory)
+    clients = Clients(Settings(
+        search=SearchSettings(providers=("searxng",), searxng_url=web.searxng_url, retries=1, backoff=0.01),
+        fetch=FetchSettings(allow_private_urls=True, timeout=5, step_deadline=8),
+    ), cache=MemoryCache())
+    return MethodContext(llm=model, search=clients.search(), fetch=clients.fetcher(), settings=settings,
+                         prior=list(prior), memory=memory)
+
+
+async def run_method(name: str, task, ctx, *, stop_after=None) -> list:
+    """The events of method ``name`` run in process on ``task``, with ``Final.sources`` filled
+    from the events as the runner fills them; the context's clients are closed afterwards.
+    Errors the method raises propagate (the runner would turn them into a Failed event)."""
+    from core.methods import get_method
+    from core.sources import SourceBook
+
+    book = SourceBook.from_events(ctx.prior)
+    try:
+        events = await collect(get_method(name).run(task, ctx), stop_after=stop_after)
+    finally:
+        for client in (ctx.search, ctx.fetch, ctx.llm):
+            if client is not None and hasattr(client, "aclose"):
+                await client.aclose()
+    return [book.sourced(e) for e in events]
 
 
 def patch_context(monkeypatch, services, *, params: dict | None = None, memory=None):

@@ -18,8 +18,13 @@ Routes
 Knobs (attributes, thread-safe enough for tests): ``page_delay`` (seconds added to every
 /pages request, or a dict file -> seconds), ``search_delay``, ``rate_limit_next`` (the next N
 searches answer 429), ``fail_search_next`` (the next N answer 500), ``extra_results`` (SearXNG
-result dicts put first in every answer, e.g. links to the misbehaving routes). ``requests`` records every
-request path.
+result dicts put first in every answer, e.g. links to the misbehaving routes), ``gather`` (hold each
+/pages request until that many are being answered at once, at most ``WAIT_LIMIT`` seconds) and
+``hold(file)`` (answer /pages/<file> only once the returned event is set). ``reset()`` puts them back.
+
+Records: ``requests`` (every request path), ``search_count``, and ``in_flight`` / ``max_in_flight``
+(/pages requests being answered now, and the most at once): concurrency is proven by counting,
+not by a stopwatch.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import json
 import re
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, quote, urlparse
@@ -36,6 +43,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = REPO_ROOT.parent / "shared" / "fixtures" / "web"
 
 _WORD = re.compile(r"[a-z0-9]+")
+WAIT_LIMIT = 10.0  # seconds a gathered or held request waits at most, so a broken client cannot hang a test
 
 
 def _words(text: str) -> set[str]:
@@ -73,13 +81,19 @@ class FakeWeb:
         self.fail_search_next = 0
         self.search_count = 0
         self.extra_results: list[dict] = []  # put before every search's ranked results
+        self.gather = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._epoch = 0  # bumped by reset(): requests from before it are no longer counted
+        self._held: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._server = _QuietServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> "FakeWeb":
+    def start(self) -> FakeWeb:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
@@ -88,7 +102,7 @@ class FakeWeb:
         self._server.shutdown()
         self._server.server_close()
 
-    def __enter__(self) -> "FakeWeb":
+    def __enter__(self) -> FakeWeb:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -108,6 +122,48 @@ class FakeWeb:
     @property
     def searxng_url(self) -> str:
         return self.base
+
+    def hold(self, file: str) -> threading.Event:
+        """Answer /pages/<file> only once the returned event is set (or ``WAIT_LIMIT`` passes)."""
+        event = threading.Event()
+        self._held[file] = event
+        return event
+
+    def reset(self) -> None:
+        """Knobs back to their defaults, records emptied, held pages released (for a server
+        shared between tests). Requests still being answered are no longer counted."""
+        for event in self._held.values():
+            event.set()
+        with self._changed:
+            self._held = {}
+            self.requests.clear()
+            self.custom.clear()
+            self.page_delay, self.search_delay, self.gather = 0.0, 0.0, 0
+            self.rate_limit_next = self.fail_search_next = self.search_count = 0
+            self.extra_results = []
+            self.in_flight = self.max_in_flight = 0
+            self._epoch += 1
+            self._changed.notify_all()
+
+    @contextmanager
+    def _answering_page(self, name: str) -> Iterator[None]:
+        """Count a /pages request in flight while it is answered; wait for ``gather`` and ``hold``."""
+        with self._changed:
+            epoch = self._epoch
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self.max_in_flight >= self.gather or self._epoch != epoch,
+                                   timeout=WAIT_LIMIT)
+            held = self._held.get(name)
+        try:
+            if held is not None:
+                held.wait(WAIT_LIMIT)
+            yield
+        finally:
+            with self._changed:
+                if self._epoch == epoch:
+                    self.in_flight -= 1
 
     def add_page(self, name: str, body: str | bytes, content_type: str = "text/html; charset=utf-8") -> str:
         data = body.encode("utf-8") if isinstance(body, str) else body
@@ -171,13 +227,8 @@ class FakeWeb:
                     web.requests.append(self.path)
                 if path.startswith("/pages/"):
                     name = path[len("/pages/"):]
-                    delay = web.page_delay.get(name, 0.0) if isinstance(web.page_delay, dict) else web.page_delay
-                    if delay:
-                        time.sleep(delay)
-                    file = web.folder / name
-                    if "/" in name or not file.is_file():
-                        return self._send(404, b"<h1>Not found</h1>")
-                    return self._send(200, file.read_bytes())
+                    with web._answering_page(name):
+                        return self._page(name)
                 if path == "/search":
                     return self._search(query)
                 if path.startswith("/status/"):
@@ -199,7 +250,8 @@ class FakeWeb:
                 if path.startswith("/redirect/"):
                     n = int(path.rsplit("/", 1)[1])
                     if n <= 0:
-                        return self._send(200, b"<html><head><title>Arrived</title></head><body><p>You made it through the redirects.</p></body></html>")
+                        return self._send(200, b"<html><head><title>Arrived</title></head>"
+                                               b"<body><p>You made it through the redirects.</p></body></html>")
                     return self._redirect(f"/redirect/{n - 1}")
                 if path == "/redirect-to":
                     return self._redirect(query.get("url", ["/"])[0])
@@ -210,6 +262,15 @@ class FakeWeb:
                     body, ctype = web.custom[name]
                     return self._send(200, body, ctype)
                 return self._send(404, b"<h1>Not found</h1>")
+
+            def _page(self, name: str) -> None:
+                delay = web.page_delay.get(name, 0.0) if isinstance(web.page_delay, dict) else web.page_delay
+                if delay:
+                    time.sleep(delay)
+                file = web.folder / name
+                if "/" in name or not file.is_file():
+                    return self._send(404, b"<h1>Not found</h1>")
+                return self._send(200, file.read_bytes())
 
             def _search(self, query: dict) -> None:
                 with web._lock:

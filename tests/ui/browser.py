@@ -5,10 +5,11 @@ runs its own server thread), and start Debian's headless Chromium through Playwr
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.helpers import free_port
 
 CHROMIUM = os.environ.get("RAT_STUDIO_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -24,12 +25,6 @@ def chromium_missing() -> str:
     except ImportError:
         return "playwright is not installed (pip install -r requirements-dev.txt)"
     return ""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager

@@ -26,7 +26,8 @@ def test_tabs(tmp_path, arena_only, expected):
 
 
 def test_arena_only_flag_reaches_the_settings(tmp_path):
-    from app import build_parser, settings_from
+    from app import settings_from
+    from ui.cli import build_parser
 
     args = build_parser().parse_args(["--arena-only", "--db", str(tmp_path / "x.db")])
     assert settings_from(args, {}).arena_only

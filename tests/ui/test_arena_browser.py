@@ -11,10 +11,11 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
+from annotation.service import Arena, Reveal
 from data import arena
 from data.store import Store
 from ui import arena as arena_tab
-from ui.arena import reveal_text, safe_markdown
+from ui.render_arena import reveal_text, safe_markdown
 
 CHROMIUM = "/usr/bin/chromium"
 METHODS = ("zebrafinchmethod", "yakherdmethod")
@@ -42,7 +43,7 @@ def free_port() -> int:
 @pytest.fixture
 def app(services):
     with gr.Blocks() as demo:
-        arena_tab.build(services)
+        arena_tab.build(Arena(services))
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
     yield f"http://127.0.0.1:{port}"
@@ -82,7 +83,7 @@ def test_safe_markdown_keeps_code_as_written():
 
 
 def test_reveal_names_both_methods():
-    shown = reveal_text({"method_a": "rat", "method_b": "<b>cot</b>", "choice": "both_bad"})
+    shown = reveal_text(Reveal(1, "rat", "<b>cot</b>", "both_bad"))
     assert "`rat`" in shown and "&lt;b&gt;cot" in shown and "Both are bad" in shown
 
 
@@ -114,4 +115,4 @@ def test_blind_until_the_vote_in_a_browser(app, services):
         finally:
             browser.close()
     rows = arena.vote_rows(services)
-    assert [(r[3]) for r in rows] == ["a"] and {rows[0][1], rows[0][2]} == set(METHODS)
+    assert [r.choice for r in rows] == ["a"] and {rows[0].method_a, rows[0].method_b} == set(METHODS)

@@ -8,6 +8,7 @@ import gradio as gr
 import pytest
 from matplotlib.figure import Figure
 
+from annotation.service import Arena
 from common.settings import Settings
 from core.clients import Clients
 from data import arena
@@ -24,7 +25,7 @@ def tab(tmp_path):
              for a, b, c in [("rat", "cot", "a"), ("cot", "direct", "tie"), ("rat", "direct", "both_bad")]]
     arena.import_votes(store, votes)
     with gr.Blocks() as demo:
-        built = leaderboard.build(store, Clients(Settings(db_path=path), cache=store))
+        built = leaderboard.build(Arena(store), Clients(Settings(db_path=path), cache=store))
     built.demo = demo
     return built
 

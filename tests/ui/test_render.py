@@ -8,8 +8,19 @@ import re
 import pytest
 
 from common.events import (
-    DraftReady, Failed, Final, LLMCalled, Note, PageRead, PassagesChosen, QueryMade, RunStarted, SearchDone,
-    StepRevised, StepStarted, TokenDelta,
+    DraftReady,
+    Failed,
+    Final,
+    LLMCalled,
+    Note,
+    PageRead,
+    PassagesChosen,
+    QueryMade,
+    RunStarted,
+    SearchDone,
+    StepRevised,
+    StepStarted,
+    TokenDelta,
 )
 from common.types import Passage, SearchResult, Source
 from ui import render
@@ -272,11 +283,14 @@ def test_an_edited_draft_starts_the_cards_over():
 
 # -- history and replay ---------------------------------------------------------------------------
 def test_history_rows():
-    run = {"id": "abc", "task": "Write " + "x" * 200, "method": "rat", "created": "2025-01-02T03:04:05.000+00:00",
-           "status": "done", "prompt_tokens": 1000, "completion_tokens": 234, "wall_seconds": 12.34}
+    from common.types import RunStatus
+    from data.store import RunRow
+
+    run = RunRow(id="abc", task_id=1, task="Write " + "x" * 200, method="rat", created="2025-01-02T03:04:05.000+00:00",
+                 status=RunStatus.DONE, prompt_tokens=1000, completion_tokens=234, wall_seconds=12.34)
     (row,) = render.history_rows([run])
     assert row[0] == "abc" and row[1].endswith("…") and len(row[1]) == 80
-    assert row[2:] == ["rat", render.when(run["created"]), "done", "1,234", "12.3 s"]
+    assert row[2:] == ["rat", render.when(run.created), "done", "1,234", "12.3 s"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", row[3])
 
 

@@ -1,4 +1,4 @@
-"""CLI commands for running methods side by side and for AAG's procedure memory:
+"""Commands for running methods side by side and for AAG's procedure memory:
 
     python app.py batch TASKS.jsonl --methods rat,rag-5 [--concurrency N]
     python app.py eval qa [--methods direct,rag-5] [--task-set qa] [--tasks FILE] [--run]
@@ -7,9 +7,10 @@
     python app.py procedures list [--limit N]
     python app.py procedures add-from-run RUN_ID [RUN_ID ...]
 
-``add_commands(subparsers, parents)`` adds them to app.py's parser; every handler is
-``handler(args, app) -> exit code``. Errors are raised as our own (app.main prints them);
-progress goes to standard error, tables and listings to standard output.
+``add_commands(subparsers, parents)`` adds them to the parser of ``ui.cli``; every handler is
+``handler(args, app) -> exit code`` over ``core.batch`` and ``core.procedures``. Errors are raised
+as our own (app.main prints them); progress goes to standard error, tables and listings to
+standard output.
 """
 
 from __future__ import annotations
@@ -75,11 +76,11 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
 
 
 # -- batch -------------------------------------------------------------------------------------
-def cmd_batch(args, services) -> int:
+def cmd_batch(args, app) -> int:
     from core.batch import Batch, format_report, load_tasks
 
-    tasks = load_tasks(args.tasks, max_chars=services.settings.method.max_task_chars)
-    batch = Batch(services.runner, services.store, args.methods.split(","), concurrency=_concurrency(args, services),
+    tasks = load_tasks(args.tasks, max_chars=app.settings.method.max_task_chars)
+    batch = Batch(app.runner, app.store, args.methods.split(","), concurrency=_concurrency(args),
                   on_progress=ProgressLine())
     try:
         report = asyncio.run(batch.run(tasks))
@@ -100,7 +101,7 @@ def cmd_batch(args, services) -> int:
     return 1 if report.failed else 0
 
 
-def _concurrency(args, services) -> int:
+def _concurrency(args) -> int:
     if getattr(args, "concurrency", None) is not None:
         return max(1, args.concurrency)
     return DEFAULT_BATCH_CONCURRENCY
@@ -126,9 +127,9 @@ class ProgressLine:
 
 
 # -- eval --------------------------------------------------------------------------------------
-def cmd_eval_qa(args, services) -> int:
-    from core.batch import Batch, format_qa, load_answers, load_tasks, parse_methods, score_qa
+def cmd_eval_qa(args, app) -> int:
     from common.errors import TaskError
+    from core.batch import Batch, format_qa, load_answers, load_tasks, parse_methods, score_qa
 
     methods = parse_methods(args.methods) if args.methods else None
     path = Path(args.tasks) if args.tasks else TASKS_DIR / f"{args.task_set}.jsonl"
@@ -137,12 +138,12 @@ def cmd_eval_qa(args, services) -> int:
         if not methods:
             raise TaskError("--run needs --methods: name the methods to run, e.g. --methods direct,rag-5.")
         tasks = [t for t in load_tasks(path) if t.task_set == args.task_set]
-        report = asyncio.run(Batch(services.runner, services.store, methods, concurrency=_concurrency(args, services),
+        report = asyncio.run(Batch(app.runner, app.store, methods, concurrency=_concurrency(args),
                                    on_progress=ProgressLine()).run(tasks))
         print(file=sys.stderr)
         for r in report.failed:
             print(f"failed: {r.method} on {r.task_id}: {r.error}", file=sys.stderr)
-    scores = score_qa(services.store, task_set=args.task_set, methods=methods, answers=answers)
+    scores = score_qa(app.store, task_set=args.task_set, methods=methods, answers=answers)
     if not scores or not any(s.n for s in scores):
         raise TaskError(f"No finished runs to score on the task set {args.task_set!r}. Run some first: "
                         f"python app.py batch {path} --methods direct,rag-5 (or add --run here).")
@@ -159,28 +160,28 @@ def cmd_eval_qa(args, services) -> int:
 
 
 # -- procedures --------------------------------------------------------------------------------
-def cmd_procedures_import(args, services) -> int:
+def cmd_procedures_import(args, app) -> int:
     from core.procedures import ProcedureMemory
 
-    memory = ProcedureMemory(services.store)
+    memory = ProcedureMemory(app.store)
     added, existing = memory.import_jsonl(args.file)
     print(f"{added} procedures added, {existing} already there; {memory.count()} in memory.", file=sys.stderr)
     return 0
 
 
-def cmd_procedures_export(args, services) -> int:
+def cmd_procedures_export(args, app) -> int:
     from core.procedures import ProcedureMemory
 
-    records = list(ProcedureMemory(services.store).export_records())
+    records = list(ProcedureMemory(app.store).export_records())
     Path(args.file).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     print(f"{len(records)} procedures written to {args.file}", file=sys.stderr)
     return 0
 
 
-def cmd_procedures_list(args, services) -> int:
+def cmd_procedures_list(args, app) -> int:
     from core.procedures import ProcedureMemory
 
-    memory = ProcedureMemory(services.store)
+    memory = ProcedureMemory(app.store)
     items = memory.recent(limit=args.limit)
     if args.json:
         print(json.dumps([{"id": p.id, "source": p.source, "run_id": p.run_id, **p.to_record()} for p in items],
@@ -197,10 +198,10 @@ def cmd_procedures_list(args, services) -> int:
     return 0
 
 
-def cmd_procedures_add_from_run(args, services) -> int:
+def cmd_procedures_add_from_run(args, app) -> int:
     from core.procedures import ProcedureMemory
 
-    memory = ProcedureMemory(services.store)
+    memory = ProcedureMemory(app.store)
     for run_id in args.run_ids:
         proc_id, new = memory.add_from_run(run_id)
         print(f"run {run_id}: procedure {proc_id}" + ("" if new else " (already there)"), file=sys.stderr)

@@ -1,0 +1,144 @@
+"""The JSONL lines the arena imports, as pydantic models (errors through ``core.jsonl``'s one
+adapter), and the reading of a whole file.
+
+- ``votes import``: ``task`` (the task's text, or the id of a task in this database), optional
+  ``prompt`` (the task's text, when ``task`` is only a name), ``method_a``, ``method_b``,
+  ``winner`` (a, b, tie or both_bad; case, spaces and dashes forgiven), ``annotator``; optional
+  ``output_a``/``output_b`` (the two texts), ``kind``, ``task_set``, ``created``.
+  ``votes export`` writes the same fields.
+- ``outputs import``: ``task``, ``method``, ``text``; optional ``task_set``, ``kind``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, field_validator, model_validator
+
+from annotation.errors import ImportFormatError
+from common.types import KINDS
+from core.jsonl import Record, read_records
+from data import arena
+
+VOTE_EXAMPLE = '{"task": "...", "method_a": "rat", "method_b": "cot", "winner": "a", "annotator": "ann"}'
+OUTPUT_EXAMPLE = '{"task": "...", "method": "rat", "text": "..."}'
+NON_EMPTY = "a non-empty string; add it to the line"
+
+
+def _non_empty(value: str) -> str:
+    if not value.strip():
+        raise ValueError(f"must be {NON_EMPTY}")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_non_empty)]
+
+
+def _text_field(default: Any = ...) -> Any:
+    return Field(default, description=NON_EMPTY)
+
+
+class _TaskLine(Record):
+    """The task fields of a line: its text (``prompt``, else ``task``), kind and task set."""
+
+    kind: str | None = None
+    task_set: str | None = Field(None, description="a string")
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str | None) -> str | None:
+        if value and value not in KINDS:
+            raise ValueError(f"must be one of {', '.join(KINDS)}, not {value!r}")
+        return value
+
+    def task_fields(self, prompt: str | None, task_id: int | None = None) -> dict:
+        return {"prompt": prompt, "task_id": task_id, "kind": self.kind or "writing", "task_set": self.task_set or ""}
+
+
+class VoteLine(_TaskLine):
+    """One line of ``votes import``."""
+
+    prompt: Text | None = _text_field(None)
+    task: Any = Field(None, validate_default=True)
+    method_a: Text = _text_field()
+    method_b: Text = _text_field()
+    winner: Any = Field(None, validate_default=True)
+    annotator: Text = _text_field()
+    output_a: Text | None = _text_field(None)
+    output_b: Text | None = _text_field(None)
+    created: Text | None = _text_field(None)
+
+    @field_validator("task")
+    @classmethod
+    def _task(cls, value: Any, info) -> Any:
+        """A task id (a whole number), or the task's text unless ``prompt`` gives it."""
+        if info.data.get("prompt") is not None or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"must be {NON_EMPTY}")
+        return value
+
+    @field_validator("winner")
+    @classmethod
+    def _winner(cls, value: Any) -> str:
+        return parse_winner(value)
+
+    @model_validator(mode="after")
+    def _two_methods(self) -> VoteLine:
+        if self.method_a == self.method_b:
+            raise ValueError(f"method_a and method_b are both {self.method_a!r}; a vote compares two methods")
+        return self
+
+    def to_record(self, line: int) -> dict:
+        """The record ``data.arena.import_votes`` takes."""
+        if self.prompt is not None:
+            fields = self.task_fields(self.prompt)
+        elif isinstance(self.task, int):
+            fields = self.task_fields(None, self.task)
+        else:
+            fields = self.task_fields(self.task)
+        return {**fields, "line": line, "method_a": self.method_a, "method_b": self.method_b,
+                "choice": self.winner, "annotator": self.annotator, "output_a": self.output_a,
+                "output_b": self.output_b, "created": self.created}
+
+
+class OutputLine(_TaskLine):
+    """One line of ``outputs import``."""
+
+    task: Text = _text_field()
+    method: Text = _text_field()
+    text: Text = _text_field()
+
+    def to_record(self, line: int) -> dict:
+        """The record ``data.arena.import_outputs`` takes."""
+        return {**self.task_fields(self.task), "method": self.method, "text": self.text}
+
+
+def parse_winner(value: Any) -> str:
+    """a, b, tie or both_bad (case, spaces and dashes forgiven). Raises ValueError."""
+    choice = str(value).strip().lower().replace("-", "_").replace(" ", "_") if value is not None else ""
+    if choice not in arena.CHOICES:
+        raise ValueError(f"must be one of a, b, tie, both_bad, not {value!r}")
+    return choice
+
+
+def read_votes(path: str) -> list[dict]:
+    """Every vote of a ``votes import`` file as ``data.arena.import_votes`` records.
+    Raises ImportFormatError naming the line and the fix (also for an unreadable file)."""
+    return _read(path, VoteLine, VOTE_EXAMPLE)
+
+
+def read_outputs(path: str) -> list[dict]:
+    """Every output of an ``outputs import`` file as ``data.arena.import_outputs`` records.
+    Raises ImportFormatError naming the line and the fix (also for an unreadable file)."""
+    return _read(path, OutputLine, OUTPUT_EXAMPLE)
+
+
+def _read(path: str, model: type[VoteLine] | type[OutputLine], example: str) -> list[dict]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return [record.to_record(n) for n, record in read_records(fh, path, model, example, ImportFormatError)]
+    except OSError as exc:
+        raise ImportFormatError(f"Cannot read {path}: {exc.strerror}. Give the path of a JSONL file.") from exc
+    except UnicodeDecodeError as exc:
+        raise ImportFormatError(f"{path} is not UTF-8 text; save it as UTF-8 JSONL.") from exc

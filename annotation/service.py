@@ -1,0 +1,139 @@
+"""The arena as one service, shared by the Arena and Leaderboard tabs and the command line:
+the next pair for an annotator, a vote and its reveal, the leaderboards (people's and the LLM
+judge's, kept apart), the agreement between the two, the judge, imports and exports.
+
+Blind by construction: ``next_pair`` returns a ``Shown`` — the battle id, the task and the two
+texts, never a method name; only ``vote`` returns the methods (a ``Reveal``), after the vote is
+stored. Front ends call this, never ``data.arena``.
+
+One ``Arena`` per store; it keeps the leaderboards' tallies up to date as votes arrive
+(``annotation.board.Boards``) and is safe to share between Gradio's worker threads.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from annotation import judge as judge_mod
+from annotation import ratings
+from annotation.board import Boards
+from annotation.pairing import next_battle
+from annotation.records import read_outputs, read_votes
+from data import arena
+from data.store import Store
+
+SOURCES = arena.SOURCES
+CHOICES = arena.CHOICES
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What an annotator may see of a battle before voting: no method names."""
+
+    battle_id: int
+    task: str
+    text_a: str
+    text_b: str
+
+
+@dataclass(frozen=True)
+class Reveal:
+    """Who wrote A and B, and the vote cast: only returned once the vote is stored."""
+
+    battle_id: int
+    method_a: str
+    method_b: str
+    choice: str
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """The ratings of one source's votes over one task set (None: all)."""
+
+    source: str
+    task_set: str | None
+    tally: ratings.Tally
+    rows: list[ratings.Row]
+
+    @property
+    def votes(self) -> int:
+        return self.tally.total
+
+    @property
+    def methods(self) -> list[str]:
+        """The methods, best first."""
+        return [r.method for r in self.rows]
+
+
+class Arena:
+    def __init__(self, store: Store, *, rng: random.Random | None = None):
+        self.store = store
+        self.boards = Boards(store)
+        self.rng = rng
+
+    # -- annotators -------------------------------------------------------------------------
+    def next_pair(self, annotator: str, task_set: str | None = None) -> Shown:
+        """Start the next battle for ``annotator``: the pair that teaches the leaderboard most
+        (see ``annotation.pairing``). Raises NoPairLeft when there is nothing (left) to show,
+        StoreError."""
+        battle_id = next_battle(self.store, annotator, self.boards.tally("people"), rng=self.rng, task_set=task_set)
+        battle = arena.get_battle(self.store, battle_id)
+        return Shown(battle_id, battle.prompt, battle.text_a or "", battle.text_b or "")
+
+    def vote(self, battle_id: int, annotator: str, choice: str) -> Reveal:
+        """Store ``annotator``'s vote on a battle shown to them and reveal its methods.
+        Raises ValueError for a choice not in CHOICES; StoreError when the battle is unknown,
+        was shown to someone else, or already has a vote."""
+        arena.record_vote(self.store, battle_id, annotator, choice)
+        battle = arena.get_battle(self.store, battle_id)
+        return Reveal(battle_id, battle.method_a, battle.method_b, battle.choice or choice)
+
+    # -- leaderboards -----------------------------------------------------------------------
+    def tally(self, source: str = "people", task_set: str | None = None) -> ratings.Tally:
+        """The up-to-date tally (a private copy). Raises ValueError for an unknown source, StoreError."""
+        return self.boards.tally(source, task_set)
+
+    def leaderboard(self, source: str = "people", task_set: str | None = None, *, bootstrap: int = 100,
+                    seed: int = 0) -> Leaderboard:
+        """TrueSkill and Bradley–Terry rows of ``source``'s votes, best first.
+        Raises ValueError for an unknown source, StoreError."""
+        t = self.tally(source, task_set)
+        return Leaderboard(source, task_set, t, ratings.rows(t, bootstrap=bootstrap, seed=seed))
+
+    def agreement(self, task_set: str | None = None) -> ratings.Agreement:
+        """How often people's votes agree with the judge's verdict on the same task and pair."""
+        people, judged = (arena.vote_rows(self.store, s, task_set) for s in ("people", "judge"))
+        return ratings.agreement(people, judged)
+
+    def methods(self) -> list[str]:
+        """Every method that has an output or a vote, sorted."""
+        return arena.methods(self.store)
+
+    def task_sets(self) -> list[str]:
+        return arena.task_sets(self.store)
+
+    # -- the LLM judge ----------------------------------------------------------------------
+    async def judge(self, new_llm: Callable[[], Any], model: str, *, methods: Sequence[str] | None = None,
+                    n: int = judge_mod.N_CALLS,
+                    on_progress: Callable[[int, int, str], None] | None = None) -> judge_mod.Report:
+        """Let the LLM judge compare the pairs ``model`` has not judged yet (see
+        ``annotation.judge.judge_store``). Raises the fatal LLM errors, StoreError."""
+        return await judge_mod.judge_store(self.store, new_llm, model, methods=methods, n=n, on_progress=on_progress)
+
+    # -- imports and exports ----------------------------------------------------------------
+    def import_votes(self, path: str) -> tuple[int, int]:
+        """Add the votes of a JSONL file in one transaction; returns (added, already present).
+        Raises ImportFormatError naming the bad line (nothing is imported), StoreError."""
+        return arena.import_votes(self.store, read_votes(path))
+
+    def import_outputs(self, path: str) -> tuple[int, int]:
+        """Add the outputs of a JSONL file in one transaction; returns (added, already present).
+        Raises ImportFormatError naming the bad line (nothing is imported), StoreError."""
+        return arena.import_outputs(self.store, read_outputs(path))
+
+    def export_votes(self) -> Iterator[dict]:
+        """People's votes in the order they were recorded, as ``import_votes`` reads them."""
+        return arena.export_votes(self.store)

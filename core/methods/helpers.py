@@ -1,0 +1,148 @@
+"""What the methods share, in one place: a streamed LLM call as events (:func:`generate`), the
+step-by-step draft of prompt B.1 (:func:`write_draft`), method parameters (:func:`param`),
+web-sized queries (:func:`web_query`), and small text helpers.
+
+A helper that yields events and also hands back a result (``generate``, ``write_draft``,
+``core.retrieval.retrieve``, the phases of AAG and FuRePA) is written with
+``core.returning``: it ends with ``yield Return(value)``, and its caller passes its events on,
+then reads ``.result``::
+
+    text = generate(ctx, prompt, role="draft")
+    async for ev in text:
+        yield ev
+    answer = text.result
+
+Parameters: every method reads its own overrides from ``ctx.settings.params``
+(``--param KEY=VALUE`` on the command line), a dict such as ``{"itrg.iterations": 3,
+"aag.critic_cycles": 2}``; a key that is absent keeps the module default (the paper's value).
+:func:`param` validates the type.
+
+Sources: methods keep no list of sources. They say which URLs each step used
+(``StepRevised.sources``, or a ``SourcesUsed`` event) and the runner numbers the article's
+sources from the events (``core.sources``).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+from common.errors import LLMError, TaskError
+from common.events import DraftReady, Event, LLMCalled, Note, TokenDelta
+from common.types import Passage, Task
+from core import prompts
+from core.methods.base import MethodContext
+from core.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
+from core.returning import Return, Returning, returning  # noqa: F401  (the helpers' idiom, above)
+
+V = TypeVar("V")
+
+#: Longest query sent to a search engine. Methods whose query is a whole text (CoT+RAG's draft,
+#: ITRG's question + last output) are cut at a word boundary, and the cut is shown in a Note:
+#: web search engines refuse or truncate very long queries (the papers used dense retrievers,
+#: which take whole passages).
+MAX_QUERY_CHARS = 1000
+
+
+@returning
+async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i: int = 0,
+                   temperature: float | None = None,
+                   max_tokens: int | None = None) -> AsyncIterator[Event | Return[str]]:
+    """Stream one LLM call as TokenDelta events (a Note for each retry), then an LLMCalled
+    event; returns the text. LLM errors propagate (the runner turns them into a resumable
+    Failed)."""
+    from core.llm import Completion, Reset, Retry  # local: keeps methods importable without openai
+
+    async for item in ctx.llm.stream(prompt, role=role, temperature=temperature, max_tokens=max_tokens):
+        if isinstance(item, str):
+            if item:
+                yield TokenDelta(role=role, text=item, i=i)
+        elif isinstance(item, Reset):
+            yield TokenDelta(role=role, text="", i=i, reset=True)
+        elif isinstance(item, Retry):
+            yield Note(i=i, level="warning", text=f"The {role} call failed: {item.reason} "
+                                                  f"Retrying in {item.wait:.0f} s ({item.attempt} of {item.of}).")
+        elif isinstance(item, Completion):
+            yield LLMCalled(role=role, model=item.model, i=i, prompt_tokens=item.prompt_tokens,
+                            completion_tokens=item.completion_tokens, seconds=round(item.seconds, 4),
+                            estimated=item.estimated)
+            yield Return(item.text)
+
+
+@returning
+async def write_draft(ctx: MethodContext, task: Task, *, cap: bool = True) -> AsyncIterator[Event | Return[list[str]]]:
+    """Prompt B.1 of 001: the step-by-step draft, split on blank lines, then DraftReady; returns
+    the steps. With ``cap``, a draft longer than ``max_steps`` is cut (and a Note says so).
+    Raises LLMError when the model returns no text."""
+    text = generate(ctx, prompts.DRAFT.format(question=prompts.question_for(task)), role="draft")
+    async for ev in text:
+        yield ev
+    steps = prompts.split_steps(text.result)
+    if not steps:
+        raise LLMError("The model returned an empty draft. Try again, or pick a stronger model with --model.")
+    if cap and len(steps) > ctx.settings.max_steps:
+        yield Note(text=f"The draft has {len(steps)} steps; only the first {ctx.settings.max_steps} "
+                        "are revised (raise --max-steps to revise more).", level="warning")
+        steps = steps[: ctx.settings.max_steps]
+    yield DraftReady(steps=tuple(steps))
+    yield Return(steps)
+
+
+def param(ctx: MethodContext, key: str, default: V) -> V:
+    """The method parameter ``key`` (e.g. ``"itrg.iterations"``) from ``ctx.settings.params``
+    (``--param KEY=VALUE``) when set there, else ``default``. Raises TaskError naming the key
+    when the value cannot be read as the default's type."""
+    params = ctx.settings.params
+    if key not in params or params[key] is None:
+        return default
+    value: Any = params[key]
+    kind = type(default)
+    try:
+        if kind is bool:
+            return _boolean(value)  # type: ignore[return-value]
+        if kind is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError(value)
+        return kind(value)  # type: ignore[call-arg]
+    except (TypeError, ValueError):
+        raise TaskError(f"The setting {key}={value!r} is not a valid {kind.__name__}; "
+                        f"use e.g. {key}={default!r}.") from None
+
+
+def _boolean(value: Any) -> bool:
+    """Raises ValueError for a string that is not a yes/no word."""
+    if not isinstance(value, str):
+        return bool(value)
+    word = value.strip().lower()
+    if word not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
+        raise ValueError(value)
+    return word in {"1", "true", "yes", "on"}
+
+
+def web_query(text: str, limit: int = MAX_QUERY_CHARS) -> tuple[str, bool]:
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters; and
+    whether it was cut."""
+    one = " ".join(text.split())
+    if len(one) <= limit:
+        return one, False
+    cut = one[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut), True
+
+
+def urls_of(passages: list[Passage]) -> tuple[str, ...]:
+    """The passages' URLs, each once, in order."""
+    return tuple(dict.fromkeys(p.url for p in passages))
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's answer normalisation, as 003 describes it (section 3.3): lowercase, remove
+    punctuation, the articles a/an/the and extra whitespace."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())

@@ -1,0 +1,83 @@
+"""core.extract: the one HTML extraction (trafilatura, behind one lock) that the fetcher and the
+corpus share, and PDF text through pypdf when it is installed."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from common.errors import ExtractionError
+from core import extract as extract_module
+from core.corpus import extract as extract_file
+from core.extract import extract_html, extract_pdf, pdf_supported
+from tests.fakes.web_server import FIXTURES
+
+PAGE = (FIXTURES / "blog.python.org.html").read_bytes()
+
+
+def test_html_gives_markdown_title_and_metadata_without_front_matter():
+    page = extract_html(PAGE.decode("utf-8"), url="https://blog.python.org/2016/12/python-360-is-now-available.html")
+    assert page.title == "Python 3.6.0 is now available!"
+    assert "newest major release" in page.text and not page.text.startswith("---")
+    assert set(page.metadata) <= set(extract_module.METADATA_FIELDS) and page.metadata.get("date")
+    assert extract_html(PAGE) == extract_html(PAGE.decode("utf-8")), "bytes are decoded the same way"
+
+
+def test_without_main_text_all_visible_text_is_kept_only_when_asked(monkeypatch):
+    import trafilatura
+
+    monkeypatch.setattr(trafilatura, "extract_with_metadata", lambda *args, **kwargs: None)  # "too little text"
+    html = "<html><head><title>Menu &amp; more</title></head><body><nav><a href='/'>Home</a></nav></body></html>"
+    assert extract_html(html) == extract_module.Extracted("Menu & more", "")
+    kept = extract_html(html, keep_all_text=True)
+    assert kept.title == "Menu & more" and "Home" in kept.text
+    assert extract_html("<html><body></body></html>", keep_all_text=True).text == ""
+
+
+def test_a_failing_extraction_is_an_extraction_error_naming_the_page(monkeypatch):
+    import trafilatura
+
+    def broken(*args, **kwargs):
+        raise ValueError("lxml gave up")
+
+    monkeypatch.setattr(trafilatura, "extract_with_metadata", broken)
+    with pytest.raises(ExtractionError, match=r"https://example\.com/a: lxml gave up; the page may be malformed"):
+        extract_html("<p>x</p>", url="https://final.example/", label="https://example.com/a")
+
+
+def test_the_fetcher_and_the_corpus_extract_one_at_a_time(monkeypatch, tmp_path):
+    import trafilatura
+
+    real = trafilatura.extract_with_metadata
+    inside, most = 0, 0
+    count = threading.Lock()
+
+    def counting(*args, **kwargs):
+        nonlocal inside, most
+        with count:
+            inside += 1
+            most = max(most, inside)
+        time.sleep(0.01)  # long enough for another thread to try to come in
+        try:
+            return real(*args, **kwargs)
+        finally:
+            with count:
+                inside -= 1
+
+    monkeypatch.setattr(trafilatura, "extract_with_metadata", counting)
+    jobs = [lambda: extract_html(PAGE.decode("utf-8"), url="https://blog.python.org/"),  # what the fetcher calls
+            lambda: extract_file(tmp_path / "page.html", PAGE)]  # what the corpus calls
+    threads = [threading.Thread(target=jobs[n % 2]) for n in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most == 1
+
+
+@pytest.mark.skipif(pdf_supported(), reason="pypdf is installed")
+def test_pdf_without_pypdf_names_the_fix():
+    with pytest.raises(ExtractionError, match="pip install pypdf"):
+        extract_pdf(b"%PDF-1.4\n%%EOF\n")

@@ -1,0 +1,383 @@
+"""The project's import structure, read from the source with ``ast`` (nothing is imported).
+
+Every .py under app.py, common/, data/, core/, annotation/, ui/ and bench/ is walked, imports inside
+functions included and ``if TYPE_CHECKING:`` blocks left out (they never run). The rules:
+
+- no import cycle between project modules, and none between the top-level packages;
+- no import from a lower layer to a higher one; low to high:
+  common < data < core < annotation < ui < app (app.py) < bench (bench may import anything);
+- nothing but ui/ imports gradio;
+- common/ imports nothing outside the standard library.
+
+Each failure names the module, the import (with its line) and the rule. The last tests run the
+same checks on a small made-up tree, so a check that cannot fail would show.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("common", "data", "core", "annotation", "ui", "bench")
+LAYERS = ("common", "data", "core", "annotation", "ui", "app", "bench")  # low to high
+RANK = {name: rank for rank, name in enumerate(LAYERS)}
+LAYER_RULE = "layers, low to high: " + " < ".join(LAYERS)
+UI_ONLY = ("gradio",)
+
+
+@dataclass(frozen=True)
+class Import:
+    """``module`` (a project module) imports ``target`` (dotted, as written, resolved if relative)
+    at ``line``; ``text`` is the statement as written."""
+
+    module: str
+    target: str
+    line: int
+    text: str
+
+    def where(self) -> str:
+        return f"{self.module} (line {self.line}: `{self.text}`)"
+
+
+# -- reading the tree ---------------------------------------------------------------------------
+def project_modules(root: Path = ROOT) -> dict[str, Path]:
+    """Dotted module name -> file, for app.py and every .py under the packages (a package is
+    named by its ``__init__.py``)."""
+    modules = {"app": root / "app.py"} if (root / "app.py").is_file() else {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            if "__pycache__" in path.parts:
+                continue
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            modules[".".join(parts)] = path
+    return modules
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _statements(tree: ast.AST):
+    """Every import statement in ``tree``, at any depth, in source order, except inside
+    ``if TYPE_CHECKING:``."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+            continue
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            todo.extend(reversed(node.orelse))
+            continue
+        todo.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[Import]:
+    """The imports of one module, each resolved to the deepest project module it names (so
+    ``from core.methods import base`` is core.methods.base); other imports keep their name."""
+    source = path.read_text(encoding="utf-8")
+    is_package = path.name == "__init__.py"
+    found = []
+    for node in _statements(ast.parse(source, filename=str(path))):
+        text = ast.get_source_segment(source, node) or ""
+        text = " ".join(text.split())
+        if isinstance(node, ast.Import):
+            found += [Import(module, alias.name, node.lineno, text) for alias in node.names]
+            continue
+        base = _absolute(module, is_package, node.module, node.level)
+        for alias in node.names:
+            candidate = f"{base}.{alias.name}" if base else alias.name
+            found.append(Import(module, candidate if candidate in modules else base, node.lineno, text))
+    return found
+
+
+def _absolute(module: str, is_package: bool, name: str | None, level: int) -> str:
+    """The absolute module a (possibly relative) ``from`` import names."""
+    if level == 0:
+        return name or ""
+    parts = module.split(".")
+    package = parts if is_package else parts[:-1]
+    base = package[: len(package) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def project_target(target: str, modules: dict[str, Path]) -> str | None:
+    """The project module ``target`` names (its longest known prefix), or None for another library."""
+    parts = target.split(".")
+    for end in range(len(parts), 0, -1):
+        name = ".".join(parts[:end])
+        if name in modules:
+            return name
+    return None
+
+
+def package_of(module: str) -> str:
+    return module.split(".", 1)[0]
+
+
+def all_imports(root: Path = ROOT) -> tuple[dict[str, Path], list[Import]]:
+    modules = project_modules(root)
+    return modules, [imp for name, path in modules.items() for imp in imports_of(name, path, modules)]
+
+
+# -- the checks ---------------------------------------------------------------------------------
+def cycles(edges: dict[tuple[str, str], Import]) -> list[tuple[list[str], list[str]]]:
+    """Per strongly connected part of the graph ``edges`` ((from, to) -> an import that makes it):
+    one shortest cycle (first node repeated at the end) and all the part's nodes. Self-imports count."""
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+        graph.setdefault(b, set())
+    found = []
+    for part in _strongly_connected(graph):
+        start = min(part)
+        if len(part) > 1 or start in graph[start]:
+            found.append((_shortest_cycle(graph, part, start), sorted(part)))
+    return sorted(found)
+
+
+def _strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
+    """Tarjan's algorithm, iterative (no recursion limit on deep trees)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    parts = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    part = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        part.add(member)
+                        if member == node:
+                            break
+                    parts.append(part)
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return parts
+
+
+def _shortest_cycle(graph: dict[str, set[str]], part: set[str], start: str) -> list[str]:
+    """The shortest path start -> ... -> start inside ``part`` (breadth first)."""
+    came_from: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for child in sorted(graph[node] & part):
+            if child == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(came_from[path[-1]])
+                return [start, *reversed(path[:-1]), start] if node != start else [start, start]
+            if child not in came_from:
+                came_from[child] = node
+                queue.append(child)
+    raise AssertionError(f"no cycle through {start} in {sorted(part)}")  # a strongly connected part has one
+
+
+def module_edges(modules: dict[str, Path], imports: list[Import]) -> dict[tuple[str, str], Import]:
+    edges: dict[tuple[str, str], Import] = {}
+    for imp in imports:
+        target = project_target(imp.target, modules)
+        if target is not None:
+            edges.setdefault((imp.module, target), imp)
+    return edges
+
+
+def package_edges(modules: dict[str, Path], imports: list[Import]) -> dict[tuple[str, str], Import]:
+    edges: dict[tuple[str, str], Import] = {}
+    for (a, b), imp in module_edges(modules, imports).items():
+        if package_of(a) != package_of(b):
+            edges.setdefault((package_of(a), package_of(b)), imp)
+    return edges
+
+
+def describe_cycle(cycle: list[str], edges: dict[tuple[str, str], Import]) -> str:
+    steps = "; ".join(edges[(a, b)].where() for a, b in zip(cycle, cycle[1:], strict=False))
+    return f"import cycle {' -> '.join(cycle)}: {steps}"
+
+
+def cycle_problems(edges: dict[tuple[str, str], Import]) -> list[str]:
+    problems = []
+    for cycle, members in cycles(edges):
+        more = f" (one of the cycles among {', '.join(members)})" if len(members) > len(cycle) - 1 else ""
+        problems.append(describe_cycle(cycle, edges) + more + ". Break it: move what both sides need into "
+                        "a lower module, or pass it in as a parameter.")
+    return problems
+
+
+def layer_problems(modules: dict[str, Path], imports: list[Import]) -> list[str]:
+    problems = []
+    for (a, b), imp in sorted(module_edges(modules, imports).items()):
+        low, high = package_of(a), package_of(b)
+        if RANK[high] > RANK[low]:
+            problems.append(f"{imp.where()} imports {b}: {low} is below {high} ({LAYER_RULE}). "
+                            f"Move what {a} needs down to {low} or a lower layer, or pass it in from above.")
+    return problems
+
+
+def gradio_problems(modules: dict[str, Path], imports: list[Import]) -> list[str]:
+    return [f"{imp.where()} imports {imp.target}: only ui/ may import {', '.join(UI_ONLY)} "
+            "(the layers below it serve the CLI and the tests too). Move the Gradio code to ui/."
+            for imp in imports if imp.target.split(".")[0] in UI_ONLY and package_of(imp.module) != "ui"]
+
+
+def stdlib_problems(modules: dict[str, Path], imports: list[Import]) -> list[str]:
+    problems = []
+    for imp in imports:
+        top = imp.target.split(".")[0]
+        if package_of(imp.module) != "common" or top == "common" or top in sys.stdlib_module_names:
+            continue
+        kind = "a project module" if project_target(imp.target, modules) else "not in the standard library"
+        problems.append(f"{imp.where()} imports {imp.target}, {kind}: common/ is the bottom layer and uses "
+                        "the standard library only. Move the code that needs it up to data/ or core/.")
+    return problems
+
+
+def report(problems: list[str]) -> str:
+    return f"{len(problems)} problem(s):\n  " + "\n  ".join(problems)
+
+
+# -- the project --------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def project():
+    return all_imports(ROOT)
+
+
+def test_the_walk_finds_the_project(project):
+    modules, imports = project
+    assert {"app", "common", "core", "data", "ui", "annotation"} <= set(modules)
+    assert any(imp.module == "app" and package_of(imp.target) == "ui" for imp in imports)
+
+
+def test_no_import_cycle_between_modules(project):
+    problems = cycle_problems(module_edges(*project))
+    assert not problems, report(problems)
+
+
+def test_no_import_cycle_between_packages(project):
+    problems = cycle_problems(package_edges(*project))
+    assert not problems, report(problems)
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one(project):
+    problems = layer_problems(*project)
+    assert not problems, report(problems)
+
+
+def test_only_ui_imports_gradio(project):
+    problems = gradio_problems(*project)
+    assert not problems, report(problems)
+
+
+def test_common_uses_only_the_standard_library(project):
+    problems = stdlib_problems(*project)
+    assert not problems, report(problems)
+
+
+# -- the checks on a made-up tree ---------------------------------------------------------------
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+CLEAN = {
+    "app.py": "import ui.tabs\n",
+    "common/__init__.py": "",
+    "common/types.py": "from __future__ import annotations\nimport dataclasses\n",
+    "data/__init__.py": "",
+    "data/store.py": "from common import types\n",
+    "core/__init__.py": "",
+    "core/runner.py": ("from typing import TYPE_CHECKING\nfrom . import steps\n"
+                       "if TYPE_CHECKING:\n    from ui.tabs import Tab\n"),
+    "core/steps.py": "from ..data.store import x\n",
+    "annotation/__init__.py": "",
+    "ui/__init__.py": "",
+    "ui/tabs.py": "import gradio as gr\nfrom core.runner import Runner\n",
+}
+
+
+def test_a_clean_tree_passes(tmp_path):
+    modules, imports = all_imports(write_tree(tmp_path, CLEAN))
+    assert cycle_problems(module_edges(modules, imports)) == []
+    assert cycle_problems(package_edges(modules, imports)) == []
+    assert layer_problems(modules, imports) == []  # the TYPE_CHECKING import of ui is left out
+    assert gradio_problems(modules, imports) == [] and stdlib_problems(modules, imports) == []
+    targets = {(imp.module, project_target(imp.target, modules)) for imp in imports}
+    assert {("core.runner", "core.steps"), ("core.steps", "data.store"), ("data.store", "common.types")} <= targets
+
+
+def test_each_rule_catches_its_break(tmp_path):
+    broken = CLEAN | {
+        "data/store.py": "from common import types\n\ndef later():\n    from core.runner import Runner\n",
+        "core/steps.py": "import core.runner\nfrom ..data.store import x\n",
+        "common/types.py": "import numpy\nimport gradio\n",
+    }
+    modules, imports = all_imports(write_tree(tmp_path, broken))
+
+    module_cycles = cycle_problems(module_edges(modules, imports))
+    assert len(module_cycles) == 1
+    assert module_cycles[0].startswith("import cycle core.runner -> core.steps -> core.runner:")
+    assert "core.steps (line 1: `import core.runner`)" in module_cycles[0]
+
+    package_cycles = cycle_problems(package_edges(modules, imports))
+    assert [p.split(":")[0] for p in package_cycles] == ["import cycle core -> data -> core"]
+
+    upward = layer_problems(modules, imports)
+    assert len(upward) == 1
+    assert upward[0].startswith("data.store (line 4: `from core.runner import Runner`) imports core.runner: "
+                                "data is below core")
+
+    gradio = gradio_problems(modules, imports)
+    assert len(gradio) == 1 and gradio[0].startswith("common.types (line 2: `import gradio`)")
+    assert "only ui/ may import gradio" in gradio[0]
+
+    outside = stdlib_problems(modules, imports)
+    assert [p.split(",")[0] for p in outside] == ["common.types (line 1: `import numpy`) imports numpy",
+                                                  "common.types (line 2: `import gradio`) imports gradio"]
+
+
+def test_a_cycle_names_every_module_caught_in_it(tmp_path):
+    tree = CLEAN | {"core/a.py": "import core.b\nimport core.c\n", "core/b.py": "import core.a\n",
+                    "core/c.py": "from core import b\n"}
+    modules, imports = all_imports(write_tree(tmp_path, tree))
+    [problem] = cycle_problems(module_edges(modules, imports))
+    assert problem.startswith("import cycle core.a -> core.b -> core.a: core.a (line 1: `import core.b`); "
+                              "core.b (line 1: `import core.a`) (one of the cycles among core.a, core.b, core.c)")
+
+
+def test_a_module_importing_itself_is_a_cycle(tmp_path):
+    modules, imports = all_imports(write_tree(tmp_path, CLEAN | {"core/steps.py": "from core import steps\n"}))
+    assert [p.split(":")[0] for p in cycle_problems(module_edges(modules, imports))] == [
+        "import cycle core.steps -> core.steps"]

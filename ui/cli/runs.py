@@ -1,0 +1,179 @@
+"""Commands that write, read and look up: ui, run, resume, fetch, search, history, show.
+
+    python app.py                      the browser UI on http://127.0.0.1:7860
+    python app.py run "TASK"           write an article from the command line
+    python app.py resume RUN_ID        continue an interrupted run
+    python app.py fetch URL            a page's extracted text and metadata
+    python app.py search "QUERY"       search results
+    python app.py history              past runs
+    python app.py show RUN_ID          a stored run's article as Markdown
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+
+def add_commands(sub: argparse._SubParsersAction, common: list[argparse.ArgumentParser]) -> None:
+    """Add ``ui``, ``run``, ``resume``, ``fetch``, ``search``, ``history`` and ``show`` (each
+    with ``common``, the flags every command takes)."""
+    from core.methods import METHODS
+
+    p = sub.add_parser("ui", parents=common, help="start the browser UI (the default)")
+    p.set_defaults(func=cmd_ui)
+    p = sub.add_parser("run", parents=common, help="run a method on a task and print or save the article")
+    p.add_argument("task", help="what to write, e.g. \"Describe Jin Yong's life\"")
+    p.add_argument("--method", default="rat", choices=sorted(METHODS), help="writing method (default rat)")
+    p.add_argument("--kind", default="writing", choices=["writing", "plan", "qa"])
+    p.add_argument("--out", help="write the Markdown article to this file (default: standard output)")
+    p.add_argument("--draft-only", action="store_true", help="stop after the draft; continue with resume")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("resume", parents=common, help="continue an interrupted or failed run")
+    p.add_argument("run_id")
+    p.add_argument("--out", help="write the Markdown article to this file")
+    p.set_defaults(func=cmd_resume)
+    p = sub.add_parser("fetch", parents=common, help="fetch a page and print its extracted text and metadata")
+    p.add_argument("url")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_fetch)
+    p = sub.add_parser("search", parents=common, help="search and print results")
+    p.add_argument("query")
+    p.add_argument("-n", type=int, default=5, help="number of results (default 5)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+    p = sub.add_parser("history", parents=common, help="list past runs")
+    p.add_argument("--limit", type=int, default=50)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_history)
+    p = sub.add_parser("show", parents=common, help="print a stored run's article as Markdown")
+    p.add_argument("run_id")
+    p.set_defaults(func=cmd_show)
+
+
+def cmd_ui(args, app) -> int:
+    from ui.app import launch
+
+    s = app.settings
+    if s.host not in ("127.0.0.1", "localhost", "::1") and not s.auth:
+        print(f"warning: listening on {s.host} without --auth: anyone who can reach this machine "
+              "can run the model on your key and read your runs. Add --auth USER:PASSWORD.", file=sys.stderr)
+    launch(app.settings, app.store, app.clients, app.runner)
+    return 0
+
+
+def cmd_run(args, app) -> int:
+    from common.types import Task
+
+    task = Task(args.task, kind=args.kind)
+    return asyncio.run(_follow(app.runner.start(args.method, task, draft_only=args.draft_only), args, app))
+
+
+def cmd_resume(args, app) -> int:
+    return asyncio.run(_follow(app.runner.resume(args.run_id, providers=app.settings.search.providers), args, app))
+
+
+async def _follow(events, args, app) -> int:
+    from common.events import Failed, Final, RunStarted
+    from core.report import progress_line, to_markdown
+
+    run_id, final, failed = None, None, None
+    try:
+        async for event in events:
+            if isinstance(event, RunStarted):
+                run_id = event.run_id
+            elif isinstance(event, Final):
+                final = event
+            elif isinstance(event, Failed):
+                failed = event
+            line = progress_line(event)
+            if line:
+                print(line, file=sys.stderr, flush=True)
+    finally:
+        if run_id:
+            print(f"run id: {run_id}", file=sys.stderr)
+    if failed:
+        hint = f" Resume with: python app.py resume {run_id}" if failed.resumable else ""
+        print(f"error: {failed.error}{hint}", file=sys.stderr)
+        return 1
+    if final is None:  # draft only
+        print(f"draft stored; continue with: python app.py resume {run_id}", file=sys.stderr)
+        return 0
+    run = app.store.get_run(run_id)
+    markdown = to_markdown(run.task, final.text, final.sources)
+    if args.out:
+        Path(args.out).write_text(markdown, encoding="utf-8")
+        print(f"article written to {args.out}", file=sys.stderr)
+    else:
+        print(markdown)
+    return 0
+
+
+def cmd_fetch(args, app) -> int:
+    async def go():
+        fetcher = app.clients.fetcher()
+        try:
+            return await fetcher.fetch(args.url)
+        finally:
+            await fetcher.aclose()
+
+    page = asyncio.run(go())
+    meta = {"url": page.url, "final_url": page.final_url, "title": page.title, "content_type": page.content_type,
+            "bytes": page.size, "seconds": round(page.seconds, 3), **(page.metadata or {})}
+    if args.json:
+        print(json.dumps({**meta, "text": page.text}, ensure_ascii=False, indent=2))
+    else:
+        for key, value in meta.items():
+            if value not in (None, ""):
+                print(f"{key}: {value}")
+        print()
+        print(page.text)
+    return 0
+
+
+def cmd_search(args, app) -> int:
+    async def go():
+        chain = app.clients.search()
+        try:
+            return await chain.search(args.query, args.n)
+        finally:
+            close = getattr(chain, "aclose", None)
+            if close:
+                await close()
+
+    response = asyncio.run(go())
+    if args.json:
+        print(json.dumps([asdict(r) for r in response.results], ensure_ascii=False, indent=2))
+        return 0
+    for w in response.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"{len(response.results)} results from {response.provider}" + (" (cached)" if response.cached else ""),
+          file=sys.stderr)
+    for n, r in enumerate(response.results, start=1):
+        print(f"{n}. {r.title}\n   {r.url}\n   {r.snippet}\n")
+    return 0
+
+
+def cmd_history(args, app) -> int:
+    runs = app.store.list_runs(limit=args.limit)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in runs], ensure_ascii=False, indent=2, default=str))
+        return 0
+    for r in runs:
+        print(f"{r.id}  {r.created[:19]}  {r.method:<14} {r.status:<11} "
+              f"{r.tokens:>7} tok  {r.wall_seconds:>7.1f} s  {r.task[:60]}")
+    return 0
+
+
+def cmd_show(args, app) -> int:
+    from common.types import Source
+    from core.report import to_markdown
+
+    run = app.store.get_run(args.run_id)
+    sources = [Source(s["n"], s["url"], s["title"], tuple(s["steps"])) for s in run.sources]
+    print(to_markdown(run.task, run.final_text, sources))
+    return 0

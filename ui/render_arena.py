@@ -1,0 +1,84 @@
+"""Markdown for the Arena and Leaderboard tabs (pure functions, beside ``ui.render``): outputs
+made inert, the battle an annotator sees, the reveal after the vote, leaderboard rows and the
+agreement between the judge and people."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+
+from annotation.ratings import Agreement, Row
+from annotation.service import Reveal, Shown
+
+CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
+HEADERS = ["method", "mu", "sigma", "mu - 3 sigma", "win rate", "battles", "wins", "ties", "losses",
+           "BT", "BT 95% low", "BT 95% high"]
+
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.DOTALL)
+_SCRIPT_LINK = re.compile(r"\]\(\s*(?:javascript|data|vbscript):[^)]*\)", re.IGNORECASE)
+
+
+def safe_markdown(text: str) -> str:
+    """Markdown with every HTML tag made inert (``<`` escaped outside code, where Markdown
+    already shows it as text) and script links removed. Gradio's own sanitiser runs too."""
+    parts = re.split(r"(^(?:```|~~~)[^\n]*\n.*?^(?:```|~~~)[ \t]*$)", text or "", flags=re.MULTILINE | re.DOTALL)
+    out = []
+    for k, part in enumerate(parts):
+        out.append(part if k % 2 else _escape_prose(part))
+    return "".join(out)
+
+
+def _escape_prose(text: str) -> str:
+    pieces, last = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        pieces.append(_escape_plain(text[last:m.start()]))
+        pieces.append(m.group(0))
+        last = m.end()
+    pieces.append(_escape_plain(text[last:]))
+    return "".join(pieces)
+
+
+def _escape_plain(text: str) -> str:
+    return _SCRIPT_LINK.sub("](#)", text.replace("&", "&amp;").replace("<", "&lt;"))
+
+
+def method_name(value: str) -> str:
+    """A method name (any text, from imports) shown inline."""
+    return "`" + html.escape(value.replace("`", "'")) + "`"
+
+
+def battle_view(shown: Shown) -> tuple[str, str, str]:
+    """(task, A, B) Markdown of a battle, with no method name in it."""
+    task = f"### Task\n{safe_markdown(shown.task)}"
+    return task, safe_markdown(shown.text_a or "*(empty)*"), safe_markdown(shown.text_b or "*(empty)*")
+
+
+def reveal_text(reveal: Reveal) -> str:
+    """Who wrote A and B, and the vote cast — only ever called after the vote."""
+    voted = CHOICE_LABELS.get(reveal.choice or "", "no vote")
+    return (f"**A** was written by {method_name(reveal.method_a)}, **B** by {method_name(reveal.method_b)}. "
+            f"Your vote: **{voted}**. Press **Next** for another pair.")
+
+
+def table_rows(rows: Sequence[Row]) -> list[list]:
+    """Leaderboard rows for a table with HEADERS."""
+    return [
+        [r.method, round(r.mu, 2), round(r.sigma, 2), round(r.conservative, 2), f"{r.win_rate:.1%}", r.battles,
+         r.wins, r.ties, r.losses, round(r.bt), round(r.bt_low), round(r.bt_high)]
+        for r in rows
+    ]
+
+
+def agreement_text(shared: Agreement) -> str:
+    """The agreement between the judge and people, as a sentence."""
+    if not shared.compared:
+        return "Judge and people have not voted on the same task and method pair yet."
+    return (f"Judge and people agree on **{shared.agreed} of {shared.compared}** people's votes "
+            f"on the pairs both judged (**{shared.rate:.0%}**).")
+
+
+def judge_log(summary: str, lines: Sequence[str], last: int = 30) -> str:
+    """The judge's report: its summary and its last ``last`` lines as a list."""
+    shown = "\n".join(f"- {safe_markdown(line)}" for line in lines[-last:])
+    return f"{summary}\n\n{shown}"
