@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from data.store import Store
 
 TRUE = {"1", "true", "yes", "on"}
+MIN_PASSWORD = 8  # characters of an --auth password
 
 
 # -- settings -------------------------------------------------------------------------------------
@@ -66,8 +67,11 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
     corpus = pick("corpus", "RAT_STUDIO_CORPUS")
     db = pick("db", "RAT_STUDIO_DB") or str(default_db_path(env))
     auth = pick("auth", "RAT_STUDIO_AUTH")
-    if auth and ":" not in auth:
-        raise ConfigError("--auth must be USER:PASSWORD.")
+    if auth is not None:
+        user, sep, password = auth.partition(":")
+        if not sep or not user.strip() or len(password) < MIN_PASSWORD:
+            raise ConfigError(f"--auth must be USER:PASSWORD with a user name and a password of at least "
+                              f"{MIN_PASSWORD} characters, e.g. --auth ana:correct-horse.")
     share = flag_on("share", "RAT_STUDIO_SHARE")
     if share and not auth:
         raise ConfigError("--share makes the UI public: also pass --auth USER:PASSWORD.")

@@ -1,13 +1,20 @@
 """Schema migrations, applied in order at start. Each is a decorated function that takes a
 sqlite_utils.Database; the names of applied ones are kept in ``_migrations``. Never edit a
-migration that has shipped: add a new one."""
+migration that has shipped: add a new one.
+
+Before applying anything, ``apply`` refuses a file it must not write to: one written by a newer
+version (a migration it does not know) or one that is not ours (tables it needs are missing or
+are something else), with a message that names the file and what to do."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import sqlite_utils
+
+from common.errors import StoreError
 
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = []
 
@@ -17,8 +24,19 @@ def migration(fn: Callable[[sqlite_utils.Database], None]):
     return fn
 
 
-def apply(db: sqlite_utils.Database) -> list[str]:
-    """Apply the migrations not yet applied; returns their names."""
+#: The tables each migration creates, to tell a database of ours from a foreign one.
+TABLES = {
+    "m001_core": ("tasks", "runs", "events", "pages", "searches"),
+    "m002_arena": ("outputs", "battles", "votes", "judge_votes"),
+    "m003_procedures": ("procedures",),
+    "m004_procedures_fts": ("procedures_fts",),
+}
+
+
+def apply(db: sqlite_utils.Database, path: str | Path = "the database") -> list[str]:
+    """Apply the migrations not yet applied; returns their names. Raises StoreError, naming
+    ``path``, for a database of a newer version or a foreign one (see :func:`check`)."""
+    check(db, path)
     db.execute("create table if not exists _migrations (name text primary key, applied text)")
     done = {row[0] for row in db.execute("select name from _migrations").fetchall()}
     applied = []
@@ -35,6 +53,31 @@ def apply(db: sqlite_utils.Database) -> list[str]:
             )
         applied.append(name)
     return applied
+
+
+def check(db: sqlite_utils.Database, path: str | Path = "the database") -> None:
+    """Raises StoreError when the file at ``path`` must not be migrated or written: it lists
+    migrations this version does not know (a newer RAT Studio wrote it), or it is not a RAT
+    Studio database (it has tables but no migration record, or a table a recorded migration
+    made is missing)."""
+    tables = set(db.table_names())
+    known = [name for name, _ in MIGRATIONS]
+    if "_migrations" not in tables:
+        if tables:
+            raise StoreError(f"{path} is not a RAT Studio database (it holds other tables: "
+                             f"{', '.join(sorted(tables)[:5])}). Pass another file with --db or RAT_STUDIO_DB.")
+        return
+    done = [row[0] for row in db.execute("select name from _migrations order by name").fetchall()]
+    unknown = [name for name in done if name not in known]
+    if unknown:
+        raise StoreError(f"{path} was written by a newer version of RAT Studio (migrations "
+                         f"{', '.join(unknown)} are unknown here). Upgrade RAT Studio, or pass another "
+                         "file with --db or RAT_STUDIO_DB.")
+    missing = [table for name in done for table in TABLES.get(name, ()) if table not in tables]
+    if missing:
+        raise StoreError(f"{path} is not a RAT Studio database as this version writes it (tables "
+                         f"{', '.join(missing)} are missing). Pass another file with --db or RAT_STUDIO_DB, "
+                         "or restore the file from a backup.")
 
 
 @migration
@@ -185,6 +228,42 @@ def m004_procedures_fts(db: sqlite_utils.Database) -> None:
             {index_new}
             end""",
     )
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for sql in statements:
+        db.execute(sql)
+
+
+@migration
+def m005_arena_append_only(db: sqlite_utils.Database) -> None:
+    """What the leaderboard is computed from is append-only, whoever writes to the file: the
+    outputs annotators judged and the battles that say which method was A and which B refuse
+    update and delete, as votes and judge votes already do; and an insert that reuses a stored
+    row's key (``insert or replace``, which would delete that row to make room; delete triggers
+    do not fire for it on a connection without recursive triggers) is refused too. An output
+    whose run is already in the arena is skipped, as ``insert or ignore`` skips it."""
+    refuse = "select raise(abort, '{table} are append-only: add a new row instead')"
+    statements = [
+        f"""create trigger {table}_append_only_{action} before {action} on {table}
+            begin {refuse.format(table=table)}; end"""
+        for table in ("outputs", "battles") for action in ("update", "delete")
+    ]
+    reused = {
+        "votes": "new.id is not null and exists (select 1 from votes where id = new.id) "
+                 "or exists (select 1 from votes where battle_id = new.battle_id)",
+        "judge_votes": "new.id is not null and exists (select 1 from judge_votes where id = new.id)",
+        "battles": "new.id is not null and exists (select 1 from battles where id = new.id)",
+        "outputs": "new.id is not null and exists (select 1 from outputs where id = new.id)",
+    }
+    statements += [
+        f"""create trigger {table}_append_only_reuse before insert on {table}
+            when {condition} begin {refuse.format(table=table.replace('_', ' '))}; end"""
+        for table, condition in reused.items()
+    ]
+    statements.append(
+        """create trigger outputs_append_only_run before insert on outputs
+            when new.run_id is not null and exists (select 1 from outputs where run_id = new.run_id)
+            begin select raise(ignore); end""")
     if not db.conn.in_transaction:
         db.execute("begin")
     for sql in statements:

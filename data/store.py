@@ -99,7 +99,7 @@ class Store:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self.db
             db.enable_wal()
-            migrations.apply(db)
+            migrations.apply(db, self.path)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(
                 f"Cannot open the database {self.path}: {exc}. Pass another path with --db or RAT_STUDIO_DB."

@@ -38,7 +38,8 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner) -> gr
             with gr.Tab("Arena", id="arena", elem_id="rat-tab-arena"):
                 arena.build(votes)
             with gr.Tab("Leaderboard", id="leaderboard", elem_id="rat-tab-leaderboard"):
-                leaderboard.build(votes, clients)
+                # annotators' deployments serve nothing that spends the model
+                leaderboard.build(votes, None if settings.arena_only else clients)
     demo.queue(default_concurrency_limit=settings.concurrency)
     return demo
 

@@ -29,12 +29,17 @@ empty to judge every pair of methods."""
 
 
 class LeaderboardTab:
-    def __init__(self, service: Arena, clients: Clients):
+    """``clients`` None: no LLM judge (an annotators' --arena-only deployment serves nothing that
+    spends the model: neither the button nor the event behind it exists)."""
+
+    def __init__(self, service: Arena, clients: Clients | None):
         self.arena, self.clients = service, clients
 
     # -- handlers -------------------------------------------------------------------------------
     def choices(self) -> dict:
         sets = [("every task set", ALL)] + [(s or "(no set)", s) for s in self.arena.task_sets()]
+        if self.clients is None:
+            return {self.task_set: gr.update(choices=sets)}
         methods = self.arena.methods()
         return {self.task_set: gr.update(choices=sets), self.method_a: gr.update(choices=methods),
                 self.method_b: gr.update(choices=methods)}
@@ -44,7 +49,8 @@ class LeaderboardTab:
         board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP)
         t, rows = board.tally, board.rows
         if not rows:
-            hint = "vote in the Arena tab" if source == "people" else "run the LLM judge below"
+            hint = ("vote in the Arena tab" if source == "people" else
+                    "run the LLM judge below" if self.clients else "run `python app.py judge`")
             return {self.summary: f"No {source} votes yet: {hint}.", self.table: [], self.ratings_plot: None,
                     self.winrate_plot: None, self.battles_plot: None}
         methods = board.methods
@@ -91,6 +97,8 @@ class LeaderboardTab:
         with gr.Row():
             self.winrate_plot = gr.Plot(label="Win rate")
             self.battles_plot = gr.Plot(label="Battles")
+        if self.clients is None:
+            return
         with gr.Accordion("LLM judge", open=False):
             gr.Markdown(JUDGE_HELP)
             with gr.Row():
@@ -104,19 +112,22 @@ class LeaderboardTab:
         private = {"api_visibility": "private"}
         view = [self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot]
         filters = [self.source, self.task_set]
-        choices = [self.task_set, self.method_a, self.method_b]
+        choices = [self.task_set, self.method_a, self.method_b] if self.clients else [self.task_set]
         loaded = gr.on(None, self.choices, inputs=None, outputs=choices, **private)
         loaded.then(self.show, inputs=filters, outputs=view, **private)
         gr.on([self.refresh.click, self.source.change, self.task_set.change], self.show, inputs=filters,
               outputs=view, **private)
         self.refresh.click(self.choices, outputs=choices, **private)
+        if self.clients is None:
+            return
         judged = self.judge_btn.click(self.run_judge, inputs=[self.method_a, self.method_b, self.n],
                                       outputs=self.judge_log, **private)
         judged.then(self.show, inputs=filters, outputs=view, **private)
 
 
-def build(service: Arena, clients: Clients) -> LeaderboardTab:
-    """Create the Leaderboard tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
+def build(service: Arena, clients: Clients | None) -> LeaderboardTab:
+    """Create the Leaderboard tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context;
+    with ``clients`` None, without the LLM judge."""
     tab = LeaderboardTab(service, clients)
     tab.layout()
     tab.wire()

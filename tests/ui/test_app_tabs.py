@@ -32,3 +32,47 @@ def test_arena_only_flag_reaches_the_settings(tmp_path):
     args = build_parser().parse_args(["--arena-only", "--db", str(tmp_path / "x.db")])
     assert settings_from(args, {}).arena_only
     assert settings_from(build_parser().parse_args([]), {"RAT_STUDIO_ARENA_ONLY": "1"}).arena_only
+
+
+@pytest.mark.parametrize("arena_only", [False, True])
+def test_arena_only_serves_no_llm_judge(tmp_path, arena_only):
+    """Annotators' deployments serve nothing that spends the model: no judge button in the page's
+    config as Gradio serves it over HTTP, and no event behind it that the queue could be asked to run."""
+    import httpx
+
+    from tests.helpers import free_port
+
+    settings = Settings(db_path=tmp_path / "t.db", arena_only=arena_only)
+    wired = app_module.build(settings)
+    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner)
+    names = {getattr(block.fn, "__name__", "") for block in demo.fns.values()}
+    port = free_port()
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
+    try:
+        config = httpx.get(f"http://127.0.0.1:{port}/config", timeout=30).json()
+    finally:
+        demo.close()
+    buttons = {c["props"].get("value") for c in config["components"] if c.get("type") == "button"}
+    assert ("run_judge" in names) is (not arena_only)
+    assert ("Run LLM judge" in buttons) is (not arena_only)
+
+
+@pytest.mark.parametrize("auth", [":", "ana:", ":correct-horse", "ana:short", "no-colon", " :12345678"])
+def test_auth_needs_a_user_and_a_real_password(tmp_path, auth):
+    from app import settings_from
+    from common.errors import ConfigError
+    from ui.cli import build_parser
+
+    args = build_parser().parse_args(["--share", "--auth", auth, "--db", str(tmp_path / "x.db")])
+    with pytest.raises(ConfigError, match="at least 8 characters"):
+        settings_from(args, {})
+    with pytest.raises(ConfigError, match="at least 8 characters"):
+        settings_from(build_parser().parse_args([]), {"RAT_STUDIO_AUTH": auth})
+
+
+def test_share_with_a_good_password_is_accepted(tmp_path):
+    from app import settings_from
+    from ui.cli import build_parser
+
+    args = build_parser().parse_args(["--share", "--auth", "ana:correct-horse", "--db", str(tmp_path / "x.db")])
+    assert settings_from(args, {}).auth == ("ana", "correct-horse")
