@@ -23,6 +23,8 @@ from data import arena
 VOTE_EXAMPLE = '{"task": "...", "method_a": "rat", "method_b": "cot", "winner": "a", "annotator": "ann"}'
 OUTPUT_EXAMPLE = '{"task": "...", "method": "rat", "text": "..."}'
 NON_EMPTY = "a non-empty string; add it to the line"
+MAX_TEXT_CHARS = 500_000  # an output's text (about 100,000 words)
+MAX_NAME_CHARS = 200  # a method's or an annotator's name
 
 
 def _non_empty(value: str) -> str:
@@ -31,7 +33,17 @@ def _non_empty(value: str) -> str:
     return value
 
 
-Text = Annotated[str, AfterValidator(_non_empty)]
+def _capped(limit: int):
+    def check(value: str) -> str:
+        if len(value) > limit:
+            raise ValueError(f"is {len(value):,} characters long; the limit is {limit:,}: shorten it")
+        return value
+
+    return check
+
+
+Text = Annotated[str, AfterValidator(_non_empty), AfterValidator(_capped(MAX_TEXT_CHARS))]
+Name = Annotated[str, AfterValidator(_non_empty), AfterValidator(_capped(MAX_NAME_CHARS))]
 
 
 def _text_field(default: Any = ...) -> Any:
@@ -52,7 +64,9 @@ class _TaskLine(Record):
         return value
 
     def task_fields(self, prompt: str | None, task_id: int | None = None) -> dict:
-        return {"prompt": prompt, "task_id": task_id, "kind": self.kind or "writing", "task_set": self.task_set or ""}
+        """``kind`` and ``task_set`` stay None when the line does not give them: the record then
+        joins a task already stored with the same text, whatever its set (see data.arena)."""
+        return {"prompt": prompt, "task_id": task_id, "kind": self.kind, "task_set": self.task_set}
 
 
 class VoteLine(_TaskLine):
@@ -60,10 +74,10 @@ class VoteLine(_TaskLine):
 
     prompt: Text | None = _text_field(None)
     task: Any = Field(None, validate_default=True)
-    method_a: Text = _text_field()
-    method_b: Text = _text_field()
+    method_a: Name = _text_field()
+    method_b: Name = _text_field()
     winner: Any = Field(None, validate_default=True)
-    annotator: Text = _text_field()
+    annotator: Name = _text_field()
     output_a: Text | None = _text_field(None)
     output_b: Text | None = _text_field(None)
     created: Text | None = _text_field(None)
@@ -106,7 +120,7 @@ class OutputLine(_TaskLine):
     """One line of ``outputs import``."""
 
     task: Text = _text_field()
-    method: Text = _text_field()
+    method: Name = _text_field()
     text: Text = _text_field()
 
     def to_record(self, line: int) -> dict:
@@ -135,10 +149,15 @@ def read_outputs(path: str) -> list[dict]:
 
 
 def _read(path: str, model: type[VoteLine] | type[OutputLine], example: str) -> list[dict]:
+    """The file's records; a UTF-8 byte order mark is skipped. Raises ImportFormatError for an
+    unreadable file, a bad line, or a file with no record at all."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            return [record.to_record(n) for n, record in read_records(fh, path, model, example, ImportFormatError)]
+        with open(path, encoding="utf-8-sig") as fh:
+            records = [record.to_record(n) for n, record in read_records(fh, path, model, example, ImportFormatError)]
     except OSError as exc:
         raise ImportFormatError(f"Cannot read {path}: {exc.strerror}. Give the path of a JSONL file.") from exc
     except UnicodeDecodeError as exc:
         raise ImportFormatError(f"{path} is not UTF-8 text; save it as UTF-8 JSONL.") from exc
+    if not records:
+        raise ImportFormatError(f"{path} has no records: write one JSON object per line, e.g. {example}")
+    return records

@@ -20,6 +20,7 @@ from typing import Any
 from annotation import judge as judge_mod
 from annotation import ratings
 from annotation.board import Boards
+from annotation.errors import ArenaError
 from annotation.pairing import next_battle
 from annotation.records import read_outputs, read_votes
 from data import arena
@@ -99,7 +100,8 @@ class Arena:
     def leaderboard(self, source: str = "people", task_set: str | None = None, *, bootstrap: int = 100,
                     seed: int = 0) -> Leaderboard:
         """TrueSkill and Bradley–Terry rows of ``source``'s votes, best first.
-        Raises ValueError for an unknown source, StoreError."""
+        Raises ValueError for an unknown source, ArenaError for an unknown task set, StoreError."""
+        self.check_task_set(task_set)
         t = self.tally(source, task_set)
         return Leaderboard(source, task_set, t, ratings.rows(t, bootstrap=bootstrap, seed=seed))
 
@@ -114,6 +116,16 @@ class Arena:
 
     def task_sets(self) -> list[str]:
         return arena.task_sets(self.store)
+
+    def check_task_set(self, task_set: str | None) -> None:
+        """Raises ArenaError naming the known task sets when ``task_set`` (None: every set) has no task."""
+        if task_set is None:
+            return
+        known = self.task_sets()
+        if task_set not in known:
+            listed = ", ".join(repr(s) for s in known if s) or "none yet"
+            raise ArenaError(f"No task set {task_set!r} in the arena; known task sets: {listed}. "
+                             "Leave --task-set out for every task.")
 
     # -- the LLM judge ----------------------------------------------------------------------
     async def judge(self, new_llm: Callable[[], Any], model: str, *, methods: Sequence[str] | None = None,

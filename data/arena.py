@@ -103,16 +103,19 @@ def _write(db: sqlite_utils.Database, what: str) -> Iterator[sqlite3.Connection]
     conn.commit()
 
 
-def _task_id(conn: sqlite3.Connection, prompt: str, kind: str, task_set: str) -> int:
-    """The id of the task (created if new), inside the caller's transaction."""
+def _task_id(conn: sqlite3.Connection, prompt: str, kind: str | None, task_set: str | None) -> int:
+    """The id of the task (created if new), inside the caller's transaction. ``kind`` or
+    ``task_set`` None (an imported line that does not say): the oldest task with this text and
+    the given fields, whatever the others, so votes on a bundled set's prompt join that set."""
     row = conn.execute(
-        "select id from tasks where prompt = ? and kind = ? and task_set = ?", [prompt, kind, task_set]
+        "select id from tasks where prompt = ? and (? is null or kind = ?) and (? is null or task_set = ?) "
+        "order by id limit 1", [prompt, kind, kind, task_set, task_set]
     ).fetchone()
     if row:
         return row[0]
     cur = conn.execute(
         "insert into tasks (prompt, kind, task_set, meta, created) values (?, ?, ?, '{}', ?)",
-        [prompt, kind, task_set, now()],
+        [prompt, kind or "writing", task_set or "", now()],
     )
     return cur.lastrowid
 
@@ -293,14 +296,15 @@ def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
     """Add votes cast elsewhere, all in one transaction. Each record has ``prompt``, ``kind``,
     ``task_set`` (or ``task_id`` of a task in this database), ``method_a``, ``method_b``,
     ``choice``, ``annotator``, optional ``output_a``/``output_b`` texts, optional ``created`` and
-    ``line`` (for messages). A record with ``created`` equal to a vote already here (same task,
-    methods, annotator, choice) is skipped, so importing an export twice adds nothing.
+    ``line`` (for messages). A record equal to a vote already here (same task, methods,
+    annotator and choice, and the same ``created`` when it has one; without one, an imported vote)
+    is skipped, so importing a file twice adds nothing.
     Returns (added, skipped). Raises StoreError (naming the line) for an unknown task id."""
     added = skipped = 0
     with _write(store.db, "import the votes") as conn:
         for r in records:
             task_id = _record_task_id(conn, r, store)
-            if r.get("created") and _vote_exists(conn, task_id, r):
+            if _vote_exists(conn, task_id, r):
                 skipped += 1
                 continue
             _insert_imported_vote(conn, task_id, r)
@@ -320,10 +324,14 @@ def _record_task_id(conn: sqlite3.Connection, r: dict, store: Store) -> int:
 
 
 def _vote_exists(conn: sqlite3.Connection, task_id: int, r: dict) -> bool:
+    """The content key of an imported vote: task, methods, annotator, choice, and ``created``
+    when the line has one (a line without one matches an imported vote with any time stamp)."""
+    created = r.get("created")
     return conn.execute(
         "select 1 from votes v join battles b on b.id = v.battle_id where b.task_id = ? and b.method_a = ? "
-        "and b.method_b = ? and v.annotator = ? and v.choice = ? and v.created = ?",
-        [task_id, r["method_a"], r["method_b"], r["annotator"], r["choice"], r["created"]],
+        "and b.method_b = ? and v.annotator = ? and v.choice = ? "
+        "and (case when ? is null then b.source = 'import' else v.created = ? end)",
+        [task_id, r["method_a"], r["method_b"], r["annotator"], r["choice"], created, created],
     ).fetchone() is not None
 
 

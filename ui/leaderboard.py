@@ -7,6 +7,7 @@ from __future__ import annotations
 import gradio as gr
 
 from annotation import judge, plots, ratings
+from annotation.errors import ArenaError
 from annotation.service import Arena
 from common.errors import RatStudioError
 from core.clients import Clients
@@ -46,13 +47,16 @@ class LeaderboardTab:
 
     def show(self, source: str, task_set: str) -> dict:
         chosen = None if task_set in (None, ALL) else task_set
-        board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP)
+        empty = {self.table: [], self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None}
+        try:
+            board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP)
+        except ArenaError as exc:  # a set that is gone since the page loaded: say so, refresh the list
+            return {self.summary: str(exc), **empty}
         t, rows = board.tally, board.rows
         if not rows:
             hint = ("vote in the Arena tab" if source == "people" else
                     "run the LLM judge below" if self.clients else "run `python app.py judge`")
-            return {self.summary: f"No {source} votes yet: {hint}.", self.table: [], self.ratings_plot: None,
-                    self.winrate_plot: None, self.battles_plot: None}
+            return {self.summary: f"No {source} votes yet: {hint}.", **empty}
         methods = board.methods
         summary = (f"**{board.votes}** {source} votes over **{len(methods)}** methods; draw probability "
                    f"{t.p_draw:.2f}. {agreement_text(self.arena.agreement(chosen))}")
