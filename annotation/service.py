@@ -8,11 +8,20 @@ stored. Front ends call this, never ``data.arena``.
 
 One ``Arena`` per store; it keeps the leaderboards' tallies up to date as votes arrive
 (``annotation.board.Boards``) and is safe to share between Gradio's worker threads.
+
+Who voted: the front end names the annotator (the logged-in user with --auth, else the typed
+name with the browser session's id) and the client's address. Votes are rate-limited per
+annotator and per address (``VoteLimits``), and ``flags`` points out voters whose votes look like
+no reading happened (too fast, or always the same side); ``leaderboard(leave_out_flagged=True)``
+rates without them.
 """
 
 from __future__ import annotations
 
 import random
+import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +37,44 @@ from data.store import Store
 
 SOURCES = arena.SOURCES
 CHOICES = arena.CHOICES
+
+#: An annotator whose median time from seeing a pair to voting is under this many seconds (over
+#: at least FLAG_MIN_VOTES votes) cannot have read both answers.
+TOO_FAST_SECONDS = 8.0
+#: An annotator who picks the same side (A, or B) in at least this share of their votes (over at
+#: least FLAG_MIN_VOTES) votes by position, not by content: A and B are shuffled.
+SAME_SIDE_SHARE = 0.9
+FLAG_MIN_VOTES = 8
+
+
+class VoteLimits:
+    """At most ``per_annotator`` votes a minute from one annotator and ``per_address`` from one
+    client address (a script casting votes under many names still comes from one address).
+    Thread-safe; the clock is injectable for tests."""
+
+    def __init__(self, per_annotator: int = 10, per_address: int = 60, window: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic):
+        self.limits = {"annotator": per_annotator, "address": per_address}
+        self.window = window
+        self.clock = clock
+        self._seen: dict[tuple[str, str], deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, annotator: str, address: str | None) -> None:
+        """Count one vote. Raises ArenaError saying how long to wait when a limit is reached."""
+        now = self.clock()
+        keys = [("annotator", annotator)] + ([("address", address)] if address else [])
+        with self._lock:
+            for kind, key in keys:
+                times = self._seen.setdefault((kind, key), deque())
+                while times and now - times[0] >= self.window:
+                    times.popleft()
+                if len(times) >= self.limits[kind]:
+                    wait = self.window - (now - times[0]) if times else self.window
+                    raise ArenaError(f"Too many votes from this {kind} in a minute (the limit is "
+                                     f"{self.limits[kind]}): read both answers, then vote again in {wait:.0f} s.")
+            for kind, key in keys:
+                self._seen[(kind, key)].append(now)
 
 
 @dataclass(frozen=True)
@@ -70,10 +117,11 @@ class Leaderboard:
 
 
 class Arena:
-    def __init__(self, store: Store, *, rng: random.Random | None = None):
+    def __init__(self, store: Store, *, rng: random.Random | None = None, limits: VoteLimits | None = None):
         self.store = store
         self.boards = Boards(store)
         self.rng = rng
+        self.limits = limits or VoteLimits()
 
     # -- annotators -------------------------------------------------------------------------
     def next_pair(self, annotator: str, task_set: str | None = None) -> Shown:
@@ -84,10 +132,12 @@ class Arena:
         battle = arena.get_battle(self.store, battle_id)
         return Shown(battle_id, battle.prompt, battle.text_a or "", battle.text_b or "")
 
-    def vote(self, battle_id: int, annotator: str, choice: str) -> Reveal:
-        """Store ``annotator``'s vote on a battle shown to them and reveal its methods.
-        Raises ValueError for a choice not in CHOICES; StoreError when the battle is unknown,
-        was shown to someone else, or already has a vote."""
+    def vote(self, battle_id: int, annotator: str, choice: str, *, address: str | None = None) -> Reveal:
+        """Store ``annotator``'s vote on a battle shown to them and reveal its methods; ``address``
+        is the client's (for the rate limit). Raises ValueError for a choice not in CHOICES;
+        ArenaError over the rate limit; StoreError when the battle is unknown, was shown to
+        someone else, or already has a vote."""
+        self.limits.take(annotator, address)
         arena.record_vote(self.store, battle_id, annotator, choice)
         battle = arena.get_battle(self.store, battle_id)
         return Reveal(battle_id, battle.method_a, battle.method_b, battle.choice or choice)
@@ -98,12 +148,35 @@ class Arena:
         return self.boards.tally(source, task_set)
 
     def leaderboard(self, source: str = "people", task_set: str | None = None, *, bootstrap: int = 100,
-                    seed: int = 0) -> Leaderboard:
-        """TrueSkill and Bradley–Terry rows of ``source``'s votes, best first.
+                    seed: int = 0, leave_out_flagged: bool = False) -> Leaderboard:
+        """TrueSkill and Bradley–Terry rows of ``source``'s votes, best first; with
+        ``leave_out_flagged``, without the votes of the annotators ``flags`` names.
         Raises ValueError for an unknown source, ArenaError for an unknown task set, StoreError."""
         self.check_task_set(task_set)
-        t = self.tally(source, task_set)
+        flagged = self.flags() if leave_out_flagged and source == "people" else {}
+        if flagged:
+            t = ratings.tally(arena.vote_rows(self.store, source, task_set, leave_out=flagged))
+        else:
+            t = self.tally(source, task_set)
         return Leaderboard(source, task_set, t, ratings.rows(t, bootstrap=bootstrap, seed=seed))
+
+    def flags(self) -> dict[str, str]:
+        """Annotators whose votes look unread, with why: a median under TOO_FAST_SECONDS from
+        seeing a pair to voting, or the same side in SAME_SIDE_SHARE of their votes (each over at
+        least FLAG_MIN_VOTES votes). Raises StoreError."""
+        flagged = {}
+        for r in arena.annotator_rows(self.store):
+            if r.votes < FLAG_MIN_VOTES:
+                continue
+            why = []
+            if r.median_seconds is not None and r.median_seconds < TOO_FAST_SECONDS:
+                why.append(f"votes in {r.median_seconds:.1f} s (median)")
+            side = max(r.a, r.b)
+            if side >= SAME_SIDE_SHARE * r.votes:
+                why.append(f"chose {'A' if r.a >= r.b else 'B'} in {side} of {r.votes} votes")
+            if why:
+                flagged[r.annotator] = "; ".join(why)
+        return flagged
 
     def agreement(self, task_set: str | None = None) -> ratings.Agreement:
         """How often people's votes agree with the judge's verdict on the same task and pair."""

@@ -365,9 +365,10 @@ def export_votes(store: Store) -> Iterator[dict]:
         yield {k: v for k, v in row.items() if v is not None}
 
 
-def vote_rows(store: Store, source: str = "people", task_set: str | None = None, after_id: int = 0) -> list[VoteRow]:
+def vote_rows(store: Store, source: str = "people", task_set: str | None = None, after_id: int = 0,
+              *, leave_out: Iterable[str] = ()) -> list[VoteRow]:
     """People's votes (``source='people'``) or the judge's (``'judge'``), in the order they were
-    recorded, with id > ``after_id``.
+    recorded, with id > ``after_id``; people's votes of the annotators in ``leave_out`` are left out.
     Raises ValueError for another source."""
     if source == "people":
         sql = (
@@ -385,7 +386,41 @@ def vote_rows(store: Store, source: str = "people", task_set: str | None = None,
     if task_set is not None:
         sql += " and t.task_set = ?"
         args.append(task_set)
+    left_out = sorted(set(leave_out))
+    if left_out and source == "people":
+        sql += f" and v.annotator not in ({', '.join('?' * len(left_out))})"
+        args += left_out
     return [VoteRow(*r) for r in store.db.execute(sql + " order by 1", args).fetchall()]
+
+
+class AnnotatorRow(NamedTuple):
+    """What an annotator's votes look like: how many, how often A and B, and the median seconds
+    from being shown a pair to voting on it (None for imported votes, which have no such time)."""
+
+    annotator: str
+    votes: int
+    a: int
+    b: int
+    median_seconds: float | None
+
+
+def annotator_rows(store: Store) -> list[AnnotatorRow]:
+    """One row per annotator of people's votes. Raises StoreError."""
+    rows = store.db.execute(
+        "select v.annotator, v.choice, case when b.source = 'arena' "
+        "then (julianday(v.created) - julianday(b.created)) * 86400 end "
+        "from votes v join battles b on b.id = v.battle_id order by v.annotator, v.id"
+    ).fetchall()
+    by: dict[str, list[tuple[str, float | None]]] = {}
+    for annotator, choice, seconds in rows:
+        by.setdefault(annotator, []).append((choice, seconds))
+    out = []
+    for annotator, votes in by.items():
+        times = sorted(s for _, s in votes if s is not None)
+        median = times[len(times) // 2] if times else None
+        out.append(AnnotatorRow(annotator, len(votes), sum(c == "a" for c, _ in votes),
+                                sum(c == "b" for c, _ in votes), median))
+    return out
 
 
 # -- the LLM judge ----------------------------------------------------------------------------

@@ -7,15 +7,17 @@ shown (Gradio keeps State values on the server; their outputs are sent to the cl
 the battle's methods stay in the database until the arena service's ``vote`` returns them, no
 component is created with a method name in its value, and every event is private in Gradio's
 API (``api_visibility="private"``).
+
+Who votes: with --auth, the logged-in user (whatever name is typed); without it, the typed name
+with this browser session's id, so one browser's votes stay together and a name typed in two
+browsers is two annotators. The client's address goes to the arena's rate limit.
 """
 
 from __future__ import annotations
 
-import functools
-
 import gradio as gr
 
-from annotation.errors import NoPairLeft
+from annotation.errors import ArenaError, NoPairLeft
 from annotation.service import Arena
 from common.errors import StoreError
 from ui.render_arena import CHOICE_LABELS, battle_view, reveal_text
@@ -53,13 +55,8 @@ class ArenaTab:
     def __init__(self, service: Arena):
         self.arena = service
 
-    def start(self, name: str) -> dict:
-        name = (name or "").strip()
-        if not name:
-            raise gr.Error("Type your name first: votes are kept under it.")
-        if len(name) > MAX_NAME:
-            raise gr.Error(f"Use a name of at most {MAX_NAME} characters.")
-        return self.next({"annotator": name, "battle": None})
+    def start(self, name: str, request: gr.Request) -> dict:
+        return self.next({"annotator": annotator_of(name, request), "battle": None})
 
     def next(self, state: dict | None) -> dict:
         if not state or not state.get("annotator"):
@@ -73,12 +70,14 @@ class ArenaTab:
         task, a, b = battle_view(shown)
         return self._view({**state, "battle": shown.battle_id}, task, a, b, "", voting=True)
 
-    def vote(self, choice: str, state: dict | None) -> dict:
+    def vote(self, choice: str, state: dict | None, request: gr.Request | None = None) -> dict:
         if not state or not state.get("battle"):
             raise gr.Error("There is no pair to vote on: press Next.")
+        client = getattr(request, "client", None)
         try:
-            revealed = self.arena.vote(state["battle"], state["annotator"], choice)
-        except StoreError as exc:
+            revealed = self.arena.vote(state["battle"], state["annotator"], choice,
+                                       address=getattr(client, "host", None))
+        except (StoreError, ArenaError) as exc:
             raise gr.Error(str(exc)) from exc
         return {self.state: {**state, "battle": None}, self.reveal: reveal_text(revealed),
                 **{b: gr.update(interactive=False) for b in self.buttons.values()}}
@@ -119,8 +118,32 @@ class ArenaTab:
         gr.on([self.start_btn.click, self.name.submit], self.start, inputs=self.name, outputs=view, **private)
         self.next_btn.click(self.next, inputs=self.state, outputs=view, **private)
         for choice, button in self.buttons.items():
-            button.click(functools.partial(self.vote, choice), inputs=self.state,
+            button.click(self.voter(choice), inputs=self.state,
                          outputs=[self.state, self.reveal, *self.buttons.values()], **private)
+
+    def voter(self, choice: str):
+        """The click handler of one vote button (a function, not a partial: Gradio hands a
+        ``gr.Request`` only to parameters it can see annotated)."""
+
+        def on_vote(state: dict | None, request: gr.Request) -> dict:
+            return self.vote(choice, state, request)
+
+        return on_vote
+
+
+def annotator_of(name: str, request: gr.Request | None) -> str:
+    """Who is voting: the logged-in user (--auth), else the typed name with the browser session's
+    id. Raises gr.Error for a missing or over-long name."""
+    user = getattr(request, "username", None)
+    if user:
+        return str(user)
+    name = (name or "").strip()
+    if not name:
+        raise gr.Error("Type your name first: votes are kept under it.")
+    if len(name) > MAX_NAME:
+        raise gr.Error(f"Use a name of at most {MAX_NAME} characters.")
+    session = (getattr(request, "session_hash", None) or "")[:8]
+    return f"{name} · {session}" if session else name
 
 
 def build(service: Arena) -> ArenaTab:

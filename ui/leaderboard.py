@@ -11,7 +11,7 @@ from annotation.errors import ArenaError
 from annotation.service import Arena
 from common.errors import RatStudioError
 from core.clients import Clients
-from ui.render_arena import HEADERS, agreement_text, judge_log, table_rows
+from ui.render_arena import HEADERS, agreement_text, flags_text, judge_log, table_rows
 
 ALL = "__all__"  # the "every task set" choice
 SOURCE_CHOICES = [("People", "people"), ("LLM judge", "judge")]
@@ -45,11 +45,11 @@ class LeaderboardTab:
         return {self.task_set: gr.update(choices=sets), self.method_a: gr.update(choices=methods),
                 self.method_b: gr.update(choices=methods)}
 
-    def show(self, source: str, task_set: str) -> dict:
+    def show(self, source: str, task_set: str, leave_out: bool = False) -> dict:
         chosen = None if task_set in (None, ALL) else task_set
         empty = {self.table: [], self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None}
         try:
-            board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP)
+            board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out))
         except ArenaError as exc:  # a set that is gone since the page loaded: say so, refresh the list
             return {self.summary: str(exc), **empty}
         t, rows = board.tally, board.rows
@@ -60,6 +60,8 @@ class LeaderboardTab:
         methods = board.methods
         summary = (f"**{board.votes}** {source} votes over **{len(methods)}** methods; draw probability "
                    f"{t.p_draw:.2f}. {agreement_text(self.arena.agreement(chosen))}")
+        if source == "people":
+            summary += flags_text(self.arena.flags(), left_out=bool(leave_out))
         return {
             self.summary: summary, self.table: table_rows(rows),
             self.ratings_plot: plots.ratings_figure(rows),
@@ -93,6 +95,8 @@ class LeaderboardTab:
         with gr.Row(equal_height=True):
             self.source = gr.Radio(SOURCE_CHOICES, value="people", label="Votes of")
             self.task_set = gr.Dropdown([("every task set", ALL)], value=ALL, label="Task set")
+            self.leave_out = gr.Checkbox(label="Leave out flagged voters", value=False,
+                                         info="too fast to have read both answers, or always the same side")
             self.refresh = gr.Button("Refresh", scale=0)
         self.summary = gr.Markdown()
         self.table = gr.Dataframe(headers=HEADERS, interactive=False, wrap=True)
@@ -115,11 +119,12 @@ class LeaderboardTab:
     def wire(self) -> None:
         private = {"api_visibility": "private"}
         view = [self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot]
-        filters = [self.source, self.task_set]
+        filters = [self.source, self.task_set, self.leave_out]
         choices = [self.task_set, self.method_a, self.method_b] if self.clients else [self.task_set]
         loaded = gr.on(None, self.choices, inputs=None, outputs=choices, **private)
         loaded.then(self.show, inputs=filters, outputs=view, **private)
-        gr.on([self.refresh.click, self.source.change, self.task_set.change], self.show, inputs=filters,
+        gr.on([self.refresh.click, self.source.change, self.task_set.change, self.leave_out.change], self.show,
+              inputs=filters,
               outputs=view, **private)
         self.refresh.click(self.choices, outputs=choices, **private)
         if self.clients is None:

@@ -78,6 +78,15 @@ def agreement_text(shared: Agreement) -> str:
             f"on the pairs both judged (**{shared.rate:.0%}**).")
 
 
+def flags_text(flags: dict[str, str], *, left_out: bool) -> str:
+    """The flagged voters and why, as a sentence to add to the summary ("" when none)."""
+    if not flags:
+        return ""
+    names = "; ".join(f"{safe_markdown(name)} ({safe_markdown(why)})" for name, why in sorted(flags.items()))
+    verb = "left out" if left_out else "counted; tick *Leave out flagged voters* to rate without them"
+    return f"\n\n**{len(flags)} flagged voter(s)**, {verb}: {names}."
+
+
 def judge_log(summary: str, lines: Sequence[str], last: int = 30) -> str:
     """The judge's report: its summary and its last ``last`` lines as a list."""
     shown = "\n".join(f"- {safe_markdown(line)}" for line in lines[-last:])

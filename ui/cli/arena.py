@@ -42,6 +42,8 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     p.add_argument("--task-set", help="only tasks of this set")
     p.add_argument("--bootstrap", type=int, default=100, help="Bradley–Terry bootstrap rounds (default 100)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--leave-out-flagged", action="store_true",
+                   help="rate without the voters flagged as too fast or always on one side (listed below the table)")
     p.set_defaults(func=cmd_leaderboard)
 
     p = subparsers.add_parser("judge", parents=parents, help="let the LLM judge compare the methods' outputs")
@@ -83,7 +85,8 @@ def cmd_outputs_import(args, app) -> int:
 
 def cmd_leaderboard(args, app) -> int:
     service = Arena(app.store)
-    board = service.leaderboard(args.source, args.task_set, bootstrap=args.bootstrap, seed=args.seed)
+    board = service.leaderboard(args.source, args.task_set, bootstrap=args.bootstrap, seed=args.seed,
+                                leave_out_flagged=args.leave_out_flagged)
     if args.json:
         print(json.dumps([asdict(r) for r in board.rows], indent=2))
         return 0
@@ -91,6 +94,12 @@ def cmd_leaderboard(args, app) -> int:
     shared = service.agreement(args.task_set)
     if shared.compared:
         print(f"Judge and people agree on {shared.agreed} of {shared.compared} people's votes ({shared.rate:.0%}).")
+    flags = service.flags() if args.source == "people" else {}
+    if flags:
+        state = "left out" if args.leave_out_flagged else "counted; --leave-out-flagged rates without them"
+        print(f"{len(flags)} flagged voter(s), {state}:")
+        for name, why in sorted(flags.items()):
+            print(f"  {name}: {why}")
     return 0
 
 

@@ -1,0 +1,92 @@
+"""Who voted: the logged-in user or the typed name with the browser session; votes rate-limited
+per annotator and per address; voters who cannot have read flagged, and a leaderboard without them."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import gradio as gr
+import pytest
+
+from annotation.errors import ArenaError
+from annotation.service import FLAG_MIN_VOTES, Arena, VoteLimits
+from data import arena
+from tests.annotation.conftest import seed_outputs
+from ui.arena import annotator_of
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_logged_in_user_is_the_annotator_whatever_name_is_typed():
+    request = SimpleNamespace(username="ana", session_hash="abcdef0123456789")
+    assert annotator_of("somebody else", request) == "ana"
+    assert annotator_of("", request) == "ana"
+
+
+def test_without_login_the_name_carries_the_browser_session():
+    one = annotator_of("bob", SimpleNamespace(username=None, session_hash="abcdef0123456789"))
+    two = annotator_of("bob", SimpleNamespace(username=None, session_hash="99999999aaaa"))
+    assert one == "bob · abcdef01" and two != one, "one name typed in two browsers is two annotators"
+    with pytest.raises(gr.Error, match="Type your name"):
+        annotator_of("  ", SimpleNamespace(username=None, session_hash="x"))
+
+
+def test_votes_are_rate_limited_per_annotator_and_per_address():
+    clock = Clock()
+    limits = VoteLimits(per_annotator=3, per_address=5, window=60, clock=clock)
+    for _ in range(3):
+        limits.take("ana", "10.0.0.1")
+    with pytest.raises(ArenaError, match=r"Too many votes from this annotator.*vote again in 60 s"):
+        limits.take("ana", "10.0.0.1")
+    limits.take("bob", "10.0.0.1")
+    limits.take("cy", "10.0.0.1")
+    with pytest.raises(ArenaError, match="from this address"):  # 40 names from one script: one address
+        limits.take("dee", "10.0.0.1")
+    clock.now += 61
+    limits.take("ana", "10.0.0.1")  # a minute later: allowed again
+
+
+def test_a_refused_vote_is_not_stored(store):
+    seed_outputs(store, {"Describe owls": {"rat": "Owls are birds.", "cot": "Owls hunt."}})
+    service = Arena(store, rng=random.Random(0), limits=VoteLimits(per_annotator=0))
+    shown = service.next_pair("ana")
+    with pytest.raises(ArenaError):
+        service.vote(shown.battle_id, "ana", "a")
+    assert arena.vote_rows(store) == []
+
+
+def _votes(store, annotator: str, choices: list[str], seconds: float) -> None:
+    """``annotator``'s votes on fresh battles, each cast ``seconds`` after the battle was shown."""
+    for k, choice in enumerate(choices):
+        ids = [o.id for o in arena.arena_outputs(store)]
+        battle = arena.create_battle(store, ids[0], ids[1], annotator)
+        arena.record_vote(store, battle, annotator, choice)
+        with store.db.conn:
+            store.db.conn.execute("drop trigger if exists battles_append_only_update")  # test setup only: age it
+            store.db.conn.execute(
+                "update battles set created = strftime('%Y-%m-%dT%H:%M:%f', "
+                "julianday((select created from votes where battle_id = ?)) - ? / 86400.0) where id = ?",
+                [battle, seconds, battle])
+
+
+def test_flags_name_voters_too_fast_or_always_on_one_side_and_the_board_can_leave_them_out(store):
+    seed_outputs(store, {"Describe owls": {"rat": "Owls are birds.", "cot": "Owls hunt."}})
+    n = FLAG_MIN_VOTES
+    _votes(store, "careful", ["a", "b"] * (n // 2), seconds=40)
+    _votes(store, "clicker", ["a", "b"] * (n // 2), seconds=1.5)
+    _votes(store, "lefty", ["a"] * n, seconds=30)
+    _votes(store, "few", ["a"] * (n - 1), seconds=1)  # too few votes to judge
+    service = Arena(store)
+    flags = service.flags()
+    assert set(flags) == {"clicker", "lefty"}
+    assert "median" in flags["clicker"] and f"chose A in {n} of {n}" in flags["lefty"]
+    everyone = service.leaderboard(bootstrap=0)
+    trusted = service.leaderboard(bootstrap=0, leave_out_flagged=True)
+    assert everyone.votes == 4 * n - 1 and trusted.votes == 2 * n - 1
