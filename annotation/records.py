@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from annotation.errors import ImportFormatError
-from common.types import KINDS
+from common.types import KINDS, text_problem
 from core.jsonl import Record, read_records
 from data import arena
 
@@ -30,6 +30,9 @@ MAX_NAME_CHARS = 200  # a method's or an annotator's name
 def _non_empty(value: str) -> str:
     if not value.strip():
         raise ValueError(f"must be {NON_EMPTY}")
+    problem = text_problem(value)
+    if problem:
+        raise ValueError(problem)
     return value
 
 

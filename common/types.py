@@ -95,4 +95,25 @@ class Task:
             )
         if self.kind not in KINDS:
             raise TaskError(f"Unknown task kind {self.kind!r}: use one of {', '.join(KINDS)}.")
+        check_text(prompt, "The task")
         return Task(prompt, self.kind, self.task_set)
+
+
+def check_text(text: str, what: str) -> None:
+    """Raises TaskError naming ``what`` when ``text`` holds what no text should (see text_problem)."""
+    problem = text_problem(text)
+    if problem:
+        raise TaskError(f"{what} {problem}")
+
+
+def text_problem(text: str) -> str | None:
+    """What is wrong with ``text``, or None: characters that were bytes of invalid UTF-8 (lone
+    surrogates, as Python decodes such command-line bytes), NUL, or control characters other
+    than tab and line breaks. The answer reads after a subject: "is not valid UTF-8 (...)"."""
+    for n, ch in enumerate(text, 1):
+        code = ord(ch)
+        if 0xD800 <= code <= 0xDFFF:
+            return f"is not valid UTF-8 (a stray byte at character {n}); save or type it as UTF-8 text."
+        if (code < 32 and ch not in "\t\n\r") or code == 127:
+            return f"holds a control character (U+{code:04X}) at character {n}; remove it."
+    return None

@@ -73,3 +73,9 @@ def test_an_output_over_the_size_cap_is_refused(local_services, tmp_path):
     with pytest.raises(ImportFormatError, match=r'line 1: "text" is .* characters long; the limit is'):
         run(local_services, "outputs", "import", write_jsonl(tmp_path / "o.jsonl", [huge]))
     assert arena.output_count(local_services.store) == 0
+
+
+def test_a_control_character_in_a_line_is_refused_with_its_field(local_services, tmp_path):
+    line = {"task": "Describe owls", "method": "rat", "text": "Owls\u0000 are birds."}
+    with pytest.raises(ImportFormatError, match=r'line 1: "text" holds a control character \(U\+0000\)'):
+        run(local_services, "outputs", "import", write_jsonl(tmp_path / "o.jsonl", [line]))
