@@ -81,16 +81,17 @@ def quality_from(t: Tally) -> Callable[[str, str], float]:
 
 
 def next_battle(
-    store: Store, annotator: str, people: Tally, *, rng: random.Random | None = None, task_set: str | None = None
+    store: Store, annotator: str, people: Tally, *, rng: random.Random | None = None, task_set: str | None = None,
+    counts: arena.BattleCounts | None = None,
 ) -> int:
     """Start the next battle for ``annotator`` and return its id. ``people`` is the current tally
-    of people's votes (for match quality). Raises NoPairLeft when there is nothing (left) to show,
-    StoreError."""
+    of people's votes (for match quality); ``counts`` the battles shown so far (read from the
+    store when not given). Raises NoPairLeft when there is nothing (left) to show, StoreError."""
     arena.sync_run_outputs(store)
     outputs = arena.arena_outputs(store, task_set)
     if not outputs:
         raise NoPairLeft("No task has finished outputs from two different methods yet. " + HOW_TO_MAKE_MORE)
-    method_battles, output_battles = arena.battle_counts(store)
+    method_battles, output_battles, _ = counts if counts is not None else arena.battle_counts(store)
     pair = choose_pair(
         outputs, arena.seen_output_pairs(store, annotator), method_battles, output_battles,
         quality_from(people), rng or random.Random(),

@@ -128,7 +128,8 @@ class Arena:
         """Start the next battle for ``annotator``: the pair that teaches the leaderboard most
         (see ``annotation.pairing``). Raises NoPairLeft when there is nothing (left) to show,
         StoreError."""
-        battle_id = next_battle(self.store, annotator, self.boards.tally("people"), rng=self.rng, task_set=task_set)
+        battle_id = next_battle(self.store, annotator, self.boards.tally("people"), rng=self.rng, task_set=task_set,
+                                counts=self.boards.battle_counts())
         battle = arena.get_battle(self.store, battle_id)
         return Shown(battle_id, battle.prompt, battle.text_a or "", battle.text_b or "")
 
@@ -210,7 +211,8 @@ class Arena:
 
     # -- imports and exports ----------------------------------------------------------------
     def import_votes(self, path: str) -> tuple[int, int]:
-        """Add the votes of a JSONL file in one transaction; returns (added, already present).
+        """Add the votes of a JSONL file (checked whole first, then written in batches); returns
+        (added, already present).
         Raises ImportFormatError naming the bad line (nothing is imported), StoreError."""
         return arena.import_votes(self.store, read_votes(path))
 

@@ -2,9 +2,10 @@
 judge's votes. The only SQL of the arena, leaderboard and judge lives here.
 
 Every write runs in its own ``begin immediate`` transaction, so many annotators voting at once
-wait for each other (``busy_timeout`` is set by ``Store``) instead of failing half-way, and an
-import of a whole file lands in one transaction or not at all. Votes are append-only: the schema
-refuses updates and deletes (see migration ``m002_arena``).
+wait for each other (``busy_timeout`` is set by ``Store``) instead of failing half-way; an import
+of outputs lands in one transaction, one of votes in batches (so votes are never blocked for
+long). Votes, judge votes, battles and outputs are append-only: the schema refuses updates,
+deletes and replacing inserts (migrations ``m002_arena`` and ``m005_arena_append_only``).
 
 Finished runs enter the arena through ``sync_run_outputs``, which copies their final text into
 ``outputs`` (a snapshot: the text an annotator judged is the text stored with the battle), so
@@ -27,6 +28,7 @@ from common.errors import StoreError
 from data.store import Store, now
 
 CHOICES = ("a", "b", "tie", "both_bad")
+IMPORT_BATCH = 500  # imported votes written per transaction
 JUDGE_CHOICES = ("a", "b", "tie")
 SOURCES = ("people", "judge")
 
@@ -222,19 +224,34 @@ def seen_output_pairs(store: Store, annotator: str) -> set[frozenset[int]]:
     return {frozenset(r) for r in rows}
 
 
-def battle_counts(store: Store) -> tuple[dict[frozenset[str], int], dict[frozenset[int], int]]:
-    """How often each method pair and each output pair was shown to people (any annotator)."""
-    by_methods: dict[frozenset[str], int] = {}
-    by_outputs: dict[frozenset[int], int] = {}
+class BattleCounts(NamedTuple):
+    """How often each method pair and each output pair was shown to people, over the battles
+    with id up to ``last_id`` (battles are append-only, so later ones can be added on top)."""
+
+    by_methods: dict[frozenset[str], int]
+    by_outputs: dict[frozenset[int], int]
+    last_id: int
+
+
+def battle_counts(store: Store, since: BattleCounts | None = None) -> BattleCounts:
+    """How often each method pair and each output pair was shown to people (any annotator):
+    ``since`` plus the battles recorded after it (a copy; ``since`` is left as it was)."""
+    by_methods = dict(since.by_methods) if since else {}
+    by_outputs = dict(since.by_outputs) if since else {}
+    after = since.last_id if since else 0
+    last = store.db.execute("select coalesce(max(id), 0) from battles").fetchone()[0]
+    if last <= after:
+        return BattleCounts(by_methods, by_outputs, after)
     for ma, mb, oa, ob, n in store.db.execute(
-        "select method_a, method_b, output_a, output_b, count(*) from battles group by 1, 2, 3, 4"
+        "select method_a, method_b, output_a, output_b, count(*) from battles where id > ? and id <= ? "
+        "group by 1, 2, 3, 4", [after, last]
     ).fetchall():
         key = frozenset((ma, mb))
         by_methods[key] = by_methods.get(key, 0) + n
         if oa is not None and ob is not None:
             okey = frozenset((oa, ob))
             by_outputs[okey] = by_outputs.get(okey, 0) + n
-    return by_methods, by_outputs
+    return BattleCounts(by_methods, by_outputs, last)
 
 
 def create_battle(store: Store, output_a: int, output_b: int, annotator: str) -> int:
@@ -293,22 +310,31 @@ def record_vote(store: Store, battle_id: int, annotator: str, choice: str) -> in
 
 
 def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
-    """Add votes cast elsewhere, all in one transaction. Each record has ``prompt``, ``kind``,
+    """Add votes cast elsewhere, in batches of IMPORT_BATCH. Each record has ``prompt``, ``kind``,
     ``task_set`` (or ``task_id`` of a task in this database), ``method_a``, ``method_b``,
     ``choice``, ``annotator``, optional ``output_a``/``output_b`` texts, optional ``created`` and
     ``line`` (for messages). A record equal to a vote already here (same task, methods,
     annotator and choice, and the same ``created`` when it has one; without one, an imported vote)
     is skipped, so importing a file twice adds nothing.
+
+    Written ``IMPORT_BATCH`` records a transaction, so a long import never holds the write lock
+    for more than a moment: annotators' votes go in between. (An import stopped half-way can be
+    run again: what it already wrote is skipped.)
     Returns (added, skipped). Raises StoreError (naming the line) for an unknown task id."""
+    records = list(records)
+    for r in records:  # unknown task ids are refused before anything is written
+        if r.get("task_id") is not None:
+            _record_task_id(store.db.conn, r, store)
     added = skipped = 0
-    with _write(store.db, "import the votes") as conn:
-        for r in records:
-            task_id = _record_task_id(conn, r, store)
-            if _vote_exists(conn, task_id, r):
-                skipped += 1
-                continue
-            _insert_imported_vote(conn, task_id, r)
-            added += 1
+    for start in range(0, len(records), IMPORT_BATCH):
+        with _write(store.db, "import the votes") as conn:
+            for r in records[start:start + IMPORT_BATCH]:
+                task_id = _record_task_id(conn, r, store)
+                if _vote_exists(conn, task_id, r):
+                    skipped += 1
+                    continue
+                _insert_imported_vote(conn, task_id, r)
+                added += 1
     return added, skipped
 
 

@@ -37,9 +37,10 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner) -> gr
             votes = Arena(store)  # one service (and one leaderboard cache) for both tabs
             with gr.Tab("Arena", id="arena", elem_id="rat-tab-arena"):
                 arena.build(votes)
-            with gr.Tab("Leaderboard", id="leaderboard", elem_id="rat-tab-leaderboard"):
+            with gr.Tab("Leaderboard", id="leaderboard", elem_id="rat-tab-leaderboard") as board_tab:
                 # annotators' deployments serve nothing that spends the model
-                leaderboard.build(votes, None if settings.arena_only else clients)
+                board = leaderboard.build(votes, None if settings.arena_only else clients)
+            board.load_on(board_tab.select)  # computed when the tab opens, not on every page load
     demo.queue(default_concurrency_limit=settings.concurrency)
     return demo
 

@@ -121,8 +121,6 @@ class LeaderboardTab:
         view = [self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot]
         filters = [self.source, self.task_set, self.leave_out]
         choices = [self.task_set, self.method_a, self.method_b] if self.clients else [self.task_set]
-        loaded = gr.on(None, self.choices, inputs=None, outputs=choices, **private)
-        loaded.then(self.show, inputs=filters, outputs=view, **private)
         gr.on([self.refresh.click, self.source.change, self.task_set.change, self.leave_out.change], self.show,
               inputs=filters,
               outputs=view, **private)
@@ -132,6 +130,17 @@ class LeaderboardTab:
         judged = self.judge_btn.click(self.run_judge, inputs=[self.method_a, self.method_b, self.n],
                                       outputs=self.judge_log, **private)
         judged.then(self.show, inputs=filters, outputs=view, **private)
+
+
+    def load_on(self, trigger) -> None:
+        """Fill the tab on ``trigger`` (the tab's select event): nothing is computed when a page
+        loads, so an annotator's arena page costs no leaderboard."""
+        private = {"api_visibility": "private"}
+        choices = [self.task_set, self.method_a, self.method_b] if self.clients else [self.task_set]
+        opened = trigger(self.choices, inputs=None, outputs=choices, **private)
+        opened.then(self.show, inputs=[self.source, self.task_set, self.leave_out],
+                    outputs=[self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot],
+                    **private)
 
 
 def build(service: Arena, clients: Clients | None) -> LeaderboardTab:

@@ -72,7 +72,7 @@ def test_the_arena_spreads_battles_over_method_pairs(store):
     seed_outputs(store, {f"task {k}": {"rat": f"r{k}", "cot": f"c{k}", "direct": f"d{k}"} for k in range(4)})
     for n in range(6):
         pairing.next_battle(store, f"ann{n}", Tally(), rng=random.Random(n))
-    by_methods, _ = arena.battle_counts(store)
+    by_methods = arena.battle_counts(store).by_methods
     assert sorted(by_methods.values()) == [2, 2, 2]
 
 
@@ -88,3 +88,18 @@ def test_nothing_to_pair_says_how_to_make_more(store):
     seed_outputs(store, {"lonely": {"rat": "only one method"}})
     with pytest.raises(NoPairLeft, match="outputs import"):
         pairing.next_battle(store, "ana", Tally())
+
+
+def test_battle_counts_fold_in_only_new_battles_and_match_a_recount(store):
+    from annotation.board import Boards
+
+    seed_outputs(store, {"Describe owls": {"rat": "r", "cot": "c", "direct": "d"}})
+    boards = Boards(store)
+    first = boards.battle_counts()
+    assert first.last_id == 0 and first.by_methods == {}
+    for n in range(5):
+        pairing.next_battle(store, f"ann{n}", Tally(), rng=random.Random(n), counts=boards.battle_counts())
+    counted = boards.battle_counts()
+    assert counted == arena.battle_counts(store), "incremental counts equal a full recount"
+    assert sum(counted.by_methods.values()) == 5 and counted.last_id == 5
+    assert first.by_methods == {}, "an earlier result is not changed by a later fold"

@@ -64,7 +64,7 @@ def test_a_refused_vote_is_not_stored(store):
 
 def _votes(store, annotator: str, choices: list[str], seconds: float) -> None:
     """``annotator``'s votes on fresh battles, each cast ``seconds`` after the battle was shown."""
-    for k, choice in enumerate(choices):
+    for choice in choices:
         ids = [o.id for o in arena.arena_outputs(store)]
         battle = arena.create_battle(store, ids[0], ids[1], annotator)
         arena.record_vote(store, battle, annotator, choice)

@@ -76,3 +76,18 @@ def test_share_with_a_good_password_is_accepted(tmp_path):
 
     args = build_parser().parse_args(["--share", "--auth", "ana:correct-horse", "--db", str(tmp_path / "x.db")])
     assert settings_from(args, {}).auth == ("ana", "correct-horse")
+
+
+@pytest.mark.parametrize("arena_only", [False, True])
+def test_a_page_load_computes_no_leaderboard(tmp_path, arena_only):
+    """The leaderboard is computed when its tab opens: nothing bound to the page's load event
+    reads the votes (10 annotators opening the arena at once cost no leaderboard)."""
+    settings = Settings(db_path=tmp_path / "t.db", arena_only=arena_only)
+    wired = app_module.build(settings)
+    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner)
+    on_load = {getattr(block.fn, "__name__", "") for block in demo.fns.values()
+               if any(event == "load" for _, event in block.targets)}
+    on_select = {getattr(block.fn, "__name__", "") for block in demo.fns.values()
+                 if any(event == "select" for _, event in block.targets)}
+    assert not on_load & {"show", "choices"}, on_load
+    assert "choices" in on_select

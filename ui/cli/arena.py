@@ -1,6 +1,7 @@
 """The arena's commands: votes import/export, outputs import, leaderboard, judge; printing over
 ``annotation.service.Arena``. JSONL formats: ``annotation.records``. A file is checked whole
-before anything is written and then written in one transaction: a bad line imports nothing."""
+before anything is written: a bad line imports nothing. Votes are written in batches (votes
+keep coming in meanwhile), and importing a file again adds only what is not there yet."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     go on every leaf command."""
     votes = subparsers.add_parser("votes", help="import or export people's arena votes (JSONL)")
     vsub = votes.add_subparsers(dest="votes_command", metavar="ACTION", required=True)
-    p = vsub.add_parser("import", parents=parents, help="add votes from a JSONL file (one transaction)")
+    p = vsub.add_parser("import", parents=parents,
+                        help="add votes from a JSONL file (checked whole first; a second import adds nothing)")
     p.add_argument("file", help=f"JSONL, one vote a line: {VOTE_EXAMPLE}")
     p.set_defaults(func=cmd_votes_import)
     p = vsub.add_parser("export", parents=parents, help="write every vote as JSONL")
