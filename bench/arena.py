@@ -1,0 +1,177 @@
+"""How the arena holds up: choosing the next pair and recording a vote at 0, 10,000 and 200,000
+stored votes, in process; and 30 annotators voting at once over HTTP through Gradio's queue, as
+their browsers would. Prints numbers; passes or fails nothing.
+
+    python -m bench.arena [--votes 0,10000,200000] [--voters 30] [--rounds 10]
+
+Targets (issue 11): next pair < 100 ms at 200,000 votes; p95 vote < 300 ms with 30 voters; 0 lost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import gradio as gr
+import httpx
+
+from annotation.service import Arena, VoteLimits
+from data import arena
+from data.store import Store, now
+from tests.helpers import free_port
+from ui import arena as arena_tab
+
+METHODS = [f"method{k:02d}" for k in range(12)]
+TASKS = 40
+UNLIMITED = VoteLimits(per_annotator=10**9, per_address=10**9)
+
+
+def seeded_store(path: Path, votes: int, seed: int = 0) -> Store:
+    """A store with TASKS tasks answered by every method, and ``votes`` votes on random pairs
+    (written straight into the tables, as an import of that size would leave them)."""
+    store = Store(path)
+    arena.import_outputs(store, [{"prompt": f"Task {t}", "kind": "writing", "task_set": "", "method": m,
+                                  "text": f"{m} on task {t}. " * 40} for t in range(TASKS) for m in METHODS])
+    outputs = arena.arena_outputs(store)
+    by_task: dict[int, list] = {}
+    for o in outputs:
+        by_task.setdefault(o.task_id, []).append(o)
+    rng = random.Random(seed)
+    stamp = now()
+    battles, choices = [], []
+    for _ in range(votes):
+        a, b = rng.sample(by_task[rng.choice(list(by_task))], 2)
+        battles.append((a.task_id, a.id, b.id, a.method, b.method, f"seed{rng.randrange(200)}", stamp))
+        choices.append(rng.choice(arena.CHOICES))
+    with store.db.conn:
+        first = store.db.execute("select coalesce(max(id), 0) from battles").fetchone()[0] + 1
+        store.db.conn.executemany(
+            "insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, source, created) "
+            "values (?, ?, ?, ?, ?, ?, 'import', ?)", battles)
+        store.db.conn.executemany(
+            "insert into votes (battle_id, annotator, choice, created) values (?, ?, ?, ?)",
+            [(first + k, battles[k][5], choices[k], stamp) for k in range(votes)])
+    return store
+
+
+def in_process(votes: int, rounds: int, tmp: Path) -> dict:
+    store = seeded_store(tmp / f"arena-{votes}.db", votes)
+    service = Arena(store, rng=random.Random(1), limits=UNLIMITED)
+    started = time.perf_counter()
+    service.next_pair("warm-up")  # the first call reads every vote and battle once
+    first = time.perf_counter() - started
+    nexts, casts = [], []
+    for k in range(rounds):
+        started = time.perf_counter()
+        shown = service.next_pair(f"bench{k}")
+        nexts.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        service.vote(shown.battle_id, f"bench{k}", random.choice(arena.CHOICES))
+        casts.append(time.perf_counter() - started)
+    store.close()
+    return {"first": first, "next": nexts, "vote": casts}
+
+
+class QueueClient:
+    """One browser session talking to Gradio's queue (join, then read the event's stream)."""
+
+    def __init__(self, base: str, fns: dict[str, tuple[int, int]]):
+        self.http = httpx.Client(base_url=base + "gradio_api", timeout=60)
+        self.session = uuid.uuid4().hex
+        self.fns = fns
+
+    def call(self, name: str, *data):
+        fn, trigger = self.fns[name]
+        self.http.post("/queue/join", json={"data": list(data), "fn_index": fn, "trigger_id": trigger,
+                                            "session_hash": self.session, "event_data": None}).raise_for_status()
+        with self.http.stream("GET", "/queue/data", params={"session_hash": self.session}) as stream:
+            for line in stream.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                msg = json.loads(line[5:])
+                if msg.get("msg") == "process_completed":
+                    if not msg.get("success"):
+                        raise RuntimeError(f"{name} failed: {msg.get('output')}")
+                    return msg["output"]["data"]
+        raise RuntimeError(f"{name}: the stream ended without a result")
+
+
+def over_http(voters: int, rounds: int, tmp: Path, votes: int) -> dict:
+    store = seeded_store(tmp / "http.db", votes)
+    with gr.Blocks() as demo:
+        arena_tab.build(Arena(store, limits=UNLIMITED))
+    demo.queue(default_concurrency_limit=8)
+    port = free_port()
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
+    fns = {blk.fn.__name__: (i, blk.targets[0][0]) for i, blk in demo.fns.items()
+           if getattr(blk.fn, "__name__", "") in ("start", "next", "on_vote")}
+    before = len(arena.vote_rows(store))
+    latencies: list[float] = []
+    cast = errors = 0
+    lock = threading.Lock()
+
+    def voter(n: int) -> None:
+        nonlocal cast, errors
+        client = QueueClient(f"http://127.0.0.1:{port}/", fns)
+        try:
+            client.call("start", f"voter{n}")
+            for _ in range(rounds):
+                started = time.perf_counter()
+                client.call("on_vote", None)
+                took = time.perf_counter() - started
+                with lock:
+                    latencies.append(took)
+                    cast += 1
+                client.call("next", None)
+        except Exception as exc:  # counted and shown: a bench reports, it does not stop
+            with lock:
+                errors += 1
+            print(f"voter {n}: {exc}")
+
+    threads = [threading.Thread(target=voter, args=(n,)) for n in range(voters)]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - started
+    stored = len(arena.vote_rows(store)) - before
+    demo.close()
+    store.close()
+    return {"latencies": latencies, "cast": cast, "stored": stored, "errors": errors, "wall": wall}
+
+
+def ms(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return 1000 * values[min(len(values) - 1, int(q * len(values)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--votes", default="0,10000,200000", help="stored votes, comma separated")
+    parser.add_argument("--voters", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=10, help="votes per voter (and in-process samples)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"{'votes':>8} {'first next ms':>14} {'next p50 ms':>12} {'next p95 ms':>12} "
+              f"{'vote p50 ms':>12} {'vote p95 ms':>12}")
+        for n in [int(v) for v in args.votes.split(",")]:
+            r = in_process(n, max(args.rounds, 20), Path(tmp))
+            print(f"{n:>8} {1000 * r['first']:>14.1f} {ms(r['next'], .5):>12.1f} {ms(r['next'], .95):>12.1f} "
+                  f"{ms(r['vote'], .5):>12.1f} {ms(r['vote'], .95):>12.1f}")
+        r = over_http(args.voters, args.rounds, Path(tmp), votes=10_000)
+        print(f"\n{args.voters} voters over HTTP (Gradio queue), {args.rounds} votes each, 10,000 votes stored: "
+              f"vote p50 {ms(r['latencies'], .5):.0f} ms, p95 {ms(r['latencies'], .95):.0f} ms, "
+              f"max {ms(r['latencies'], 1):.0f} ms; {r['cast']} cast, {r['stored']} stored, "
+              f"{r['cast'] - r['stored']} lost, {r['errors']} voters failed; {r['wall']:.1f} s in all")
+        print("(a vote's time is from the click's request to its result: the queue's wait included)")
+
+
+if __name__ == "__main__":
+    main()
