@@ -34,7 +34,6 @@ from typing import NamedTuple
 
 import numpy as np
 import trueskill
-from sklearn.linear_model import LogisticRegression
 
 MU = 25.0
 SIGMA = MU / 3
@@ -229,6 +228,8 @@ def _fit_bt(w: np.ndarray, reg: float) -> np.ndarray:
     x = np.zeros((len(i), n))
     x[np.arange(len(i)), i] = 1.0
     x[np.arange(len(i)), j] = -1.0
+    from sklearn.linear_model import LogisticRegression  # 1.5 s to import: only when a fit is asked for
+
     model = LogisticRegression(C=1.0 / (2.0 * reg), fit_intercept=False, solver="newton-cholesky",
                                tol=1e-10, max_iter=200)
     model.fit(np.vstack([x, -x]), np.r_[np.ones(len(i)), np.zeros(len(i))],
