@@ -116,9 +116,13 @@ class TrueSkill1v1:
         return (v if t >= 0 else -v), w
 
     def quality(self, first: tuple[float, float], second: tuple[float, float]) -> float:
-        """TrueSkill's match quality (the draw probability of an even match), in [0, 1]."""
-        env = self.env
-        return trueskill.quality_1vs1(env.create_rating(*first), env.create_rating(*second), env=env)
+        """TrueSkill's match quality (the draw probability of an even match), in [0, 1]: for two
+        players, sqrt(2 beta^2 / c^2) * exp(-(mu1 - mu2)^2 / (2 c^2)) with c^2 = 2 beta^2 +
+        sigma1^2 + sigma2^2, the closed form of what ``trueskill.quality_1vs1`` computes with
+        matrices (a test checks they agree), a hundred times faster."""
+        (mu1, s1), (mu2, s2) = first, second
+        c2 = 2 * BETA * BETA + s1 * s1 + s2 * s2
+        return math.sqrt(2 * BETA * BETA / c2) * math.exp(-((mu1 - mu2) ** 2) / (2 * c2))
 
 
 class Tally:

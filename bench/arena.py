@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import random
 import tempfile
 import threading
@@ -102,15 +103,28 @@ class QueueClient:
         raise RuntimeError(f"{name}: the stream ended without a result")
 
 
-def over_http(voters: int, rounds: int, tmp: Path, votes: int) -> dict:
-    store = seeded_store(tmp / "http.db", votes)
+def _serve(path: str, votes: int, ready) -> None:
+    """The arena tab on a free port, in a process of its own (the voters' threads must not share
+    its interpreter lock); sends (port, fns) through ``ready`` and serves until terminated."""
+    store = seeded_store(Path(path), votes)
     with gr.Blocks() as demo:
         arena_tab.build(Arena(store, limits=UNLIMITED))
     demo.queue(default_concurrency_limit=8)
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
-    fns = {blk.fn.__name__: (i, blk.targets[0][0]) for i, blk in demo.fns.items()
-           if getattr(blk.fn, "__name__", "") in ("start", "next", "on_vote")}
+    ready.put((port, {blk.fn.__name__: (i, blk.targets[0][0]) for i, blk in demo.fns.items()
+                      if getattr(blk.fn, "__name__", "") in ("start", "next", "on_vote")}))
+    threading.Event().wait()
+
+
+def over_http(voters: int, rounds: int, tmp: Path, votes: int, think: float = 0.0) -> dict:
+    tmp.mkdir(parents=True, exist_ok=True)
+    path = tmp / "http.db"
+    ready: multiprocessing.Queue = multiprocessing.Queue()
+    server = multiprocessing.Process(target=_serve, args=(str(path), votes, ready), daemon=True)
+    server.start()
+    port, fns = ready.get(timeout=300)
+    store = Store(path)
     before = len(arena.vote_rows(store))
     latencies: list[float] = []
     cast = errors = 0
@@ -129,6 +143,7 @@ def over_http(voters: int, rounds: int, tmp: Path, votes: int) -> dict:
                     latencies.append(took)
                     cast += 1
                 client.call("next", None)
+                time.sleep(think * random.uniform(0.5, 1.5))  # reading the next pair
         except Exception as exc:  # counted and shown: a bench reports, it does not stop
             with lock:
                 errors += 1
@@ -142,7 +157,7 @@ def over_http(voters: int, rounds: int, tmp: Path, votes: int) -> dict:
         t.join()
     wall = time.perf_counter() - started
     stored = len(arena.vote_rows(store)) - before
-    demo.close()
+    server.terminate()
     store.close()
     return {"latencies": latencies, "cast": cast, "stored": stored, "errors": errors, "wall": wall}
 
@@ -157,6 +172,8 @@ def main() -> None:
     parser.add_argument("--votes", default="0,10000,200000", help="stored votes, comma separated")
     parser.add_argument("--voters", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=10, help="votes per voter (and in-process samples)")
+    parser.add_argument("--think", default="0,2", help="seconds each voter reads a pair before voting, "
+                                                       "comma separated runs (0: all vote as fast as they can)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{'votes':>8} {'first next ms':>14} {'next p50 ms':>12} {'next p95 ms':>12} "
@@ -165,11 +182,14 @@ def main() -> None:
             r = in_process(n, max(args.rounds, 20), Path(tmp))
             print(f"{n:>8} {1000 * r['first']:>14.1f} {ms(r['next'], .5):>12.1f} {ms(r['next'], .95):>12.1f} "
                   f"{ms(r['vote'], .5):>12.1f} {ms(r['vote'], .95):>12.1f}")
-        r = over_http(args.voters, args.rounds, Path(tmp), votes=10_000)
-        print(f"\n{args.voters} voters over HTTP (Gradio queue), {args.rounds} votes each, 10,000 votes stored: "
-              f"vote p50 {ms(r['latencies'], .5):.0f} ms, p95 {ms(r['latencies'], .95):.0f} ms, "
-              f"max {ms(r['latencies'], 1):.0f} ms; {r['cast']} cast, {r['stored']} stored, "
-              f"{r['cast'] - r['stored']} lost, {r['errors']} voters failed; {r['wall']:.1f} s in all")
+        print()
+        for think in [float(t) for t in args.think.split(",")]:
+            r = over_http(args.voters, args.rounds, Path(tmp) / f"think{think}", votes=10_000, think=think)
+            print(f"{args.voters} voters over HTTP (Gradio queue), {args.rounds} votes each, reading {think:g} s, "
+                  f"10,000 votes stored: vote p50 {ms(r['latencies'], .5):.0f} ms, "
+                  f"p95 {ms(r['latencies'], .95):.0f} ms, max {ms(r['latencies'], 1):.0f} ms; {r['cast']} cast, "
+                  f"{r['stored']} stored, {r['cast'] - r['stored']} lost, {r['errors']} voters failed; "
+                  f"{r['wall']:.1f} s in all")
         print("(a vote's time is from the click's request to its result: the queue's wait included)")
 
 

@@ -148,3 +148,14 @@ def test_board_adds_new_votes_and_equals_a_rebuild(store):
         fresh = ratings.tally(arena.vote_rows(store))
         assert cached.ratings == fresh.ratings and cached.p_draw == fresh.p_draw
         assert cached.record == fresh.record and cached.total == k + 1
+
+
+@pytest.mark.parametrize("first, second", [((25, 25 / 3), (25, 25 / 3)), ((30, 2), (18, 5)), ((10, 8), (40, 1))])
+def test_match_quality_in_closed_form_equals_trueskills(first, second):
+    import trueskill
+
+    from annotation.ratings import TrueSkill1v1
+
+    ts = TrueSkill1v1(0.1)
+    expected = trueskill.quality_1vs1(ts.env.create_rating(*first), ts.env.create_rating(*second), env=ts.env)
+    assert ts.quality(first, second) == pytest.approx(expected, rel=1e-12)
