@@ -9,6 +9,7 @@ core.passages.format_passages), never into the instruction part of a prompt.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from common.types import Task
 
@@ -111,6 +112,79 @@ def split_steps(text: str) -> list[str]:
     return [part.strip() for part in _SPLIT.split(text) if part and part.strip()]
 
 
+#: A line that starts a step of its own in a draft without blank lines: a Markdown heading, a
+#: numbered or bulleted item, or a "Step 2:" label (bold or not).
+_STEP_START = re.compile(r"^\s{0,3}(?:#{1,6}\s|\d{1,3}[.)]\s|[-*+]\s|\**\s*step\s*\d+\s*[:.)])", re.I)
+MIN_STEP_WORDS = 4  # a step with fewer words ("### Intro", "Step 1:") cannot be searched alone
+
+
+def draft_steps(text: str) -> list[str]:
+    """The steps of a draft as models really write it. Split on blank lines (and "/n/n"); when
+    that gives fewer than 3 steps from a draft of more lines, split on Markdown structure
+    instead (a heading starts a step and keeps the text under it; numbered and bulleted items;
+    "Step N:" labels), and failing that on single lines. Fragments too short to search are
+    merged into the next step (the last into the one before); a short sentence is kept. Every word of the draft is in
+    the steps, in order."""
+    steps = split_steps(text)
+    lines = [line for line in text.replace("/n/n", "\n").splitlines() if line.strip()]
+    if len(steps) < 3 and len(lines) > len(steps):
+        structured = _split_on(lines, lambda line: bool(_STEP_START.match(line)))
+        steps = structured if len(structured) >= 3 else [line.strip() for line in lines]
+    return _merge_fragments(steps)
+
+
+def _split_on(lines: list[str], starts: Callable[[str], bool]) -> list[str]:
+    groups: list[list[str]] = []
+    for line in lines:
+        if not groups or starts(line):
+            groups.append([])
+        groups[-1].append(line.rstrip())
+    return ["\n".join(g).strip() for g in groups if "\n".join(g).strip()]
+
+
+def _merge_fragments(steps: list[str]) -> list[str]:
+    merged: list[str] = []
+    carry = ""
+    for step in steps:
+        step = f"{carry}\n{step}" if carry else step
+        carry = ""
+        if _is_fragment(step):
+            carry = step
+        else:
+            merged.append(step)
+    if carry:
+        if merged:
+            merged[-1] = f"{merged[-1]}\n{carry}"
+        else:
+            merged.append(carry)
+    return merged
+
+
+def _is_fragment(step: str) -> bool:
+    """A heading or label too short to search alone ("### Intro", "Step 1:"); a short sentence
+    that ends like one ("First, gather wood.") is a step of its own."""
+    return _content_words(step) < MIN_STEP_WORDS and not re.search(r"[.!?][\"')\]]*$", step.strip())
+
+
+def _content_words(text: str) -> int:
+    """Words a search could use: letters only, two or more, not the label "step"."""
+    return sum(word.lower() != "step" for word in re.findall(r"[^\W\d_]{2,}", text))
+
+
+def merge_steps(steps: list[str], most: int) -> list[str]:
+    """At most ``most`` steps: neighbours merged into even runs (a step's text joined by blank
+    lines), so nothing is dropped."""
+    if len(steps) <= most:
+        return list(steps)
+    size, extra = divmod(len(steps), most)
+    out, k = [], 0
+    for n in range(most):
+        take = size + (n < extra)
+        out.append(join_steps(steps[k:k + take]))
+        k += take
+    return out
+
+
 def join_steps(steps: list[str]) -> str:
     return "\n\n".join(s.strip() for s in steps if s.strip())
 
@@ -121,12 +195,55 @@ def normalise_answer(text: str) -> str:
 
 
 _QUERY_LABEL = re.compile(r"^\s*(?:\*\*)?(?:search\s+)?query(?:\*\*)?\s*[:\-]\s*", re.I)
+#: A line that only echoes a heading of our prompts ("##Question:", "### Instruction:", a bare "###").
+_PROMPT_LABEL = re.compile(r"^\s*#+\s*(?:(?:question|instruction|content|answer|query|response)\s*:?)?\s*$", re.I)
+MAX_QUERY_WORDS = 30
 
 
 def clean_query(text: str, limit: int = 300) -> str:
-    """The first non-empty line of a model's query, without a "Query:" label or quotes."""
+    """The first line of a model's query that is a query: lines that echo the prompt's own
+    section labels, code fences and empty lines are skipped; a "Query:" label, a quote mark
+    ("> ") and surrounding quotes are removed."""
     for line in text.strip().splitlines():
+        if _PROMPT_LABEL.match(line) or line.strip().startswith("```"):
+            continue
+        line = line.strip().lstrip(">").strip()
         line = _QUERY_LABEL.sub("", line).strip().strip('`"\'“”').strip()
-        if line:
+        if line and not _PROMPT_LABEL.match(line):
             return line[:limit]
     return ""
+
+
+def query_problem(query: str, *, question: str, content: str) -> str:
+    """Why a cleaned query is not one a search engine can use ("" when it is): empty, over
+    MAX_QUERY_WORDS words, or a copy of the prompt it was asked from (the question, or a whole
+    line of the content)."""
+    if not query:
+        return "is empty or only echoes the prompt's labels"
+    if len(query.split()) > MAX_QUERY_WORDS:
+        return f"is {len(query.split())} words long (a query has at most {MAX_QUERY_WORDS})"
+    flat = " ".join(query.split()).lower()
+    copies = [question] + [line for line in content.splitlines() if len(line.split()) >= 6]
+    if any(flat == " ".join(text.split()).lower() for text in copies):
+        return "copies the prompt"
+    return ""
+
+
+def step_query(step: str, words: int = 20) -> str:
+    """A query made from a step itself: its first line with Markdown marks removed, cut to
+    ``words`` words."""
+    for line in step.splitlines():
+        line = re.sub(r"^\s*(?:#+|\d{1,3}[.)]|[-*+>])\s*", "", line).replace("**", "").strip()
+        if len(line.split()) >= 2:
+            return " ".join(line.split()[:words])
+    return " ".join(step.split()[:words])
+
+
+def choose_query(model_text: str, step: str, *, question: str, content: str) -> tuple[str, str]:
+    """The query to search for a step: the model's, cleaned, or (with the reason why not) one
+    made from the step's own words."""
+    query = clean_query(model_text)
+    problem = query_problem(query, question=question, content=content)
+    if not problem:
+        return query, ""
+    return step_query(step) or question[:300], problem

@@ -73,19 +73,20 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i
 
 @returning
 async def write_draft(ctx: MethodContext, task: Task, *, cap: bool = True) -> AsyncIterator[Event | Return[list[str]]]:
-    """Prompt B.1 of 001: the step-by-step draft, split on blank lines, then DraftReady; returns
-    the steps. With ``cap``, a draft longer than ``max_steps`` is cut (and a Note says so).
-    Raises LLMError when the model returns no text."""
+    """Prompt B.1 of 001: the step-by-step draft, split into steps (``prompts.draft_steps``:
+    blank lines, else the Markdown structure real models write), then DraftReady; returns the
+    steps. With ``cap``, a draft of more than ``max_steps`` steps has neighbours merged (and a
+    Note says so): no text is dropped. Raises LLMError when the model returns no text."""
     text = generate(ctx, prompts.DRAFT.format(question=prompts.question_for(task)), role="draft")
     async for ev in text:
         yield ev
-    steps = prompts.split_steps(text.result)
+    steps = prompts.draft_steps(text.result)
     if not steps:
         raise LLMError("The model returned an empty draft. Try again, or pick a stronger model with --model.")
     if cap and len(steps) > ctx.settings.max_steps:
-        yield Note(text=f"The draft has {len(steps)} steps; only the first {ctx.settings.max_steps} "
-                        "are revised (raise --max-steps to revise more).", level="warning")
-        steps = steps[: ctx.settings.max_steps]
+        yield Note(text=f"The draft has {len(steps)} steps; neighbours are merged into {ctx.settings.max_steps} "
+                        "so that none is lost (raise --max-steps to revise each on its own).", level="warning")
+        steps = prompts.merge_steps(steps, ctx.settings.max_steps)
     yield DraftReady(steps=tuple(steps))
     yield Return(steps)
 
@@ -146,3 +147,11 @@ def normalize_answer(text: str) -> str:
     text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+def query_note(i: int, model_text: str, problem: str) -> Note:
+    """The warning on step i that the model's query was not used, and why."""
+    shown = " ".join(model_text.split())
+    shown = shown if len(shown) <= 80 else shown[:77] + "..."
+    return Note(i=i, level="warning", text=f"The model's query {shown!r} {problem}; the step's own words "
+                                           "were searched instead.")
