@@ -24,7 +24,7 @@ from common.events import DraftReady, Event, Final, QueryMade, StepRevised, Step
 from common.types import Passage, Task
 from core import prompts
 from core.methods.base import MethodContext, register
-from core.methods.helpers import Return, generate, returning, urls_of, write_draft
+from core.methods.helpers import Return, generate, query_note, returning, urls_of, write_draft
 from core.passages import format_passages
 from core.retrieval import retrieve
 
@@ -67,7 +67,9 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     q = generate(ctx, prompts.QUERY.format(question=task.prompt, answer=so_far), role="query", i=i)
     async for ev in q:
         yield ev
-    query = prompts.clean_query(q.result) or prompts.clean_query(step) or task.prompt[:300]
+    query, problem = prompts.choose_query(q.result, step, question=task.prompt, content=so_far)
+    if problem:
+        yield query_note(i, q.result, problem)
     yield QueryMade(i=i, query=query)
 
     found = retrieve(ctx, i, query, k=min(ctx.settings.k, MAX_RETRIEVALS_PER_STEP))

@@ -27,7 +27,16 @@ from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarte
 from common.types import Passage, Task
 from core import prompts
 from core.methods.base import MethodContext, register
-from core.methods.helpers import Return, generate, question_for, returning, urls_of, web_query, write_draft
+from core.methods.helpers import (
+    Return,
+    generate,
+    query_note,
+    question_for,
+    returning,
+    urls_of,
+    web_query,
+    write_draft,
+)
 from core.methods.rat import MAX_RETRIEVALS_PER_STEP
 from core.passages import format_passages
 from core.retrieval import retrieve
@@ -75,7 +84,10 @@ async def _queries_from_the_draft(task: Task, ctx: MethodContext,
                      role="query", i=i)
         async for ev in q:
             yield ev
-        query = prompts.clean_query(q.result) or prompts.clean_query(step) or task.prompt[:300]
+        query, problem = prompts.choose_query(q.result, step, question=task.prompt,
+                                              content=prompts.join_steps(draft[:i]))
+        if problem:
+            yield query_note(i, q.result, problem)
         queries.append(query)
         yield QueryMade(i=i, query=query)
     yield Return(queries)
