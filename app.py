@@ -59,6 +59,13 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
     def flag_on(flag: str, var: str) -> bool:
         return bool(getattr(args, flag, None)) or env.get(var, "").strip().lower() in TRUE
 
+    def share_of(key: str, var: str, default: float) -> float:
+        value = pick(key, var, default, float)
+        if not 0 <= value <= 1:
+            raise ConfigError(f"--{key.replace('_', '-')} must be a share between 0 and 1 (e.g. 0.4 for 40%), "
+                              f"not {value}.")
+        return value
+
     providers = tuple(p.strip() for p in pick("search", "RAT_STUDIO_SEARCH", "ddg").split(",") if p.strip())
     unknown = [p for p in providers if p not in SEARCH_PROVIDERS]
     if unknown or not providers:
@@ -93,6 +100,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
             k=pick("k", "RAT_STUDIO_K", MethodSettings.k, int),
             passage_tokens=pick("passage_tokens", "RAT_STUDIO_PASSAGE_TOKENS", MethodSettings.passage_tokens, int),
             max_steps=pick("max_steps", "RAT_STUDIO_MAX_STEPS", MethodSettings.max_steps, int),
+            min_keep=share_of("min_keep", "RAT_STUDIO_MIN_KEEP", MethodSettings.min_keep),
             max_task_chars=pick("max_task_chars", "RAT_STUDIO_MAX_TASK_CHARS", MethodSettings.max_task_chars, int),
             params=method_params(getattr(args, "param", None) or
                                  [p for p in env.get("RAT_STUDIO_PARAMS", "").split(",") if p.strip()]),

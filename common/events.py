@@ -92,8 +92,10 @@ class PassagesChosen(Event):
 @dataclass(frozen=True)
 class StepRevised(Event):
     """Step i was revised: ``before`` is the text the revision call was given to revise and
-    ``after`` what it returned. ``sources`` are the URLs of the passages it was shown;
-    ``article`` is the whole text as it stands after this step (what resume continues from)."""
+    ``after`` the text after it. ``sources`` are the URLs of the passages it was shown (none
+    when the step was kept as it was); ``article`` is the whole text as it stands after this
+    step (what resume continues from). When the model's reply was refused (core.guards), the
+    text is kept (``after == before``), ``guarded`` says why and ``rejected`` holds the reply."""
 
     i: int
     before: str
@@ -101,6 +103,13 @@ class StepRevised(Event):
     sources: tuple[str, ...] = ()
     article: str = ""
     skipped: str = ""  # why the step was kept as it was (no page could be read, ...)
+    guarded: str = ""  # why the model's revision was refused ("it is empty", ...)
+    rejected: str = ""  # the refused revision, as the model wrote it
+
+    @property
+    def checked(self) -> bool:
+        """True when the step's text was revised against retrieved text."""
+        return bool(self.sources) and not self.skipped and not self.guarded
 
 
 @dataclass(frozen=True)
@@ -146,11 +155,14 @@ class Note(Event):
 
 @dataclass(frozen=True)
 class Final(Event):
-    """The run's result. A method yields only ``text``; the runner fills ``sources`` from the
-    run's events (``core.sources.SourceBook``) before storing and passing it on."""
+    """The run's result. A method yields only ``text``; the runner fills ``sources`` and
+    ``unchecked`` from the run's events (``core.sources.SourceBook``) before storing and passing
+    it on. ``unchecked``: one line per step whose text was never checked against retrieved text,
+    e.g. "step 2: no page could be read; kept as drafted"."""
 
     text: str
     sources: tuple[Source, ...] = ()
+    unchecked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,9 @@ class MethodSettings:
     passage_size: int = 180  # target tokens of one passage
     max_steps: int = 30  # a longer draft is cut (and the cut is shown)
     max_task_chars: int = 20_000
+    # a revision that keeps less than this share of the characters it replaces is refused and the
+    # text kept as it stood (core.guards); 0 turns the length check off
+    min_keep: float = 0.4
     # method parameters by key, e.g. {"itrg.iterations": 3, "furepa.theta": 0.6}; an absent key
     # keeps the method's default (the paper's value). See each method module's docstring.
     params: dict[str, str] = field(default_factory=dict, hash=False)

@@ -15,6 +15,7 @@ class RunStatus(StrEnum):
 
     RUNNING = "running"  # still going, or its process died: resume() goes on from the stored events
     DONE = "done"  # Final was reached
+    UNSOURCED = "unsourced"  # Final was reached, but no step was checked against retrieved text
     DRAFT = "draft"  # stopped after the draft on purpose ("Draft only"); resume() goes on
     FAILED = "failed"  # a Failed event was stored; if it says resumable, resume() goes on
     INTERRUPTED = "interrupted"  # the consumer stopped listening (Stop, Ctrl-C); resume() goes on

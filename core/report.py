@@ -56,16 +56,23 @@ def progress_line(event: Event) -> str | None:
             return f"  revised step {i}: {len(before):,} -> {len(after):,} chars"
         case Note(text=text, level=level):
             return f"  {level}: {text}"
-        case Final(text=text, sources=sources):
-            return f"done: {len(text):,} chars, {len(sources)} sources"
+        case Final(text=text, sources=sources, unchecked=unchecked):
+            line = f"done: {len(text):,} chars, {len(sources)} sources"
+            return line + (f", {len(unchecked)} steps not checked against a source" if unchecked else "")
         case Failed(error=error, resumable=resumable):
             return f"failed: {error}" + (" (resumable)" if resumable else "")
     return None
 
 
-def to_markdown(task: str, text: str, sources: tuple[Source, ...] | list[Source], *, title: str | None = None) -> str:
-    """The article with a numbered source list that says which steps used each source."""
-    parts = [f"# {title or _short(task, 120)}", "", text.strip(), ""]
+def to_markdown(task: str, text: str, sources: tuple[Source, ...] | list[Source], *, title: str | None = None,
+                unchecked: tuple[str, ...] | list[str] = (), unsourced: str = "") -> str:
+    """The article with a numbered source list that says which steps used each source, and
+    the steps that were never checked against a source (``unchecked``, one line each). With
+    ``unsourced`` (the cause), a warning above the text says no part of it was checked."""
+    parts = [f"# {title or _short(task, 120)}", ""]
+    if unsourced:
+        parts += [f"> **Unsourced**: no part of this text was checked against retrieved text ({unsourced}).", ""]
+    parts += [text.strip(), ""]
     if sources:
         parts += ["## Sources", ""]
         for s in sources:
@@ -76,4 +83,32 @@ def to_markdown(task: str, text: str, sources: tuple[Source, ...] | list[Source]
             title_text = s.title.replace("[", "(").replace("]", ")") or s.url
             parts.append(f"{s.n}. [{title_text}]({s.url}){where}")
         parts.append("")
+    if unchecked and not unsourced:
+        parts += ["## Not checked against a source", ""]
+        parts += [f"- {line[0].upper()}{line[1:]}" for line in unchecked]
+        parts.append("")
     return "\n".join(parts)
+
+
+def unsourced_cause(events: list[Event]) -> str:
+    """Why a run used no source, and what to do, in one line: read from its events (the last
+    draft's steps on)."""
+    last_draft = max((k for k, e in enumerate(events) if isinstance(e, DraftReady)), default=0)
+    events = events[last_draft:]
+    searches = [e for e in events if isinstance(e, SearchDone)]
+    pages = [e for e in events if isinstance(e, PageRead)]
+    guarded = [e for e in events if isinstance(e, StepRevised) and e.guarded]
+    if searches and all(s.error for s in searches):
+        return f"search failed for every step: {searches[-1].error}"
+    if searches and not any(s.results for s in searches if not s.error):
+        return ("no search returned any result: try another provider (--search ddg,searxng,corpus) "
+                "or a task with more common words")
+    if pages and not any(p.status == "ok" for p in pages):
+        return (f"no page could be read ({len(pages)} tried; last: {pages[-1].error}): try another search "
+                "provider, or --corpus with local files")
+    if guarded:
+        return (f"the model's revisions were refused at {len(guarded)} step(s), e.g. it {guarded[-1].guarded}: "
+                "try a larger model, or lower --min-keep")
+    if not searches:
+        return "no search was made: the method found nothing to look up"
+    return "no retrieved text was used: see the steps' notes"

@@ -3,8 +3,9 @@
 Tokens, calls and time are counted here and only here, from the events themselves (LLMCalled,
 SearchDone, PageRead), so a live run, a resumed run and a replay agree.
 
-A run ends in one of the states of ``common.types.RunStatus`` (runs.status): done, draft,
-failed, interrupted, or running (still going, or its process died).
+A run ends in one of the states of ``common.types.RunStatus`` (runs.status): done, unsourced
+(finished, but a method that searches used no source at all), draft, failed, interrupted, or
+running (still going, or its process died).
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ class Runner:
         Raises RunNotFound, or TaskError when the run is finished or its method cannot resume."""
         run = self.store.get_run(run_id)
         info = get_method(run.method)
-        if run.status == RunStatus.DONE and draft is None:
+        if run.status in FINISHED and draft is None:
             raise TaskError(f"Run {run_id} is already finished; start a new run instead.")
         if not info.resumable:
             raise TaskError(f"The method {info.name!r} cannot resume; start a new run instead.")
@@ -131,7 +132,7 @@ class Runner:
                 store(event)
                 changed = tally.see(event)
                 if isinstance(event, Final):
-                    status = RunStatus.DONE
+                    status = RunStatus.UNSOURCED if _unsourced(method, event) else RunStatus.DONE
                     self.store.update_run(run_id, status=status, final_text=event.text,
                                           sources=[asdict(s) for s in event.sources],
                                           finished=_now(), **tally.fields(started))
@@ -142,7 +143,7 @@ class Runner:
                     status = RunStatus.DRAFT
                     self.store.update_run(run_id, status=status, **tally.fields(started))
                     return
-            if status != RunStatus.DONE:  # a method that ended without Final
+            if status not in FINISHED:  # a method that ended without Final
                 raise RatStudioError(f"The method {method!r} ended without a result.")
         except (asyncio.CancelledError, GeneratorExit):
             status = RunStatus.INTERRUPTED
@@ -193,6 +194,9 @@ class _Tally:
         self.fetch_seconds = run.fetch_seconds if run else 0.0
         self.steps_done = run.steps_done if run else 0
         self.steps_total = run.steps_total if run else 0
+        self.checked: dict[int, bool] = {}  # step -> checked against retrieved text (this stretch)
+        self.sourced_before = run.steps_sourced if run else 0
+        self.guarded = run.steps_guarded if run else 0
         self.wall_before = run.wall_seconds if run else 0.0
 
     def see(self, e: Event) -> bool:
@@ -215,9 +219,12 @@ class _Tally:
             return False
         if isinstance(e, DraftReady):
             self.steps_total, self.steps_done = len(e.steps), 0
+            self.checked, self.sourced_before = {}, 0
             return True
         if isinstance(e, StepRevised):
             self.steps_done = e.i
+            self.checked[e.i] = e.checked
+            self.guarded += bool(e.guarded)
             return True
         return False
 
@@ -227,7 +234,8 @@ class _Tally:
             "llm_calls": self.llm_calls, "tokens_by_role": self.by_role,
             "llm_seconds": round(self.llm_seconds, 3), "search_seconds": round(self.search_seconds, 3),
             "fetch_seconds": round(self.fetch_seconds, 3), "steps_done": self.steps_done,
-            "steps_total": self.steps_total,
+            "steps_total": self.steps_total, "steps_guarded": self.guarded,
+            "steps_sourced": self.sourced_before + sum(self.checked.values()),
             "wall_seconds": round(self.wall_before + time.perf_counter() - started, 3),
         }
 
@@ -238,6 +246,14 @@ async def _closing(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
     async with aclosing(events):
         async for event in events:
             yield event
+
+
+FINISHED = (RunStatus.DONE, RunStatus.UNSOURCED)
+
+
+def _unsourced(method: str, final: Final) -> bool:
+    """A method that searches ended with no source at all: nothing it wrote was checked."""
+    return get_method(method).uses_search and not final.sources
 
 
 def _resumable(exc: RatStudioError) -> bool:

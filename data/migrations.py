@@ -268,3 +268,11 @@ def m005_arena_append_only(db: sqlite_utils.Database) -> None:
         db.execute("begin")
     for sql in statements:
         db.execute(sql)
+
+
+@migration
+def m006_run_checks(db: sqlite_utils.Database) -> None:
+    """How many of a run's steps were checked against retrieved text, and how many revisions
+    the guards refused (core.guards), beside its other counters."""
+    for column in ("steps_sourced", "steps_guarded"):
+        db.execute(f"alter table runs add column {column} integer not null default 0")

@@ -73,6 +73,8 @@ class RunRow:
     wall_seconds: float = 0.0
     steps_done: int = 0
     steps_total: int = 0
+    steps_sourced: int = 0  # steps whose text was checked against retrieved text
+    steps_guarded: int = 0  # revisions refused by the guards (the text was kept)
     created: str = ""
     updated: str = ""
     finished: str = ""

@@ -16,6 +16,11 @@ is offered when a run's revisions are revisions of its draft's steps, told from 
               drafted: steps i..n are all undone.
 Other methods (ITRG's rounds, AAG's critic loop, FuRePA's evidence) emit StepRevised events that
 are not revisions of draft steps; their article is edited by hand only.
+
+A revision the guards refused (core.guards: empty, talk about the task, too much text lost)
+left its step as it stood; its card shows the refused reply, and in the two modes above the
+author can take it (``take_choices``): in paragraph mode for that paragraph alone, in
+cumulative mode as the answer up to that step, followed by the later steps as drafted.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -45,9 +50,10 @@ from common.events import (
     TokenDelta,
 )
 from common.types import Passage, Source
-from core.prompts import join_steps
-from core.report import to_markdown
-from core.sources import SourceBook
+from core.guards import strip_chatter
+from core.prompts import join_steps, normalise_answer
+from core.report import to_markdown, unsourced_cause
+from core.sources import SourceBook, unchecked_reason
 from ui.diff import changed, diff_html
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,6 +72,7 @@ CSS = """
 .rat-progress .rat-stats { color: var(--body-text-color-subdued); font-size: .85em; margin-left: .6em; }
 .rat-progress.rat-failed { border-color: #d73a49; }
 .rat-progress.rat-done { border-color: #2ea043; }
+.rat-progress.rat-unsourced { border-color: #d29922; }
 .rat-empty { color: var(--body-text-color-subdued); font-style: italic; padding: .4em 0; }
 ol.rat-draft { padding-left: 1.8em; margin: 0; }
 ol.rat-draft li { white-space: pre-wrap; margin: 0 0 .6em; padding: .25em .4em; border-radius: 6px; }
@@ -82,6 +89,8 @@ ol.rat-draft li.rat-done::marker { color: #2ea043; font-weight: bold; }
   color: var(--neutral-800); }
 .rat-badge.rat-working { background: rgba(255, 196, 0, .35); }
 .rat-badge.rat-revised { background: rgba(46, 160, 67, .25); }
+.rat-badge.rat-refused { background: rgba(210, 153, 34, .3); }
+pre.rat-rejected { white-space: pre-wrap; max-height: 16em; overflow: auto; }
 .rat-badge.rat-undone { background: rgba(215, 58, 73, .22); }
 .rat-thought { color: var(--body-text-color-subdued); font-size: .9em; white-space: pre-wrap; margin-bottom: .3em; }
 .rat-label { font-weight: 600; font-size: .85em; margin-right: .4em; }
@@ -155,6 +164,8 @@ class StepCard:
     @property
     def phase(self) -> str:
         if self.revised is not None:
+            if self.revised.guarded:
+                return "revision refused"
             return "kept as drafted" if self.revised.skipped else "revised"
         if "revise" in self.live or self.passages:
             return "revising"
@@ -296,7 +307,17 @@ def progress_text(view: RunView, status: str = "") -> str:
         where = f" after step {revised} of {n}" if revised else ""
         return f"Failed{where}: {view.failed.error}{again}"
     if view.final is not None:
-        return f"Done: {revised} step{'s' if revised != 1 else ''} revised." if revised else "Done."
+        if status == "unsourced":
+            return (f"Unsourced: no part of this text was checked against retrieved text "
+                    f"({unsourced_cause(view.events)}). The text is the model's alone.")
+        done = f"Done: {revised} step{'s' if revised != 1 else ''} revised." if revised else "Done."
+        refused = sum(1 for rev in view.revisions.values() if rev.guarded)
+        if refused:
+            were = "s were" if refused != 1 else " was"
+            done += f" {refused} revision{were} refused and the text kept (see the steps)."
+        if view.final.unchecked:
+            done += f" Not checked against a source: {'; '.join(view.final.unchecked)}."
+        return done
     if status == "draft":
         return f"Draft ready: {n} steps. Edit them below if you like, then press Continue."
     if status == "interrupted":
@@ -315,7 +336,8 @@ def progress_text(view: RunView, status: str = "") -> str:
 
 
 def progress_html(view: RunView, status: str = "") -> str:
-    kind = "rat-failed" if view.failed else "rat-done" if view.final else ""
+    kind = ("rat-failed" if view.failed else "rat-unsourced" if view.final and status == "unsourced"
+            else "rat-done" if view.final else "")
     stats = ""
     if view.llm_calls:
         tokens = view.prompt_tokens + view.completion_tokens
@@ -386,9 +408,14 @@ def passages_html(passages: Sequence[Passage]) -> str:
             f"{quotes}</details>")
 
 
-def revision_html(rev: StepRevised, *, undone: bool = False) -> str:
+def revision_html(rev: StepRevised, *, undone: bool = False, taken: bool = False) -> str:
     if rev.skipped:
         return f"<div class='rat-skipped'>Kept as drafted: {esc(rev.skipped)}</div>"
+    if rev.guarded:
+        used = " — taken by hand in the article below" if taken else ""
+        return (f"<div class='rat-skipped'>Kept as it stood: the model's revision {esc(rev.guarded)}{used}.</div>"
+                f"<details class='rat-more rat-refused'><summary>The refused revision ({len(rev.rejected):,} "
+                f"characters)</summary><pre class='rat-rejected'>{esc(rev.rejected) or '(empty)'}</pre></details>")
     added, removed = changed(rev.before, rev.after)
     note = " — undone in the article below" if undone else ""
     long = len(rev.before.split()) > LONG_DIFF
@@ -397,10 +424,11 @@ def revision_html(rev: StepRevised, *, undone: bool = False) -> str:
             f"<div class='rat-diff'>{body}</div>")
 
 
-def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False) -> str:
+def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, taken: bool = False) -> str:
     cls = "rat-card rat-current" if current else "rat-card"
     phase = "undone" if undone else card.phase
-    badge = {"revised": "rat-revised", "undone": "rat-undone", "kept as drafted": ""}.get(phase, "rat-working")
+    badge = {"revised": "rat-revised", "undone": "rat-undone", "kept as drafted": "",
+             "revision refused": "rat-refused"}.get(phase, "rat-working")
     title = f"Step {card.i} of {n}" if card.i and n else f"Step {card.i}" if card.i else "Retrieval"
     parts = [f"<div class='{cls}' id='rat-step-{card.i}'>",
              f"<div class='rat-card-head'><b>{title}</b><span class='rat-badge {badge}'>{esc(phase)}</span></div>"]
@@ -420,7 +448,7 @@ def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False) ->
     parts.append(passages_html(card.passages))
     parts += [f"<div class='rat-note rat-{esc(note.level)}'>{esc(note.text)}</div>" for note in card.notes]
     if card.revised is not None:
-        parts.append(revision_html(card.revised, undone=undone))
+        parts.append(revision_html(card.revised, undone=undone, taken=taken))
     else:
         for role, text in card.live.items():
             if role != "query":
@@ -430,10 +458,10 @@ def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False) ->
     return "".join(parts)
 
 
-def steps_html(view: RunView, undone: Iterable[int] = ()) -> str:
+def steps_html(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
     """A card per step: query, search, pages, passages and the revision's diff; the step being
     worked on is highlighted."""
-    undone = set(undone)
+    undone, taken = set(undone), set(taken)
     if not view.cards and not view.live and not view.notes and view.failed is None:
         wait = "Each step's search, pages and revision appear here."
         return f"<div class='rat-empty'>{wait}</div>"
@@ -441,7 +469,7 @@ def steps_html(view: RunView, undone: Iterable[int] = ()) -> str:
     out = [f"<div class='rat-note rat-{esc(note.level)}'>{esc(note.text)}</div>" for note in view.notes]
     for i, card in sorted(view.cards.items()):
         out.append(card_html(card, n=n, current=i == view.current and view.final is None,
-                             undone=i in undone))
+                             undone=i in undone, taken=i in taken))
     for role, text in view.live.items():
         if role != "draft":
             out.append(f"<div class='rat-card rat-current'><div class='rat-label'>{esc(role.capitalize())}…</div>"
@@ -476,39 +504,88 @@ def undone_steps(view: RunView, chosen: Iterable[int]) -> list[int]:
     return [i for i in view.revisions if i >= chosen[0]]
 
 
-def article_text(view: RunView, undone: Iterable[int] = ()) -> str:
-    """The final article with the revisions of ``undone`` steps taken back (see the module
-    docstring for what that means in each mode). The run's own text when nothing is undone."""
+def take_choices(view: RunView) -> list[tuple[str, int]]:
+    """(label, step) for each step whose revision the guards refused and that the author may
+    take by hand: none unless the run has an ``undo_mode`` (the same rules say what taking
+    a step's revision does to the steps after it)."""
+    if not view.undo_mode:
+        return []
+    return [(f"Step {i}: {short(_STEP_LABEL.sub('', view.cards[i].thought or view.steps[i - 1]), 60)}", i)
+            for i, rev in view.revisions.items() if rev.guarded and taken_text(rev)]
+
+
+def taken_text(rev: StepRevised) -> str:
+    """A refused revision as the author takes it: without the model's preamble and postscript."""
+    return normalise_answer(strip_chatter(rev.rejected)) or rev.rejected.strip()
+
+
+def chosen_edits(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> tuple[set[int], set[int]]:
+    """The steps undone and the steps whose refused revision is taken, once the mode's rules
+    apply: in paragraph mode each step on its own; in cumulative mode everything from the first
+    chosen step on goes back to the draft, except that step itself when its revision is taken."""
+    guarded = {i for i, rev in view.revisions.items() if rev.guarded}
+    taken = {int(i) for i in taken} & guarded if view.undo_mode else set()
     undone = set(undone_steps(view, undone))
+    if view.undo_mode == PARAGRAPH or not (undone | taken):
+        return undone, taken - undone
+    first = min(undone | taken)
+    later = {i for i in view.revisions if i >= first}
+    return (later - {first}, {first}) if first in taken else (later, set())
+
+
+def article_text(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
+    """The final article with the revisions of ``undone`` steps taken back and the refused
+    revisions of ``taken`` steps used (see the module docstring for what that means in each
+    mode). The run's own text when nothing is chosen."""
+    undone, taken = chosen_edits(view, undone, taken)
     base = view.final.text if view.final else ""
-    if not undone:
+    if not undone and not taken:
         return base
     revisions = view.revisions
     if view.undo_mode == PARAGRAPH:
-        return join_steps([rev.before if i in undone else rev.after for i, rev in revisions.items()])
-    first = min(undone)
+        return join_steps([rev.before if i in undone else taken_text(rev) if i in taken else rev.after
+                           for i, rev in revisions.items()])
+    first = min(undone | taken)
+    if first in taken:  # the refused revision was of the whole answer up to this step
+        return join_steps([taken_text(revisions[first]), *view.steps[first:]])
     kept = [i for i in revisions if i < first]
     before = revisions[kept[-1]].article if kept else ""
     return join_steps([before, *view.steps[first - 1:]])
 
 
-def kept_sources(view: RunView, undone: Iterable[int] = ()) -> tuple[Source, ...]:
-    """The sources of the steps whose revisions are kept, numbered in order of first use."""
-    undone = set(undone_steps(view, undone))
-    if not undone and view.final is not None:
+def kept_sources(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> tuple[Source, ...]:
+    """The sources of the steps whose revisions are kept (and, for a refused revision taken
+    by hand, the passages it was written from), numbered in order of first use."""
+    undone, taken = chosen_edits(view, undone, taken)
+    if not undone and not taken and view.final is not None:
         return view.final.sources
-    last_draft = max((k for k, e in enumerate(view.events) if isinstance(e, DraftReady)), default=0)
     book = SourceBook()
-    for k, e in enumerate(view.events):
-        if isinstance(e, StepRevised) and (k < last_draft or e.i in undone):
+    for e in view.events:
+        if isinstance(e, StepRevised) and e.i in undone:
             continue
+        if isinstance(e, StepRevised) and e.i in taken:
+            e = replace(e, sources=tuple(dict.fromkeys(p.url for p in view.cards[e.i].passages)), guarded="")
         book.see(e)
     return book.sources()
 
 
-def export_markdown(view: RunView, text: str, undone: Iterable[int] = ()) -> str:
-    """The article (as edited) as Markdown with its numbered sources."""
-    return to_markdown(view.task, text, kept_sources(view, undone))
+def unchecked_steps(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> tuple[str, ...]:
+    """One line per step of the article (as undone and taken) never checked against a source."""
+    undone, taken = chosen_edits(view, undone, taken)
+    lines = []
+    for i, rev in view.revisions.items():
+        if i in undone:
+            lines.append(f"step {i}: its revision was undone by the author")
+        elif i not in taken and not rev.checked:
+            lines.append(f"step {i}: {unchecked_reason(rev)}")
+    return tuple(lines)
+
+
+def export_markdown(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
+    """The article (as edited) as Markdown with its numbered sources and the steps that were
+    never checked against one."""
+    return to_markdown(view.task, text, kept_sources(view, undone, taken),
+                       unchecked=unchecked_steps(view, undone, taken))
 
 
 def export_name(view: RunView) -> str:
@@ -518,13 +595,21 @@ def export_name(view: RunView) -> str:
 
 
 # -- history and replay ---------------------------------------------------------------------------
-HISTORY_HEADERS = ["run", "task", "method", "date", "status", "tokens", "time"]
+HISTORY_HEADERS = ["run", "task", "method", "date", "status", "sourced", "tokens", "time"]
 
 
 def history_rows(runs: Iterable[RunRow]) -> list[list]:
-    """One row per run for the History table."""
-    return [[r.id, short(r.task, 80), r.method, when(r.created), str(r.status), f"{r.tokens:,}",
+    """One row per run for the History table; "sourced" is the steps checked against retrieved
+    text out of the steps, with the revisions the guards refused."""
+    return [[r.id, short(r.task, 80), r.method, when(r.created), str(r.status), _sourced(r), f"{r.tokens:,}",
              f"{r.wall_seconds or 0:.1f} s"] for r in runs]
+
+
+def _sourced(run: RunRow) -> str:
+    if not run.steps_total:
+        return ""
+    refused = f", {run.steps_guarded} refused" if run.steps_guarded else ""
+    return f"{run.steps_sourced}/{run.steps_total}{refused}"
 
 
 def when(stamp: str) -> str:

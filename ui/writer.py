@@ -51,6 +51,8 @@ UNDO_HELP = {
                         "i…n as drafted (so the steps after i are undone too)."),
     "": "",
 }
+TAKE_HELP = ("The model's revision of these steps was refused (see why in the step) and the text kept. "
+             "Take it anyway to put the model's version in the article.")
 STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP}
 
 
@@ -158,6 +160,8 @@ class RunPanel:
         with gr.Column(visible=False) as self.result_box:
             gr.Markdown("#### Article")
             self.undo = gr.CheckboxGroup(label="Undo the revision of", choices=[])
+            self.take = gr.CheckboxGroup(label="Take the refused revision of", choices=[], info=TAKE_HELP,
+                                         visible=False)
             self.article = gr.Textbox(label="Article (editable; undoing a step rebuilds it)", lines=12,
                                       max_lines=60, interactive=True, elem_classes="rat-article")
             with gr.Row():
@@ -166,15 +170,17 @@ class RunPanel:
 
     def outputs(self) -> list:
         return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
-                self.result_box, self.undo, self.article, self.download]
+                self.result_box, self.undo, self.take, self.article, self.download]
 
     def wire(self):
         """Bind the panel's own events; returns the Continue event (for a Stop button's cancels)."""
         checked = self.continue_btn.click(self.check_continue, [self.state, self.editor], None, **PRIVATE)
         cont = checked.success(self.on_continue, [self.state, self.editor], self.outputs(), **STREAM)
-        self.undo.input(self.on_undo, [self.state, self.undo],
-                        [self.undo, self.article, self.steps, self.download], **PRIVATE)
-        self.export_btn.click(self.on_export, [self.state, self.article, self.undo], self.download, **PRIVATE)
+        for box in (self.undo, self.take):
+            box.input(self.on_undo, [self.state, self.undo, self.take],
+                      [self.undo, self.take, self.article, self.steps, self.download], **PRIVATE)
+        self.export_btn.click(self.on_export, [self.state, self.article, self.undo, self.take], self.download,
+                              **PRIVATE)
         self.article.input(lambda: gr.DownloadButton(visible=False), None, self.download, queue=False,
                            show_progress="hidden", **PRIVATE)
         return cont
@@ -214,6 +220,8 @@ class RunPanel:
         choices = render.revert_choices(view)
         out[self.undo] = gr.CheckboxGroup(choices=choices, value=[], info=UNDO_HELP[view.undo_mode],
                                           visible=bool(choices))
+        takeable = render.take_choices(view)
+        out[self.take] = gr.CheckboxGroup(choices=takeable, value=[], visible=bool(takeable))
         out[self.article] = render.article_text(view) if done else ""
         out[self.download] = gr.DownloadButton(visible=False)
         return out
@@ -274,20 +282,25 @@ class RunPanel:
             await asyncio.sleep(0.05)
         return self.settle(render.fold(self.store.events(view.run_id)))
 
-    def on_undo(self, view: RunView | None, chosen: list[int]) -> dict:
+    def on_undo(self, view: RunView | None, chosen: list[int], taken: list[int] | None = None) -> dict:
+        """Undo or take revisions: the article is rebuilt, and the boxes show what the mode's
+        rules made of the choice (in cumulative mode, everything after the first step chosen)."""
         if view is None or view.final is None:
             return {}
-        undone = render.undone_steps(view, chosen or [])
-        return {self.undo: gr.CheckboxGroup(value=undone), self.article: render.article_text(view, undone),
-                self.steps: render.steps_html(view, undone), self.download: gr.DownloadButton(visible=False)}
+        undone, taken_steps = render.chosen_edits(view, chosen or [], taken or [])
+        return {self.undo: gr.CheckboxGroup(value=sorted(undone)),
+                self.take: gr.CheckboxGroup(value=sorted(taken_steps)),
+                self.article: render.article_text(view, undone, taken_steps),
+                self.steps: render.steps_html(view, undone, taken_steps),
+                self.download: gr.DownloadButton(visible=False)}
 
-    def on_export(self, view: RunView | None, text: str, chosen: list[int]):
+    def on_export(self, view: RunView | None, text: str, chosen: list[int], taken: list[int] | None = None):
         if view is None or view.final is None:
             raise gr.Error("Nothing to export yet: run a task to the end first.")
         if not (text or "").strip():
             raise gr.Error("The article is empty: write something, or undo fewer steps.")
         path = Path(tempfile.mkdtemp(prefix="rat-export-")) / render.export_name(view)
-        path.write_text(render.export_markdown(view, text, chosen or []), encoding="utf-8")
+        path.write_text(render.export_markdown(view, text, chosen or [], taken or []), encoding="utf-8")
         return gr.DownloadButton(f"Download {path.name}", value=str(path), visible=True)
 
 

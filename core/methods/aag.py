@@ -51,7 +51,7 @@ from common.events import (
 from common.types import Passage, SearchResult, Task
 from core import prompts
 from core.methods.base import MethodContext, register
-from core.methods.helpers import Return, generate, param, question_for, returning, urls_of, web_query
+from core.methods.helpers import Return, generate, param, question_for, returning, revised, urls_of, web_query
 from core.passages import format_passages
 from core.retrieval import retrieve
 
@@ -312,9 +312,10 @@ async def _update(run: _Run, i: int, answer: str, context: str,
     reply = generate(run.ctx, UPDATE.format(task=run.question, answer=answer, context=context), role="revise", i=i)
     async for ev in reply:
         yield ev
-    after = prompts.normalise_answer(reply.result) or answer
-    yield StepRevised(i=i, before=answer, after=after, sources=urls_of(passages), article=after)
-    yield Return(after)
+    events = revised(run.ctx, i, answer, reply.result, passages)
+    for ev in events:
+        yield ev
+    yield Return(events[-1].after)
 
 
 @returning
@@ -355,9 +356,10 @@ async def _critic_cycle(run: _Run, i: int, thought: str, answer: str, context: s
                       role="revise", i=i)
     async for ev in edited:
         yield ev
-    after = prompts.normalise_answer(edited.result) or answer
-    yield StepRevised(i=i, before=answer, after=after, sources=urls_of(passages), article=after)
-    yield Return(after)
+    events = revised(run.ctx, i, answer, edited.result, passages)
+    for ev in events:
+        yield ev
+    yield Return(events[-1].after)
 
 
 @returning

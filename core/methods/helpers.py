@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from common.errors import LLMError, TaskError
-from common.events import DraftReady, Event, LLMCalled, Note, TokenDelta
+from common.events import DraftReady, Event, LLMCalled, Note, StepRevised, TokenDelta
 from common.types import Passage, Task
 from core import prompts
+from core.guards import guard_revision
 from core.methods.base import MethodContext
 from core.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
 from core.returning import Return, Returning, returning  # noqa: F401  (the helpers' idiom, above)
@@ -155,3 +156,21 @@ def query_note(i: int, model_text: str, problem: str) -> Note:
     shown = shown if len(shown) <= 80 else shown[:77] + "..."
     return Note(i=i, level="warning", text=f"The model's query {shown!r} {problem}; the step's own words "
                                            "were searched instead.")
+
+
+def revised(ctx: MethodContext, i: int, before: str, reply: str, passages: list[Passage], *,
+            article_of: Callable[[str], str] | None = None) -> list[Event]:
+    """The events of a revision of ``before`` that the model answered with ``reply``, after
+    the guards (core.guards): a StepRevised with the reply's text and the passages' URLs, or,
+    when the reply is refused, a warning Note that says why and a StepRevised that keeps
+    ``before`` (no sources; the reply in ``rejected``). ``article_of`` gives the whole text
+    after the step from the step's text (default: the step's text is the whole text)."""
+    rev = guard_revision(before, reply, min_keep=ctx.settings.min_keep)
+    article = article_of or (lambda text: text)
+    if not rev.problem:
+        return [StepRevised(i=i, before=before, after=rev.text, sources=urls_of(passages), article=article(rev.text))]
+    note = Note(i=i, level="warning", text=f"The model's revision of step {i} was not used: it {rev.problem}. "
+                                           "The text is kept as it stood; the refused revision is shown with "
+                                           "the step and can be taken by hand.")
+    return [note, StepRevised(i=i, before=before, after=before, article=article(before),
+                              guarded=rev.problem, rejected=rev.rejected)]

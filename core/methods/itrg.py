@@ -37,9 +37,8 @@ from collections.abc import AsyncIterator
 
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
-from core import prompts
 from core.methods.base import MethodContext, register
-from core.methods.helpers import QA_INSTRUCTION, Return, generate, param, returning, urls_of, web_query
+from core.methods.helpers import QA_INSTRUCTION, Return, generate, param, returning, revised, web_query
 from core.passages import format_passages
 from core.retrieval import retrieve
 
@@ -156,6 +155,7 @@ async def _generate(ctx: MethodContext, t: int, question: str, output: str, docs
     text = generate(ctx, prompt, role=role, i=t)
     async for ev in text:
         yield ev
-    after = prompts.normalise_answer(text.result) or output
-    yield StepRevised(i=t, before=output, after=after, sources=urls_of(used), article=after)
-    yield Return(after)
+    events = revised(ctx, t, output, text.result, used)
+    for ev in events:
+        yield ev
+    yield Return(events[-1].after)

@@ -24,7 +24,7 @@ from common.events import DraftReady, Event, Final, QueryMade, StepRevised, Step
 from common.types import Passage, Task
 from core import prompts
 from core.methods.base import MethodContext, register
-from core.methods.helpers import Return, generate, query_note, returning, urls_of, write_draft
+from core.methods.helpers import Return, generate, query_note, returning, revised, write_draft
 from core.passages import format_passages
 from core.retrieval import retrieve
 
@@ -77,27 +77,28 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
         yield ev
     passages = found.result
     kept = step if step_scope else so_far
-    if passages:
-        revised = _revise(task, ctx, state, i, passages, so_far, step_scope=step_scope)
-        async for ev in revised:
-            yield ev
-        after, urls, skipped = revised.result or kept, urls_of(passages), ""
-    else:
-        after, urls, skipped = kept, (), "no retrieved text for this step; kept as drafted"
 
-    if step_scope:
-        state.article = prompts.join_steps([state.article, after]) if state.article else after
+    def article_of(text: str) -> str:  # the whole text after step i
+        return prompts.join_steps([state.article, text]) if step_scope and state.article else text
+
+    if passages:
+        reply = _revise(task, ctx, state, i, passages, so_far, step_scope=step_scope)
+        async for ev in reply:
+            yield ev
+        events = revised(ctx, i, kept, reply.result, passages, article_of=article_of)
     else:
-        state.article = after
-    yield StepRevised(i=i, before=kept, after=after, sources=urls, article=state.article, skipped=skipped)
-    state.done = i
+        events = [StepRevised(i=i, before=kept, after=kept, article=article_of(kept),
+                              skipped="no retrieved text for this step; kept as drafted")]
+    for ev in events:
+        yield ev
+    state.article, state.done = events[-1].article, i
 
 
 @returning
 async def _revise(task: Task, ctx: MethodContext, state: _State, i: int, passages: list[Passage], so_far: str,
                   *, step_scope: bool) -> AsyncIterator[Event | Return[str]]:
-    """B.3 (or our step-scope revision) given the retrieved passages; returns the revised text
-    ("" when the model returned nothing usable)."""
+    """B.3 (or our step-scope revision) given the retrieved passages; returns the model's reply
+    as it wrote it (the guards of ``revised`` decide whether it is used)."""
     content = format_passages(passages)
     question = prompts.question_for(task)  # QA tasks also ask for a short "Answer:" line
     if step_scope:
@@ -109,7 +110,7 @@ async def _revise(task: Task, ctx: MethodContext, state: _State, i: int, passage
     rev = generate(ctx, prompt, role="revise", i=i)
     async for ev in rev:
         yield ev
-    yield Return(prompts.normalise_answer(rev.result))
+    yield Return(rev.result)
 
 
 class _State:

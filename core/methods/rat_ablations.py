@@ -33,7 +33,7 @@ from core.methods.helpers import (
     query_note,
     question_for,
     returning,
-    urls_of,
+    revised,
     web_query,
     write_draft,
 )
@@ -106,9 +106,10 @@ async def _revise(task: Task, ctx: MethodContext, i: int, text: str, passages: l
     rev = generate(ctx, prompt, role="revise", i=i)
     async for ev in rev:
         yield ev
-    after = prompts.normalise_answer(rev.result) or text
-    yield StepRevised(i=i, before=text, after=after, sources=urls_of(passages), article=after)
-    yield Return(after)
+    events = revised(ctx, i, text, rev.result, passages)
+    for ev in events:
+        yield ev
+    yield Return(events[-1].after)
 
 
 @register("cot-rag", "CoT+RAG: the whole chain-of-thought draft is one search query; one revision of the whole draft",

@@ -17,6 +17,8 @@ from tests.fakes.model import FakeModel
 
 TASK = Task("Set up a tested Django application with its Python packages.")
 
+EDITED = "Edited answer {} keeps the first step and the second step, as the critic asked."
+
 
 @pytest.fixture
 def store(tmp_path):
@@ -67,9 +69,9 @@ async def test_aag_pipeline_and_critic_stops_at_no_update_required(memory):
     assert any(n.text == "critic: NO UPDATE REQUIRED" for n in of(events, Note))
     revised = of(events, StepRevised)
     assert [r.after for r in revised] == ["1. First step of the first answer.\n\n2. Second step of the first answer.",
-                                         "1. Updated first step.\n\n2. Updated second step.", "Edited answer 1."]
+                                         "1. Updated first step.\n\n2. Updated second step.", EDITED.format(1)]
     final = events[-1]
-    assert isinstance(final, Final) and final.text == "Edited answer 1."
+    assert isinstance(final, Final) and final.text == EDITED.format(1)
     assert {"memory://procedure/1", "memory://procedure/2"} <= {s.url for s in final.sources}
 
 
@@ -78,9 +80,9 @@ async def test_aag_critic_stops_at_the_cycle_limit(memory):
     events = await run("aag", author, memory, **{"aag.critic_cycles": 2})
     assert author.kinds()[-4:] == ["aag-critic", "aag-edit", "aag-critic", "aag-edit"]
     assert author.kinds().count("aag-critic") == 2
-    assert "Edited answer 1." in author.of_kind("aag-critic")[1], "the critic reviews the edited answer"
+    assert EDITED.format(1) in author.of_kind("aag-critic")[1], "the critic reviews the edited answer"
     assert any("stopped after 2 cycles" in n.text for n in of(events, Note))
-    assert events[-1].text == "Edited answer 2."
+    assert events[-1].text == EDITED.format(2)
 
 
 async def test_aag_default_cycle_limit(memory):
@@ -112,7 +114,7 @@ async def test_aag_noqr_has_the_task_as_its_single_query(memory):
     assert author.kinds() == ["aag-first", "aag-critic", "aag-edit", "aag-critic"]
     assert [q.query for q in of(events, QueryMade)] == [TASK.prompt]
     assert "Write tests with the test client" in author.of_kind("aag-critic")[0], "the procedures are the context"
-    assert events[-1].text == "Edited answer 1."
+    assert events[-1].text == EDITED.format(1)
 
 
 async def test_aag_with_an_empty_memory_says_so_and_searches_the_web(store, web):

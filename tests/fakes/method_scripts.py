@@ -91,7 +91,7 @@ class MethodAuthor:
         if kind == "aag-critic":
             return "NO UPDATE REQUIRED"
         if kind == "aag-edit":
-            return f"Edited answer {n}."
+            return f"Edited answer {n} keeps the first step and the second step, as the critic asked."
         if kind == "furepa-first":
             return "[Search] Python 3.6.0 release"
         if kind == "furepa-plan":

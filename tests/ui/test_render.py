@@ -36,7 +36,8 @@ def url(n: int) -> str:
 
 
 def step_events(i: int, n: int, before: str, after: str, article: str, *, title: str = "Page", query: str = "q",
-                snippet: str = "a snippet", passage: str = "a passage", skipped: str = "") -> list:
+                snippet: str = "a snippet", passage: str = "a passage", skipped: str = "", guarded: str = "",
+                rejected: str = "") -> list:
     return [
         StepStarted(i=i, thought=STEPS[i - 1], n=n),
         LLMCalled(role="query", model="m", i=i, prompt_tokens=10, completion_tokens=5),
@@ -47,13 +48,15 @@ def step_events(i: int, n: int, before: str, after: str, article: str, *, title:
         PageRead(i=i, url=url(100 + i), title="", status="error", error=f"{url(100 + i)} HTTP 404 Not Found"),
         PassagesChosen(i=i, passages=(Passage(passage, url(i), title, 1.0, 40),)),
         LLMCalled(role="revise", model="m", i=i, prompt_tokens=100, completion_tokens=20),
-        StepRevised(i=i, before=before, after=after, sources=(url(i),) if not skipped else (), article=article,
-                    skipped=skipped),
+        StepRevised(i=i, before=before, after=after, sources=(url(i),) if not (skipped or guarded) else (),
+                    article=article, skipped=skipped, guarded=guarded, rejected=rejected),
     ]
 
 
-def rat_run(method: str = "rat", n: int = 3, **kw) -> list:
-    """A finished run's events as RAT (cumulative) or rat-step (paragraph) would store them."""
+def rat_run(method: str = "rat", n: int = 3, refused: frozenset[int] = frozenset(), **kw) -> list:
+    """A finished run's events as RAT (cumulative) or rat-step (paragraph) would store them;
+    the revisions of ``refused`` steps were refused by the guards (the model's reply, kept in
+    the event, is the revision with " [m<i>]" after a preamble)."""
     events = [RunStarted(run_id="abc123", method=method, task="Write about Python 3."),
               LLMCalled(role="draft", model="m", prompt_tokens=20, completion_tokens=30),
               DraftReady(steps=tuple(STEPS[:n]))]
@@ -67,9 +70,16 @@ def rat_run(method: str = "rat", n: int = 3, **kw) -> list:
             before = "\n\n".join(x for x in (article, step) if x)
             after = before + f" [r{i}]"
             article = after
+        if i in refused:
+            after, model = before, f"Here is the revised text:\n\n{before} [m{i}]"
+            article = "\n\n".join(x for x in (article.removesuffix(f" [r{i}]"),) if x)
+            events += step_events(i, n, before, after, article, guarded="talks about the task", rejected=model, **kw)
+            continue
         events += step_events(i, n, before, after, article, **kw)
-    sources = tuple(Source(i, url(i), "Page", (i,)) for i in range(1, n + 1))
-    events.append(Final(text=article, sources=sources))
+    kept = [i for i in range(1, n + 1) if i not in refused]
+    sources = tuple(Source(k, url(i), "Page", (i,)) for k, i in enumerate(kept, start=1))
+    unchecked = tuple(f"step {i}: the model's revision was refused" for i in sorted(refused))
+    events.append(Final(text=article, sources=sources, unchecked=unchecked))
     return events
 
 
@@ -290,7 +300,10 @@ def test_history_rows():
                  status=RunStatus.DONE, prompt_tokens=1000, completion_tokens=234, wall_seconds=12.34)
     (row,) = render.history_rows([run])
     assert row[0] == "abc" and row[1].endswith("…") and len(row[1]) == 80
-    assert row[2:] == ["rat", render.when(run.created), "done", "1,234", "12.3 s"]
+    assert row[2:] == ["rat", render.when(run.created), "done", "", "1,234", "12.3 s"]
+    checked = RunRow(id="d", task_id=1, method="rat", status=RunStatus.UNSOURCED, steps_total=3, steps_sourced=0,
+                     steps_guarded=2)
+    assert render.history_rows([checked])[0][4:6] == ["unsourced", "0/3, 2 refused"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", row[3])
 
 
@@ -360,3 +373,46 @@ async def test_llm_check_says_what_to_fix(services, llm):
     assert problem and "503" in problem
     shown = model_html(services.settings, "<b>set OPENAI_BASE_URL</b>")
     assert "&lt;b&gt;set OPENAI_BASE_URL&lt;/b&gt;" in shown
+
+
+# -- refused revisions ----------------------------------------------------------------------------
+def test_a_refused_revision_shows_the_reply_and_can_be_taken_in_paragraph_mode():
+    view = fold(rat_run("rat-step", refused=frozenset({2})))
+    card = render.card_html(view.cards[2], n=3, current=False)
+    assert "revision refused" in card and "Kept as it stood: the model's revision talks about the task" in card
+    assert f"{STEPS[1]} [m2]" in card, "the refused reply is shown"
+    ((label, step),) = render.take_choices(view)
+    assert step == 2 and label.startswith("Step 2: ")
+    assert [i for _, i in render.revert_choices(view)] == [1, 3], "nothing to undo at a refused step"
+    assert render.article_text(view) == f"{STEPS[0]} [r1]\n\n{STEPS[1]}\n\n{STEPS[2]} [r3]"
+    taken = render.article_text(view, [], [2])
+    assert taken == f"{STEPS[0]} [r1]\n\n{STEPS[1]} [m2]\n\n{STEPS[2]} [r3]", "without the model's preamble"
+    assert "taken by hand" in render.steps_html(view, [], [2])
+    assert [s.steps for s in render.kept_sources(view)] == [(1,), (3,)]
+    assert [(s.url, s.steps) for s in render.kept_sources(view, [], [2])] == [(url(1), (1,)), (url(2), (2,)),
+                                                                              (url(3), (3,))]
+    md = render.export_markdown(view, render.article_text(view), [1])
+    assert "## Not checked against a source" in md
+    assert "- Step 1: its revision was undone by the author" in md
+    assert "- Step 2: the model's revision was refused" in md
+    assert "Not checked" not in render.export_markdown(view, taken, [], [2])
+
+
+def test_taking_a_refused_revision_in_cumulative_mode_drops_the_later_revisions():
+    view = fold(rat_run("rat", refused=frozenset({2})))
+    assert [i for _, i in render.take_choices(view)] == [2]
+    undone, taken = render.chosen_edits(view, [], [2])
+    assert (undone, taken) == ({3}, {2})
+    assert render.article_text(view, [], [2]) == f"{STEPS[0]} [r1]\n\n{STEPS[1]} [m2]\n\n{STEPS[2]}"
+    assert render.chosen_edits(view, [1], [2]) == ({1, 2, 3}, set()), "undoing an earlier step wins"
+
+
+def test_progress_says_what_was_refused_and_what_is_unsourced():
+    view = fold(rat_run("rat-step", refused=frozenset({2})))
+    text = render.progress_text(view, "done")
+    assert "1 revision was refused and the text kept" in text and "step 2: the model's revision was refused" in text
+    everything = fold(rat_run("rat-step", refused=frozenset({1, 2, 3})))
+    text = render.progress_text(everything, "unsourced")
+    assert text.startswith("Unsourced: no part of this text was checked against retrieved text (")
+    assert "rat-unsourced" in render.progress_html(everything, "unsourced")
+    assert render.take_choices(fold(rat_run("itrg-refine"))) == []

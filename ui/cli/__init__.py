@@ -38,6 +38,9 @@ def common_flags(suppress: bool) -> argparse.ArgumentParser:
     g.add_argument("--k", type=int, help="search results read per retrieval [RAT_STUDIO_K; 5]")
     g.add_argument("--passage-tokens", type=int, help="retrieved tokens per revision [RAT_STUDIO_PASSAGE_TOKENS; 1500]")
     g.add_argument("--max-steps", type=int, help="most draft steps revised [RAT_STUDIO_MAX_STEPS; 30]")
+    g.add_argument("--min-keep", type=float,
+                   help="share of a text's characters a revision must keep, else the text stays as it was "
+                        "[RAT_STUDIO_MIN_KEEP; 0.4]")
     g.add_argument("--max-task-chars", type=int, help="longest task accepted [RAT_STUDIO_MAX_TASK_CHARS; 20000]")
     g.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="a method parameter, repeatable, e.g. --param itrg.iterations=3 "

@@ -18,6 +18,10 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+#: ``run`` and ``resume`` exit with this when the run finished but used no source at all (a run
+#: status of "unsourced"): the Markdown says so, and standard error says why and what to do.
+EXIT_UNSOURCED = 3
+
 
 def add_commands(sub: argparse._SubParsersAction, common: list[argparse.ArgumentParser]) -> None:
     """Add ``ui``, ``run``, ``resume``, ``fetch``, ``search``, ``history`` and ``show`` (each
@@ -26,7 +30,9 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
 
     p = sub.add_parser("ui", parents=common, help="start the browser UI (the default)")
     p.set_defaults(func=cmd_ui)
-    p = sub.add_parser("run", parents=common, help="run a method on a task and print or save the article")
+    p = sub.add_parser("run", parents=common, help="run a method on a task and print or save the article",
+                       epilog="exit codes: 0 done; 1 the run failed; 2 a bad setting; 3 finished unsourced "
+                              "(no step was checked against a source: the text is the model's alone)")
     p.add_argument("task", help="what to write, e.g. \"Describe Jin Yong's life\"")
     p.add_argument("--method", default="rat", choices=sorted(METHODS), help="writing method (default rat)")
     p.add_argument("--kind", default="writing", choices=["writing", "plan", "qa"])
@@ -79,7 +85,8 @@ def cmd_resume(args, app) -> int:
 
 async def _follow(events, args, app) -> int:
     from common.events import Failed, Final, RunStarted
-    from core.report import progress_line, to_markdown
+    from common.types import RunStatus
+    from core.report import progress_line, to_markdown, unsourced_cause
 
     run_id, final, failed = None, None, None
     try:
@@ -104,12 +111,16 @@ async def _follow(events, args, app) -> int:
         print(f"draft stored; continue with: python app.py resume {run_id}", file=sys.stderr)
         return 0
     run = app.store.get_run(run_id)
-    markdown = to_markdown(run.task, final.text, final.sources)
+    cause = unsourced_cause(app.store.events(run_id)) if run.status == RunStatus.UNSOURCED else ""
+    markdown = to_markdown(run.task, final.text, final.sources, unchecked=final.unchecked, unsourced=cause)
     if args.out:
         Path(args.out).write_text(markdown, encoding="utf-8")
         print(f"article written to {args.out}", file=sys.stderr)
     else:
         print(markdown)
+    if cause:
+        print(f"warning: unsourced: nothing in this text was checked against a source: {cause}.", file=sys.stderr)
+        return EXIT_UNSOURCED
     return 0
 
 
@@ -170,10 +181,14 @@ def cmd_history(args, app) -> int:
 
 
 def cmd_show(args, app) -> int:
-    from common.types import Source
-    from core.report import to_markdown
+    from common.events import Final
+    from common.types import RunStatus, Source
+    from core.report import to_markdown, unsourced_cause
 
     run = app.store.get_run(args.run_id)
+    events = app.store.events(args.run_id)
     sources = [Source(s["n"], s["url"], s["title"], tuple(s["steps"])) for s in run.sources]
-    print(to_markdown(run.task, run.final_text, sources))
+    unchecked = next((e.unchecked for e in reversed(events) if isinstance(e, Final)), ())
+    cause = unsourced_cause(events) if run.status == RunStatus.UNSOURCED else ""
+    print(to_markdown(run.task, run.final_text, sources, unchecked=unchecked, unsourced=cause))
     return 0

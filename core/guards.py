@@ -1,0 +1,101 @@
+"""Guards on a model's revision, so that no reply can destroy the text it was asked to revise.
+
+Real models, small ones most, answer a revision prompt with a preamble ("Here is the revised
+answer:"), a postscript ("Let me know if..."), talk about the task instead of the text ("I have
+made the requested changes to answer this question according to the WIKI."), or a fragment of
+what they were given. ``guard_revision`` strips the chatter and refuses a reply that is empty, is
+talk, or keeps less than ``min_keep`` of the text's characters: the text then stays as it stood
+and the refused reply is kept (``Revision.rejected``) so the author can take it by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from core.prompts import normalise_answer
+
+MIN_KEEP = 0.4  # the default share of characters a revision must keep (--min-keep)
+
+_OPENERS = r"(?:sure|certainly|of course|okay|ok|great|absolutely|alright)\b[^\n:]*?[.!,]"
+_ANNOUNCE = (r"(?:here(?:'s| is| are)|below is|following is)\b[^\n]*?:"
+             r"|(?:the\s+|my\s+)?(?:revised|updated|corrected|edited|final|improved|new)\s+"
+             r"(?:answer|text|paragraph|version|response|article|step|content)(?:\s+[^\s:]+){0,3}?\s*:")
+#: What a reply may begin with before the text itself: "Sure!", "Here is the revised answer:",
+#: "**Revised paragraph:**", "### Revised answer", each at most once per pass.
+_PREAMBLE = re.compile(rf"^\s*(?:[#>*_]+\s*)*(?:{_OPENERS}|{_ANNOUNCE})\s*(?:[*_]+)?\s*", re.I)
+_HEADING_ONLY = re.compile(r"^\s*#+\s*(?:revised|updated|final|improved)\s+\w+\s*:?\s*$", re.I)
+#: A closing paragraph that talks to the reader rather than continuing the text.
+_POSTSCRIPT = re.compile(r"^\s*[(*_]*\s*(?:note\b|i hope|hope this|let me know|feel free|if you (?:need|want|have)"
+                         r"|this revision|in this revision|the revised (?:text|answer|version|paragraph)"
+                         r"|i (?:have|'ve) (?:revised|updated|made|added|kept|corrected|rewritten)|changes made)",
+                         re.I)
+#: A sentence about the task rather than about the subject.
+_TALK = re.compile(
+    r"\b(?:i (?:have|'ve|had|will|'ll|would|made|revised|updated|added|changed|corrected|rewrote|removed|kept"
+    r"|cannot|can't|can not|am unable|apologi[sz]e)"
+    r"|as an ai|language model|the requested changes?|(?:your|the) (?:question|instruction|request)s?\b"
+    r"|(?:revised|updated|original|given|provided|existing) (?:answer|text|paragraph|version|response|content)"
+    r"|according to the (?:wiki|instructions?|content|passages?|text))", re.I)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+@dataclass(frozen=True)
+class Revision:
+    """What a step's text is after a revision call: ``text``; when the reply was refused,
+    ``problem`` says why ("it is empty", ...) and ``rejected`` holds the reply as written."""
+
+    text: str
+    problem: str = ""
+    rejected: str = ""
+
+
+def strip_chatter(reply: str) -> str:
+    """The reply without an announcing preamble or a closing postscript. Never returns less
+    than nothing: a reply that is all chatter comes back empty."""
+    text = reply.strip()
+    for _ in range(3):  # "Sure! Here is the revised answer:" is two openers
+        lines = text.split("\n", 1)
+        if _HEADING_ONLY.match(lines[0]):
+            text = lines[1].strip() if len(lines) > 1 else ""
+            continue
+        stripped = _PREAMBLE.sub("", text, count=1).strip()
+        if stripped == text:
+            break
+        text = stripped
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+    while len(paragraphs) > 1 and _POSTSCRIPT.match(paragraphs[-1]):
+        paragraphs.pop()
+    return "\n\n".join(p.strip() for p in paragraphs)
+
+
+def is_talk(text: str) -> bool:
+    """True when at least half of the text's sentences talk about the task ("I have made the
+    requested changes...") rather than about its subject."""
+    sentences = [s for s in _SENTENCE.split(text) if re.search(r"\w", s)]
+    if not sentences:
+        return False
+    talk = sum(bool(_TALK.search(s)) for s in sentences)
+    return talk * 2 >= len(sentences)
+
+
+def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP) -> Revision:
+    """The text after a revision of ``before`` that the model answered with ``reply``: the
+    reply without chatter, or ``before`` itself (with the problem and the refused reply) when
+    the reply is empty, talks about the task, or keeps less than ``min_keep`` of the characters
+    of ``before``. With nothing before (a first answer), the reply is used as it is."""
+    text = normalise_answer(strip_chatter(reply))
+    if not before.strip():  # writing from nothing: there is no text to protect
+        return Revision(text=text or normalise_answer(reply))
+    problem = ""
+    if not text:
+        problem = "is empty" if not reply.strip() else "holds nothing but a preamble"
+    elif is_talk(text):
+        problem = "talks about the task instead of revising the text"
+    elif len(text) < min_keep * len(before.strip()):
+        share = len(text) / len(before.strip())
+        problem = (f"keeps {share:.0%} of the text it replaces ({len(text):,} of {len(before.strip()):,} "
+                   f"characters; a revision must keep at least {min_keep:.0%}, see --min-keep)")
+    if problem:
+        return Revision(text=before, problem=problem, rejected=reply.strip())
+    return Revision(text=text)

@@ -1,0 +1,102 @@
+"""The guards on a model's revision (core.guards): chatter is stripped, and a reply that is empty,
+talk about the task, or a fragment of the text it replaces is refused, the text kept as it stood.
+The shapes are those real models wrote (issue 9: SmolLM2-135M through llama.cpp's server)."""
+
+from __future__ import annotations
+
+import pytest
+
+from common.events import Note, StepRevised
+from common.types import Passage
+from core.guards import guard_revision, is_talk, strip_chatter
+from core.methods.helpers import revised
+from tests.fakes.method_scripts import method_context
+from tests.fakes.model import FakeModel
+
+ARTICLE = ("Jin Yong was born Louis Cha Leung-yung in 1924 in Haining, Zhejiang. He moved to Hong Kong in 1948, "
+           "where he worked as a journalist and later co-founded the newspaper Ming Pao in 1959.\n\n"
+           "Between 1955 and 1972 he wrote fifteen wuxia novels, serialised in newspapers, among them The Legend "
+           "of the Condor Heroes and The Deer and the Cauldron. He revised all of them between 1970 and 1980.")
+REVISED = ARTICLE.replace("fifteen", "fifteen (counting novellas)").replace("in 1959", "on 20 May 1959")
+
+
+@pytest.mark.parametrize("reply", [
+    f"Here is the revised answer:\n\n{REVISED}",
+    f"Sure! Here's the revised text:\n{REVISED}",
+    f"**Revised answer:**\n\n{REVISED}",
+    f"### Revised Answer\n{REVISED}",
+    f"{REVISED}\n\nI hope this helps! Let me know if you need anything else.",
+    f"{REVISED}\n\nNote: I have kept the structure of the original answer.",
+    f"Certainly. {REVISED}",
+])
+def test_preambles_and_postscripts_are_stripped(reply):
+    assert strip_chatter(reply) == REVISED
+    rev = guard_revision(ARTICLE, reply)
+    assert rev.text == REVISED and not rev.problem and not rev.rejected
+
+
+@pytest.mark.parametrize("text", [
+    "New text messaging services appeared in 1992: SMS was the first of them, sent over GSM networks.",
+    "The revised edition of 1980: every novel was rewritten, and the endings of several changed.",
+    "Here, in Haining, the Cha family had lived for centuries.",
+])
+def test_text_that_only_looks_like_a_label_is_kept_whole(text):
+    assert strip_chatter(text) == text
+
+
+def test_the_reply_of_the_issue_is_talk_and_is_refused():
+    # SmolLM2-135M's revision of a 3,330-character article; the run used to end "done" with it.
+    reply = "I have made the requested changes to answer this question according to the WIKI."
+    rev = guard_revision(ARTICLE, reply)
+    assert rev.text == ARTICLE, "the text stays as it stood"
+    assert rev.problem == "talks about the task instead of revising the text"
+    assert rev.rejected == reply
+
+
+@pytest.mark.parametrize("reply, problem", [
+    ("", "is empty"),
+    ("   \n ", "is empty"),
+    ("Here is the revised answer:", "holds nothing but a preamble"),
+    ("Sure! I will revise the text according to the instructions. The revised answer keeps the facts.",
+     "talks about the task instead of revising the text"),
+    ("As an AI language model, I cannot browse the web.", "talks about the task instead of revising the text"),
+])
+def test_empty_and_talk_replies_are_refused(reply, problem):
+    rev = guard_revision(ARTICLE, reply)
+    assert (rev.text, rev.problem) == (ARTICLE, problem)
+
+
+def test_a_revision_that_loses_too_much_text_is_refused_with_its_share():
+    fragment = ARTICLE[:int(len(ARTICLE) * 0.3)]
+    rev = guard_revision(ARTICLE, fragment)
+    assert rev.text == ARTICLE and rev.rejected == fragment
+    assert rev.problem.startswith("keeps 30% of the text it replaces") and "--min-keep" in rev.problem
+    assert guard_revision(ARTICLE, fragment, min_keep=0.25).text == fragment, "the share is a setting"
+    assert guard_revision(ARTICLE, fragment, min_keep=0).text == fragment, "0 turns the length check off"
+    longer = ARTICLE[:int(len(ARTICLE) * 0.5)]
+    assert guard_revision(ARTICLE, longer).text == longer, "a revision may shorten the text"
+
+
+def test_a_text_that_mentions_people_speaking_is_not_talk():
+    text = ("He said in 1999 that he had revised the novels to fix errors. Readers noticed the new endings. "
+            "Critics compared the versions at length.")
+    assert not is_talk(text)
+    assert guard_revision(ARTICLE, text + " " + ARTICLE).problem == ""
+
+
+def test_with_nothing_before_the_reply_is_used_as_the_first_text():
+    assert guard_revision("", "Here is the answer:\n\nOwls hunt at night.").text == "Owls hunt at night."
+    assert guard_revision("", "I have made the requested changes.").text == "I have made the requested changes."
+
+
+def test_a_refused_revision_becomes_a_note_and_a_step_that_keeps_its_text():
+    ctx = method_context(FakeModel(), min_keep=0.4)
+    passage = Passage(url="http://127.0.0.1/pages/jin", title="Jin Yong", text="...", score=1.0)
+    note, step = revised(ctx, 2, ARTICLE, "I have revised it.", [passage])
+    assert isinstance(note, Note) and note.level == "warning" and note.i == 2
+    assert "revision of step 2 was not used" in note.text and "talks about the task" in note.text
+    assert isinstance(step, StepRevised) and step.after == step.before == step.article == ARTICLE
+    assert step.sources == () and step.guarded and step.rejected == "I have revised it." and not step.checked
+    (used,) = revised(ctx, 2, ARTICLE, REVISED, [passage], article_of=lambda text: "Before.\n\n" + text)
+    assert used.after == REVISED and used.article == "Before.\n\n" + REVISED
+    assert used.sources == ("http://127.0.0.1/pages/jin",) and used.checked

@@ -1,0 +1,128 @@
+"""Honest endings (issue 9): a refused revision keeps the text and says so; a run whose steps were
+never checked against retrieved text ends "unsourced" (in the store, History, the CLI's exit code
+and Markdown), is left out of the arena, and says why and what to do. End to end: the openai SDK
+over HTTP to the fake model, SearXNG search and page fetching over HTTP, a real SQLite file."""
+
+from __future__ import annotations
+
+import re
+
+from app import build
+from common.events import Final, Note, StepRevised
+from common.types import RunStatus, Task
+from core.report import to_markdown, unsourced_cause
+from data import arena
+from tests.conftest import make_settings
+from tests.fakes.scripts import RatAuthor, draft_steps, kind_of
+from tests.helpers import collect, of
+from tests.test_app import cli
+
+TASK = Task("Write a short history of Python 3 and its ecosystem.")
+TALK = "I have made the requested changes to answer this question according to the WIKI."
+
+
+class TalkingAuthor(RatAuthor):
+    """A RatAuthor whose revisions of the steps in ``talk_on`` are talk about the task (the
+    real reply of issue 9), counting revisions from 1."""
+
+    def __init__(self, steps: list[str], talk_on: set[int]):
+        super().__init__(steps)
+        self.talk_on, self.revisions = talk_on, 0
+
+    def __call__(self, body: dict) -> str:
+        reply = super().__call__(body)
+        if kind_of(self.calls[-1][1]).startswith("revise"):
+            self.revisions += 1
+            if self.revisions in self.talk_on:
+                return TALK
+        return reply
+
+
+async def test_a_revision_that_talks_is_refused_and_the_run_says_which_step(services, llm):
+    author = TalkingAuthor(draft_steps(3), talk_on={2})
+    llm.reply(author)
+    events = await collect(services.runner.start("rat-step", TASK))
+    run = services.store.get_run(events[0].run_id)
+    assert run.status == RunStatus.DONE, "two of three steps were checked"
+    revs = of(events, StepRevised)
+    assert [bool(r.guarded) for r in revs] == [False, True, False]
+    assert revs[1].after == revs[1].before == author.steps[1] and revs[1].rejected == TALK and revs[1].sources == ()
+    (note,) = [n for n in of(events, Note) if n.i == 2 and n.level == "warning"]
+    assert "revision of step 2 was not used" in note.text and "talks about the task" in note.text
+    final = events[-1]
+    assert isinstance(final, Final) and author.steps[1] in final.text, "the step's text is not lost"
+    assert final.unchecked == (f"step 2: the model's revision was refused (it {revs[1].guarded}); kept as it stood",)
+    assert all(2 not in s.steps for s in final.sources)
+    assert (run.steps_sourced, run.steps_guarded, run.steps_total) == (2, 1, 3)
+    md = to_markdown(run.task, final.text, final.sources, unchecked=final.unchecked)
+    assert "## Not checked against a source\n\n- Step 2: the model's revision was refused" in md
+    stored = [e for e in services.store.events(run.id) if isinstance(e, StepRevised)]
+    assert stored[1].rejected == TALK, "the refused reply is stored with the event"
+
+
+async def test_when_every_revision_is_refused_the_run_is_unsourced_and_keeps_the_draft(services, llm):
+    author = TalkingAuthor(draft_steps(3), talk_on={1, 2, 3})
+    llm.reply(author)
+    events = await collect(services.runner.start("rat", TASK))
+    run = services.store.get_run(events[0].run_id)
+    assert run.status == RunStatus.UNSOURCED
+    assert events[-1].text == "\n\n".join(author.steps), "the draft, whole"
+    assert events[-1].sources == () and len(events[-1].unchecked) == 3
+    assert (run.steps_sourced, run.steps_guarded) == (0, 3)
+    cause = unsourced_cause(services.store.events(run.id))
+    assert cause.startswith("the model's revisions were refused at 3 step(s)") and "--min-keep" in cause
+    assert arena.sync_run_outputs(services.store) == 0, "an unsourced RAT output is not rated as RAT"
+
+
+async def test_unreachable_search_ends_unsourced_with_the_cause(tmp_path, llm, web):
+    llm.reply(RatAuthor(draft_steps(2)))
+    settings = make_settings(tmp_path, llm, web)
+    settings = settings.with_(search=settings.search.__class__(providers=("searxng",), retries=1, backoff=0.01,
+                                                               searxng_url="http://127.0.0.1:9/"))
+    app = build(settings)
+    events = await collect(app.runner.start("rat", TASK))
+    run = app.store.get_run(events[0].run_id)
+    assert run.status == RunStatus.UNSOURCED and run.steps_sourced == 0
+    assert [r.skipped for r in of(events, StepRevised)] == ["no retrieved text for this step; kept as drafted"] * 2
+    cause = unsourced_cause(app.store.events(run.id))
+    assert cause.startswith("search failed for every step: ")
+    assert "Error(" not in cause, "a sentence, not an exception's repr"
+
+
+async def test_a_method_that_does_not_search_is_done_without_sources(services, llm):
+    llm.reply(RatAuthor(draft_steps(2)))
+    events = await collect(services.runner.start("cot", TASK))
+    assert services.store.get_run(events[0].run_id).status == RunStatus.DONE
+    assert events[-1].sources == () and events[-1].unchecked == ()
+
+
+async def test_an_edited_draft_drops_the_sources_of_the_old_revisions(services, llm):
+    llm.reply(RatAuthor(draft_steps(2)))
+    first = await collect(services.runner.start("rat-step", TASK))
+    assert first[-1].sources
+    run_id = first[0].run_id
+    llm.reply(TalkingAuthor(draft_steps(2), talk_on={1, 2}))
+    again = await collect(services.runner.resume(run_id, draft=["Step A: my own first step.", "Step B: mine too."]))
+    assert again[-1].sources == (), "the revisions that used them are gone with the old draft"
+    run = services.store.get_run(run_id)
+    assert run.status == RunStatus.UNSOURCED and (run.steps_sourced, run.steps_guarded) == (0, 2)
+
+
+def test_the_cli_exits_3_on_an_unsourced_run_and_the_markdown_says_so(tmp_path, llm, web):
+    llm.reply(RatAuthor(draft_steps(2)))
+    env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test", "RAT_STUDIO_MODEL": "fake-model",
+           "RAT_STUDIO_SEARCH": "searxng", "RAT_STUDIO_SEARXNG_URL": "http://127.0.0.1:9/",
+           "RAT_STUDIO_DB": str(tmp_path / "cli.db")}
+    out = tmp_path / "a.md"
+    proc = cli("run", TASK.prompt, "--out", str(out), env_extra=env)
+    assert proc.returncode == 3, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning: unsourced")]
+    assert len(warnings) == 1 and "search failed for every step" in warnings[0]
+    article = out.read_text()
+    assert "> **Unsourced**: no part of this text was checked against retrieved text" in article
+    assert draft_steps(2)[0] in article and draft_steps(2)[1] in article
+    run_id = re.search(r"run id: ([0-9a-f]{12})", proc.stderr).group(1)
+    shown = cli("show", run_id, env_extra=env)
+    assert shown.returncode == 0 and "**Unsourced**" in shown.stdout
+    history = cli("history", env_extra=env)
+    assert re.search(rf"{run_id} .* unsourced ", history.stdout)
