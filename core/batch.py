@@ -5,7 +5,8 @@ Batch. ``load_tasks`` reads a JSONL task file (one ``{"id", "prompt", "kind", "t
 starts every (task, method) pair through the runner, so each output is an ordinary stored run
 (the arena picks finished runs up at once), a few at a time. It is resumable: a pair that already
 has a finished run (status "done" for the same prompt, kind, task set and method) is skipped, so
-running the same command again after an interruption runs only the rest. A run that fails is
+running the same command again after an interruption runs only the rest; an "unsourced" run (no
+source found) is run again, in case search works this time. A run that fails is
 reported and the batch goes on. Progress goes to a callback (the CLI prints one line that
 updates); nothing here prints.
 
@@ -15,7 +16,7 @@ set against the task's gold answers, with exact match and token F1 after ITRG's 
 whitespaces"; SQuAD's evaluation script), taking the best over the gold answers. The prediction
 is the text after the last "Answer:" line when there is one (every method asks QA tasks for one),
 else the whole text. ``recall`` is 003's answer recall (table 4): a gold answer occurs in the
-whole output.
+whole output. Unsourced runs are scored, and counted in their own column.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 TASKS_DIR = Path(__file__).resolve().parent.parent / "data" / "tasks"
 EXAMPLE = '{"id": "w1", "prompt": "Describe Jin Yong\'s life.", "kind": "writing", "task_set": "rat-writing"}'
 ALL_RUNS = 10**9  # list_runs limit meaning "all of them"
+FINISHED = ("done", "unsourced")
 
 
 class BatchInputError(TaskError):
@@ -154,7 +156,7 @@ def parse_methods(text: str | Iterable[str]) -> list[str]:
 class PairResult:
     task_id: str
     method: str
-    status: str  # done | failed | skipped | interrupted
+    status: str  # done | unsourced | failed | skipped | interrupted
     run_id: str = ""
     error: str = ""
     prompt_tokens: int = 0
@@ -200,9 +202,10 @@ class BatchReport:
         table: dict[str, dict] = {}
         for m in self.methods:
             rows = [r for r in self.results if r.method == m]
-            ran = [r for r in rows if r.status in ("done", "failed")]
+            ran = [r for r in rows if r.status in ("done", "unsourced", "failed")]
             table[m] = {
                 "done": sum(r.status == "done" for r in rows),
+                "unsourced": sum(r.status == "unsourced" for r in rows),
                 "failed": sum(r.status == "failed" for r in rows),
                 "skipped": sum(r.status == "skipped" for r in rows),
                 "prompt_tokens": sum(r.prompt_tokens for r in ran),
@@ -259,7 +262,7 @@ class Batch:
                     log.exception("batch: %s on %s crashed", method, spec.id)
                     result = PairResult(spec.id, method, "failed",
                                         error=f"internal error ({type(exc).__name__}: {exc})")
-            if result.status == "done":
+            if result.status in ("done", "unsourced"):
                 progress.done += 1
             else:
                 progress.failed += 1
@@ -293,7 +296,9 @@ class Batch:
             result.completion_tokens = run.completion_tokens
             result.llm_calls = run.llm_calls
             result.seconds = run.wall_seconds
-            if result.status != "done" and not result.error:
+            if result.status == "done":
+                result.status = str(run.status)  # done, or unsourced: finished with no source at all
+            if result.status not in ("done", "unsourced") and not result.error:
                 result.error = run.error or f"the run ended with status {run.status}"
         return result
 
@@ -323,10 +328,10 @@ def format_table(headers: list[str], rows: list[list]) -> str:
 def format_report(report: BatchReport) -> str:
     rows = []
     for method, s in report.by_method().items():
-        rows.append([method, s["done"], s["failed"], s["skipped"], f"{s['prompt_tokens']:,}",
+        rows.append([method, s["done"], s["unsourced"], s["failed"], s["skipped"], f"{s['prompt_tokens']:,}",
                      f"{s['completion_tokens']:,}", s["llm_calls"], f"{s['seconds']:.1f}",
                      f"{s['seconds_per_run']:.1f}"])
-    return format_table(["method", "done", "failed", "skipped", "prompt tok", "completion tok", "calls",
+    return format_table(["method", "done", "unsourced", "failed", "skipped", "prompt tok", "completion tok", "calls",
                          "seconds", "s/run"], rows)
 
 
@@ -379,6 +384,7 @@ class QAScore:
     f1: float = 0.0
     recall: float = 0.0
     missing: int = 0  # tasks with gold answers but no finished run of this method
+    unsourced: int = 0  # of the tasks scored, those whose run used no source at all
     details: list[dict] = field(default_factory=list)
 
 
@@ -394,8 +400,8 @@ def score_qa(store, *, task_set: str = "qa", methods: list[str] | None = None,
     answers = dict(answers or {})
     latest: dict[tuple[str, str], dict] = {}
     gold: dict[str, tuple[str, ...]] = {}
-    for run in store.list_runs(status="done", limit=ALL_RUNS):  # newest first
-        if run.task_set != task_set or (methods and run.method not in methods):
+    for run in store.list_runs(limit=ALL_RUNS):  # newest first
+        if run.status not in FINISHED or run.task_set != task_set or (methods and run.method not in methods):
             continue
         latest.setdefault((run.task, run.method), run)
         if run.task not in gold:
@@ -418,9 +424,10 @@ def score_qa(store, *, task_set: str = "qa", methods: list[str] | None = None,
             prediction = extract_answer(run.final_text)
             row = {"task": prompt, "run_id": run.id, "prediction": prediction, "answers": list(golds),
                    "em": exact_match(prediction, golds), "f1": f1_score(prediction, golds),
-                   "recall": answer_recall(run.final_text, golds)}
+                   "recall": answer_recall(run.final_text, golds), "unsourced": run.status == "unsourced"}
             score.details.append(row)
         score.n = len(score.details)
+        score.unsourced = sum(d["unsourced"] for d in score.details)
         if score.n:
             score.em = round(100 * sum(d["em"] for d in score.details) / score.n, 2)
             score.f1 = round(100 * sum(d["f1"] for d in score.details) / score.n, 2)
@@ -430,8 +437,9 @@ def score_qa(store, *, task_set: str = "qa", methods: list[str] | None = None,
 
 
 def format_qa(scores: list[QAScore]) -> str:
-    rows = [[s.method, s.n, f"{s.em:.1f}", f"{s.f1:.1f}", f"{s.recall:.1f}", s.missing] for s in scores]
-    return format_table(["method", "tasks", "EM", "F1", "recall", "missing"], rows)
+    rows = [[s.method, s.n, f"{s.em:.1f}", f"{s.f1:.1f}", f"{s.recall:.1f}", s.missing, s.unsourced]
+            for s in scores]
+    return format_table(["method", "tasks", "EM", "F1", "recall", "missing", "unsourced"], rows)
 
 
 def _meta(store, task_id: int) -> dict:

@@ -242,7 +242,7 @@ def test_cli_batch_then_eval_qa(services, llm, qa_file, capsys):
     assert "4 skipped (already finished)" in capsys.readouterr().err
     assert _cli(services, "eval", "qa", "--methods", "direct", "--task-set", "tiny-qa", "--tasks", str(qa_file)) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^direct\s+4\s+50\.0\s+66\.7\s+50\.0\s+0$", out, re.M), out
+    assert re.search(r"^direct\s+4\s+50\.0\s+66\.7\s+50\.0\s+0\s+0$", out, re.M), out
 
 
 def test_cli_reports_a_bad_line(services, tmp_path):

@@ -126,3 +126,19 @@ def test_the_cli_exits_3_on_an_unsourced_run_and_the_markdown_says_so(tmp_path, 
     assert shown.returncode == 0 and "**Unsourced**" in shown.stdout
     history = cli("history", env_extra=env)
     assert re.search(rf"{run_id} .* unsourced ", history.stdout)
+
+
+async def test_a_batch_counts_unsourced_runs_apart_and_runs_them_again(tmp_path, llm, web):
+    from core.batch import Batch, TaskSpec, format_report
+
+    llm.reply(RatAuthor(draft_steps(2)))
+    settings = make_settings(tmp_path, llm, web)
+    offline = settings.with_(search=settings.search.__class__(providers=("searxng",), retries=1, backoff=0.01,
+                                                              searxng_url="http://127.0.0.1:9/"))
+    app = build(offline)
+    spec = TaskSpec("t1", TASK.prompt)
+    report = await Batch(app.runner, app.store, ["rat", "cot"]).run([spec])
+    assert {r.method: r.status for r in report.results} == {"rat": "unsourced", "cot": "done"}
+    assert re.search(r"^rat\s+0\s+1\s+0\s+0\s", format_report(report), re.M), format_report(report)
+    todo, skipped = Batch(app.runner, app.store, ["rat", "cot"]).plan([spec])
+    assert [m for _, m in todo] == ["rat"] and [m for _, m in skipped] == ["cot"], "an unsourced pair is run again"
