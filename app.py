@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 TRUE = {"1", "true", "yes", "on"}
 MIN_PASSWORD = 8  # characters of an --auth password
+MIN_CONTEXT_TOKENS = 1024  # the smallest --context-tokens that leaves room for a prompt and its answer
 
 
 # -- settings -------------------------------------------------------------------------------------
@@ -65,6 +66,11 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
             raise ConfigError(f"--{key.replace('_', '-')} must be a share between 0 and 1 (e.g. 0.4 for 40%), "
                               f"not {value}.")
         return value
+
+    context_tokens = pick("context_tokens", "RAT_STUDIO_CONTEXT_TOKENS", None, int)
+    if context_tokens is not None and context_tokens < MIN_CONTEXT_TOKENS:
+        raise ConfigError(f"--context-tokens {context_tokens} is too small for any of the prompts: give the "
+                          f"model's context window, at least {MIN_CONTEXT_TOKENS} (e.g. 8192).")
 
     providers = tuple(p.strip() for p in pick("search", "RAT_STUDIO_SEARCH", "ddg").split(",") if p.strip())
     unknown = [p for p in providers if p not in SEARCH_PROVIDERS]
@@ -100,6 +106,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
             k=pick("k", "RAT_STUDIO_K", MethodSettings.k, int),
             passage_tokens=pick("passage_tokens", "RAT_STUDIO_PASSAGE_TOKENS", MethodSettings.passage_tokens, int),
             max_steps=pick("max_steps", "RAT_STUDIO_MAX_STEPS", MethodSettings.max_steps, int),
+            context_tokens=context_tokens,
             min_keep=share_of("min_keep", "RAT_STUDIO_MIN_KEEP", MethodSettings.min_keep),
             max_task_chars=pick("max_task_chars", "RAT_STUDIO_MAX_TASK_CHARS", MethodSettings.max_task_chars, int),
             params=method_params(getattr(args, "param", None) or

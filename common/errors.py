@@ -63,6 +63,11 @@ class LLMBadRequest(LLMError):
     """400: the request was refused as invalid (often: the prompt is too long for the model)."""
 
 
+class LLMContextExceeded(LLMBadRequest):
+    """The server refused a prompt longer than the model's context window; the message names
+    --context-tokens."""
+
+
 # --- search ----------------------------------------------------------------------------------
 
 
@@ -77,9 +82,26 @@ class SearchRateLimited(SearchError):
 
 
 class SearchUnavailable(SearchError):
-    """The provider could not be reached or answered with an error."""
+    """The provider timed out or answered with an error (5xx, engines down)."""
 
     retryable = True
+
+
+class SearchUnreachable(SearchUnavailable):
+    """The provider's host could not be reached at all: the DNS lookup failed, the connection
+    was refused, no route to it. Trying again in a few seconds will not help, so it is not
+    retried; the search chain skips the provider for the rest of the run.
+
+    ``cause`` says what failed in words ("DNS lookup failed"), ``fix`` what to do ("check the
+    network, or use --search searxng or corpus"); the message holds both."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, provider: str = "", cause: str = "", fix: str = ""):
+        super().__init__(message)
+        self.provider = provider
+        self.cause = cause
+        self.fix = fix
 
 
 # --- fetching --------------------------------------------------------------------------------

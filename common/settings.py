@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROLES = ("draft", "query", "revise", "judge")
+DEFAULT_CONTEXT_TOKENS = 8192  # when neither --context-tokens nor the server says
 SEARCH_PROVIDERS = ("ddg", "searxng", "corpus")
 
 
@@ -54,6 +55,8 @@ class MethodSettings:
     passage_size: int = 180  # target tokens of one passage
     max_steps: int = 30  # a longer draft is cut (and the cut is shown)
     max_task_chars: int = 20_000
+    # the model's context window in tokens; None: what the server reports, else DEFAULT_CONTEXT_TOKENS
+    context_tokens: int | None = None
     # a revision that keeps less than this share of the characters it replaces is refused and the
     # text kept as it stood (core.guards); 0 turns the length check off
     min_keep: float = 0.4

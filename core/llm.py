@@ -17,6 +17,7 @@ import asyncio
 import email.utils
 import logging
 import math
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from common.errors import (
     LLMAuthError,
     LLMBadRequest,
     LLMConnectionError,
+    LLMContextExceeded,
     LLMError,
     LLMModelNotFound,
     LLMRateLimited,
@@ -184,8 +186,8 @@ class LLMClient:
                 if not error.retryable or attempt > self.settings.max_retries:
                     raise error from exc
                 wait = self._wait(attempt, exc)
-                log.warning("%s Retrying in %.1f s (retry %d of %d).", error, wait, attempt,
-                            self.settings.max_retries)
+                log.debug("%s Retrying in %.1f s (retry %d of %d).", error, wait, attempt,
+                          self.settings.max_retries)
             if parts:
                 yield RESET
             yield Retry(attempt=attempt, of=self.settings.max_retries, wait=wait, reason=str(error))
@@ -299,6 +301,13 @@ class LLMClient:
         if status >= 500:
             return LLMServerError(f"{server} failed with {status}{tries} ({detail}): try again later, "
                                   "or look at the server's log.")
+        if status in (400, 413, 422) and _CONTEXT_ERROR.search(detail):
+            return LLMContextExceeded(
+                f"{server} refused a prompt longer than model '{model}' can read ({status}: {detail}). "
+                "Set --context-tokens (RAT_STUDIO_CONTEXT_TOKENS) to the model's context window so "
+                "prompts are fitted to it, lower --passage-tokens, or use rat-step, whose prompts "
+                "do not grow with the article. With Ollama, raise the window itself: OLLAMA_CONTEXT_LENGTH "
+                "or a Modelfile's num_ctx.")
         if status in (400, 413, 422):
             return LLMBadRequest(
                 f"{server} refused the request for model '{model}' ({status}: {detail}). The prompt "
@@ -320,6 +329,26 @@ class LLMClient:
             f"The LLM server at {self.base_url} does not serve the model '{model}' ({detail}). "
             f"Pick one it serves with {how}{choice}.")
 
+    async def context_window(self, model: str | None = None) -> int | None:
+        """The context window the server reports for ``model`` in its model list (vLLM's
+        ``max_model_len``, LM Studio's and llama.cpp's ``context_length``, ``n_ctx`` in ``meta``),
+        or None when it reports none or the list cannot be read. Best effort: never raises."""
+        model = model or self.settings.model
+        try:
+            page = self._sdk().models.list(timeout=min(self.settings.timeout, 5.0))
+            async for entry in page:
+                if entry.id != model:
+                    continue
+                data = entry.model_dump() if hasattr(entry, "model_dump") else dict(entry)
+                for where in (data, data.get("meta") or {}):
+                    for key in ("max_model_len", "context_length", "max_context_length", "n_ctx", "n_ctx_train"):
+                        value = where.get(key)
+                        if isinstance(value, int) and value > 0:
+                            return value
+        except (openai.APIError, TypeError, ValueError) as exc:
+            log.debug("reading the context window failed: %s", exc)
+        return None
+
     async def _served_models(self) -> list[str]:
         """Best effort, for an error message: the served model ids, or [] if listing fails."""
         try:
@@ -328,6 +357,14 @@ class LLMClient:
         except openai.APIError as exc:
             log.debug("listing models failed: %s", exc)
             return []
+
+
+#: What servers say when a prompt is longer than the model's context: OpenAI
+#: (context_length_exceeded, "maximum context length"), vLLM, llama.cpp ("exceed context window",
+#: "the request exceeds the available context size"), LM Studio, TGI ("input validation error:
+#: inputs tokens + max_new_tokens must be <=").
+_CONTEXT_ERROR = re.compile(r"context[_ ](?:length|window|size)|maximum context|too many tokens|"
+                            r"prompt is too long|inputs? tokens|exceeds? (?:the )?(?:available )?context", re.I)
 
 
 def _detail(exc: openai.APIError) -> str:

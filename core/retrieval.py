@@ -2,7 +2,10 @@
 passages -> rank them against the query (BM25) -> keep the best within the token budget.
 
 Nothing here raises for a dead page or a failed search: those become a PageRead with an error
-or a SearchDone with an error, and the caller gets fewer (or no) passages.
+or a SearchDone with an error, and the caller gets fewer (or no) passages. A failure is told
+once, on one line: the search chain logs its retries and failures at debug level only, and its
+warnings (a provider that failed, or was unreachable and is skipped from then on) ride on the
+SearchDone of the search where they happened.
 """
 
 from __future__ import annotations
@@ -30,9 +33,9 @@ async def retrieve(ctx: Any, i: int, query: str, *, k: int | None = None,
     started = time.perf_counter()
     try:
         response = await ctx.search.search(query, k)
-    except SearchError as exc:
+    except SearchError as exc:  # the chain's message already names each provider's cause and the fix
         yield SearchDone(i=i, query=query, results=(), seconds=round(time.perf_counter() - started, 4),
-                         error=str(exc))
+                         error=" ".join(str(exc).split()))  # one line on the CLI, whatever the message
         yield Return([])
         return
     results = tuple(response.results[:k])

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import TYPE_CHECKING, Any
 
 from common.errors import LLMError, RatStudioError, TaskError
@@ -30,7 +30,7 @@ from common.events import (
     SearchDone,
     StepRevised,
 )
-from common.settings import Settings
+from common.settings import DEFAULT_CONTEXT_TOKENS, Settings
 from common.types import RunStatus, Task
 from core.clients import Clients
 from core.methods import MethodContext, get_method
@@ -127,6 +127,9 @@ class Runner:
         book = SourceBook.from_events(prior)  # Final.sources come from the run's events
         try:
             ctx = self._context(prior, providers)
+            if ctx.settings.context_tokens is None:  # what the server reports, else the default
+                window = await ctx.llm.context_window() if hasattr(ctx.llm, "context_window") else None
+                ctx.settings = replace(ctx.settings, context_tokens=window or DEFAULT_CONTEXT_TOKENS)
             async for event in _closing(get_method(method).run(task, ctx)):
                 event = book.sourced(event)
                 store(event)

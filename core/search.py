@@ -2,8 +2,11 @@
 and ``SearchChain``, which retries a provider with backoff, falls back to the next one and
 caches what it found.
 
-Providers raise only our errors: ``SearchRateLimited`` and ``SearchUnavailable`` (retryable)
-or ``SearchError`` (retrying will not help: a wrong setting). Every message says what to do.
+Providers raise only our errors: ``SearchRateLimited`` and ``SearchUnavailable`` (retryable),
+``SearchUnreachable`` (the host could not be reached at all: DNS, connection refused; the
+chain skips the provider for the rest of its life) or ``SearchError`` (retrying will not help:
+a wrong setting). Every message says what went wrong in words (never a lower layer's repr) and
+what to do, on one line.
 
 Nothing here reads the environment: ``build_providers`` receives ``SearchSettings``.
 """
@@ -15,6 +18,7 @@ import dataclasses
 import hashlib
 import logging
 import math
+import re
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -24,7 +28,15 @@ from typing import Any, Protocol
 
 import httpx
 
-from common.errors import ConfigError, RatStudioError, SearchError, SearchRateLimited, SearchUnavailable, StoreError
+from common.errors import (
+    ConfigError,
+    RatStudioError,
+    SearchError,
+    SearchRateLimited,
+    SearchUnavailable,
+    SearchUnreachable,
+    StoreError,
+)
 from common.settings import SEARCH_PROVIDERS, SearchSettings
 from common.types import SearchResult
 
@@ -66,11 +78,72 @@ def _fail(cls: type[SearchError], message: str, reason: str) -> SearchError:
 def _reason(err: SearchError) -> str:
     if reason := getattr(err, "reason", ""):
         return reason
+    if isinstance(err, SearchUnreachable):
+        return f"unreachable ({err.cause or 'could not connect'})"
     if isinstance(err, SearchRateLimited):
         return "rate-limited"
     if isinstance(err, SearchUnavailable):
         return "unavailable"
     return "failed"
+
+
+def _unreachable(provider: str, who: str, cause: str, fix: str) -> SearchUnreachable:
+    """``who`` (e.g. "searxng at http://host:8888") could not be reached for ``cause``."""
+    err = SearchUnreachable(f"{who} could not be reached ({cause}): {fix}.", provider=provider, cause=cause, fix=fix)
+    err.reason = f"unreachable ({cause})"  # type: ignore[attr-defined]
+    return err
+
+
+def _exception_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every exception it wraps: its ``__cause__``/``__context__`` and the
+    exceptions in its args (ddgs wraps one DDGSException in another that way)."""
+    chain: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or any(e is seen for seen in chain):
+            continue
+        chain.append(e)
+        todo.extend(a for a in e.args if isinstance(a, BaseException))
+        todo += [e.__cause__, e.__context__]
+    return chain
+
+
+_URL = re.compile(r"\(?\b(?:https?|socks5h?)://[^\s)]*\)?")
+_CONNECT_TYPES = {"ConnectError", "DNSError", "gaierror", "herror", "ConnectionRefusedError"}
+_CONNECT_TEXT = re.compile(r"\b(?:ConnectError|DNSError|dns error|connect error|tcp connect)\b", re.I)
+_UNREACHABLE_CAUSES = (  # (what lower layers say, the cause in words); the first that matches wins
+    (re.compile(r"\bSSL|certificate|\btls\b", re.I), "TLS handshake failed"),
+    (re.compile(r"\bdns|gaierror|resolv|name or service not known|nodename nor servname|name resolution|"
+                r"getaddrinfo|no address associated", re.I), "DNS lookup failed"),
+    (re.compile(r"refused|errno 111\b|errno 61\b|10061", re.I), "connection refused"),
+    (re.compile(r"no route to host|errno 113\b", re.I), "no route to host"),
+    (re.compile(r"network is unreachable|errno 101\b", re.I), "network unreachable"),
+)
+
+
+def _unreachable_cause(exc: BaseException) -> str | None:
+    """What kept us from reaching the host, in words ("DNS lookup failed", "connection
+    refused", ...), when ``exc`` (or what it wraps) is a failure to connect; None otherwise
+    (the host was reached and answered badly, or it was too slow)."""
+    chain = _exception_chain(exc)
+    names = {t.__name__ for e in chain for t in type(e).__mro__}
+    text = _URL.sub(" ", " ".join([str(e) for e in chain] + [type(e).__name__ for e in chain]))
+    if not (names & _CONNECT_TYPES or _CONNECT_TEXT.search(text)):
+        return None
+    return next((cause for pattern, cause in _UNREACHABLE_CAUSES if pattern.search(text)), "could not connect")
+
+
+_WRAPPED_REPR = re.compile(r"\b(\w+): \1\((['\"])(.*)\2\)", re.S)  # ddgs: "DNSError: DNSError('...')"
+_REPR = re.compile(r"\b\w*(?:Error|Exception)\((['\"])(.*?)\1\)", re.S)
+
+
+def _plain(exc: BaseException, limit: int = 200) -> str:
+    """A lower layer's message without Python reprs or newlines, cut to ``limit``."""
+    text = str(exc) or type(exc).__name__
+    text = _REPR.sub(r"\2", _WRAPPED_REPR.sub(r"\3", text))
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- DuckDuckGo ------------------------------------------------------------------------------
@@ -100,6 +173,9 @@ class DDGProvider:
     backend=)``; tests inject a fake."""
 
     name = "ddg"
+    #: what to do when DuckDuckGo cannot be reached
+    UNREACHABLE_FIX = ("check the network (and DDGS_PROXY if you use a proxy), "
+                       "or use --search searxng or corpus")
 
     def __init__(self, backends: str = "duckduckgo", timeout: float = 15.0,
                  ddgs_factory: Callable[[], Any] | None = None):
@@ -122,11 +198,11 @@ class DDGProvider:
         except DDGSException as exc:
             cause = exc.args[0] if exc.args else None
             if isinstance(exc, RatelimitException) or isinstance(cause, RatelimitException):
-                raise _fail(SearchRateLimited, f"DuckDuckGo rate-limited us ({exc}). {FIX_HINT}",
+                raise _fail(SearchRateLimited, f"DuckDuckGo rate-limited us ({_plain(exc)}). {FIX_HINT}",
                             "rate-limited") from exc
             if isinstance(exc, TimeoutException) or isinstance(cause, TimeoutException) or "timed out" in str(exc):
                 raise _fail(SearchUnavailable,
-                            f"DuckDuckGo timed out ({exc}). Check your connection, or try again later.",
+                            f"DuckDuckGo timed out ({_plain(exc)}). Check your connection, or try again later.",
                             "timed out") from exc
             if str(exc) == "No results found.":
                 # ddgs turns DuckDuckGo's silent rate limit (an empty page) into this, and cannot
@@ -134,8 +210,10 @@ class DDGProvider:
                 raise _fail(SearchRateLimited, "DuckDuckGo returned no results; it does this when it rate-limits a "
                             f"client (ddgs cannot tell the two apart). {FIX_HINT}",
                             "rate-limited (empty answer)") from exc
-            raise _fail(SearchUnavailable, f"DuckDuckGo could not be reached ({exc}). "
-                        "Check your internet connection (and DDGS_PROXY if you use a proxy).", "unavailable") from exc
+            if unreachable := _unreachable_cause(exc):
+                raise _unreachable(self.name, "ddg (DuckDuckGo)", unreachable, self.UNREACHABLE_FIX) from exc
+            raise _fail(SearchUnavailable, f"DuckDuckGo failed ({_plain(exc)}). Try again later, or check "
+                        "your internet connection (and DDGS_PROXY if you use a proxy).", "unavailable") from exc
         return [
             SearchResult(url=row["href"], title=(row.get("title") or "").strip(),
                          snippet=(row.get("body") or "").strip(), provider=self.name)
@@ -182,8 +260,13 @@ class SearxngProvider:
             raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} did not answer within {self.timeout:g} s.",
                         "timed out") from exc
         except httpx.HTTPError as exc:
-            raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} could not be reached ({type(exc).__name__}: "
-                        f"{exc}). Check --searxng-url and that the instance is running.", "unavailable") from exc
+            if unreachable := _unreachable_cause(exc):
+                raise _unreachable(self.name, f"searxng at {self.base_url}", unreachable,
+                                   "check --searxng-url and that the instance is running, "
+                                   "or use --search ddg or corpus") from exc
+            raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} failed ({type(exc).__name__}: "
+                        f"{_plain(exc)}). Check --searxng-url and that the instance is running.",
+                        "unavailable") from exc
         status = response.status_code
         if status == 429:
             raise _fail(SearchRateLimited, f"SearXNG at {self.base_url} answered 429 Too Many Requests: its limiter "
@@ -282,6 +365,13 @@ class _Failure:
         tries = f" after {self.tries} tries" if self.tries > 1 else ""
         return f"{_reason(self.error)}{tries}"
 
+    def note(self, name: str) -> str:
+        """The failure in a few words, for a warning or an error: "ddg unreachable (DNS lookup
+        failed): skipped for the rest of this run", "searxng: rate-limited (429) after 3 tries"."""
+        if isinstance(self.error, SearchUnreachable):
+            return f"{name} {_reason(self.error)}: skipped for the rest of this run"
+        return f"{name}: {self.describe()}"
+
 
 class SearchChain:
     """Providers tried in order. On a retryable error (rate limit, unavailable) a provider is
@@ -290,7 +380,12 @@ class SearchChain:
     warning such as ``"ddg: rate-limited (429) after 3 tries; used searxng"``. A provider that
     finds nothing also hands over to the next one. Results found are put in ``cache``; before
     calling anyone, the cache is asked for every provider in order, and a hit is returned with
-    ``cached=True``. ``sleep`` is injectable for tests."""
+    ``cached=True``. ``sleep`` is injectable for tests.
+
+    A provider that could not be reached at all (``SearchUnreachable``: DNS, connection
+    refused) is not retried, and the chain skips it without trying for the rest of its life
+    (one chain is made per run); the search where that happened says so once, in its warnings
+    or, when no provider answered, in its error."""
 
     def __init__(self, providers: list[SearchProvider], *, retries: int, backoff: float,
                  cache: SearchCache | None = None, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
@@ -301,10 +396,16 @@ class SearchChain:
         self.backoff = backoff
         self.cache = cache
         self._sleep = sleep
+        self._unreachable: dict[str, SearchUnreachable] = {}  # provider name -> why it is skipped
 
     @property
     def names(self) -> list[str]:
         return [p.name for p in self.providers]
+
+    @property
+    def skipped(self) -> list[str]:
+        """The providers this chain no longer tries because they could not be reached."""
+        return [p.name for p in self.providers if p.name in self._unreachable]
 
     async def aclose(self) -> None:
         """Close the providers' connections."""
@@ -317,8 +418,9 @@ class SearchChain:
         """Up to ``k`` results for ``query``.
 
         Raises SearchError when the query is empty or when every provider failed (then
-        SearchRateLimited if they all were rate-limited, SearchUnavailable if all failures were
-        retryable); the message names each provider's last error and the fix."""
+        SearchRateLimited if they all were rate-limited, SearchUnreachable if none could be
+        reached, SearchUnavailable if all were rate-limited or unavailable); the message names,
+        on one line, each provider's last error and the fix."""
         query = " ".join(query.split())
         if not query:
             raise SearchError("The search query is empty: there is nothing to search for.")
@@ -334,10 +436,17 @@ class SearchChain:
         failures: dict[str, _Failure] = {}
         empty: list[str] = []
         for provider in self.providers:
+            if provider.name in self._unreachable:
+                continue  # said once, when it failed
             outcome = await self._try(provider, query, k)
             if isinstance(outcome, _Failure):
+                # debug only: the warning or the error below tells the user, once
+                log.debug("search %s failed: %s", provider.name, outcome.error)
+                if isinstance(outcome.error, SearchUnreachable):
+                    if provider.name in self._unreachable:
+                        continue  # a search running alongside found out first, and says so
+                    self._unreachable[provider.name] = outcome.error
                 failures[provider.name] = outcome
-                log.warning("search %s failed: %s", provider.name, outcome.error)
                 continue
             results = _dedupe(outcome)[:k]
             self._put(provider.name, query, k, results, warnings)
@@ -345,12 +454,12 @@ class SearchChain:
                 empty.append(provider.name)
                 continue
             for name, failure in failures.items():
-                warnings.append(f"{name}: {failure.describe()}; used {provider.name}")
+                warnings.append(f"{failure.note(name)}; used {provider.name}")
             warnings.extend(f"{name}: no results; used {provider.name}" for name in empty)
             return SearchResponse(results, provider.name, time.monotonic() - started, warnings=warnings)
 
         if empty:  # some found nothing, the rest failed: nothing is an answer
-            warnings.extend(f"{name}: {f.describe()}; used {empty[-1]}" for name, f in failures.items())
+            warnings.extend(f"{f.note(name)}; used {empty[-1]}" for name, f in failures.items())
             return SearchResponse([], empty[-1], time.monotonic() - started, warnings=warnings)
         raise self._all_failed(query, failures)
 
@@ -363,7 +472,8 @@ class SearchChain:
                 if not exc.retryable or attempt >= self.retries:
                     return _Failure(exc, attempt + 1)
                 wait = self.backoff * 2**attempt
-                log.info("search %s: %s; retrying in %.1f s", provider.name, _reason(exc), wait)
+                # debug only: the tries are counted in the warning or error the user sees
+                log.debug("search %s: %s; retrying in %.1f s", provider.name, _reason(exc), wait)
                 await self._sleep(wait)
                 attempt += 1
 
@@ -389,12 +499,46 @@ class SearchChain:
             warnings.append(f"search results not cached: {exc}")
 
     def _all_failed(self, query: str, failures: dict[str, _Failure]) -> SearchError:
-        lines = [f"- {name}: {f.describe()}: {f.error}" for name, f in failures.items()]
-        message = f"Every search provider failed for {query!r}:\n" + "\n".join(lines) + "\n" + FIX_HINT
-        errors = [f.error for f in failures.values()]
+        """One line: what failed with each provider (the ones skipped as unreachable included),
+        then what to do. With one provider: "ddg unreachable (DNS lookup failed): skipped for
+        the rest of this run. Check the network, ... or use --search searxng or corpus"."""
+        parts, fixes = [], []
+        for name in self.names:
+            if name in failures:
+                failure = failures[name]
+                error = failure.error
+                if isinstance(error, SearchUnreachable):
+                    parts.append(failure.note(name))
+                else:
+                    detail = " ".join(str(error).replace(FIX_HINT, "").split()).rstrip(".")
+                    parts.append(f"{failure.note(name)}: {detail}" if detail else failure.note(name))
+            elif name in self._unreachable:  # skipped: it failed on an earlier search
+                error = self._unreachable[name]
+                parts.append(f"{name} {_reason(error)}: not tried again in this run")
+            else:
+                continue
+            if isinstance(error, SearchUnreachable):
+                fix = error.fix or "check the network"
+            elif isinstance(error, SearchRateLimited | SearchUnavailable):
+                fix = FIX_HINT
+            else:
+                fix = ""  # a setting: its own message says what to change
+            if fix and fix not in fixes:
+                fixes.append(fix)
+        fix_text = ". ".join(f[0].upper() + f[1:].rstrip(".") for f in fixes)
+        if len(parts) == 1:
+            message = f"{parts[0]}. {fix_text}"
+        else:
+            message = f"Every search provider failed for {query!r}: {'; '.join(parts)}. {fix_text}"
+        message = message.strip().rstrip(".")  # no full stop: callers quote it inside a sentence
+        errors = [failures[n].error if n in failures else self._unreachable[n] for n in self.names
+                  if n in failures or n in self._unreachable]
+        if all(isinstance(e, SearchUnreachable) for e in errors):
+            first = next(e for e in errors if isinstance(e, SearchUnreachable))
+            return SearchUnreachable(message, provider=first.provider, cause=first.cause, fix=first.fix)
         if all(isinstance(e, SearchRateLimited) for e in errors):
             return SearchRateLimited(message)
-        if all(e.retryable for e in errors):
+        if all(isinstance(e, SearchRateLimited | SearchUnavailable) for e in errors):
             return SearchUnavailable(message)
         return SearchError(message)
 

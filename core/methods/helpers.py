@@ -31,10 +31,12 @@ from typing import Any, TypeVar
 
 from common.errors import LLMError, TaskError
 from common.events import DraftReady, Event, LLMCalled, Note, StepRevised, TokenDelta
+from common.settings import DEFAULT_CONTEXT_TOKENS
 from common.types import Passage, Task
 from core import prompts
 from core.guards import guard_revision
 from core.methods.base import MethodContext
+from core.passages import count_tokens, format_passages
 from core.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
 from core.returning import Return, Returning, returning  # noqa: F401  (the helpers' idiom, above)
 
@@ -56,6 +58,12 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i
     Failed)."""
     from core.llm import Completion, Reset, Retry  # local: keeps methods importable without openai
 
+    size = count_tokens(prompt if isinstance(prompt, str) else "".join(str(m.get("content", "")) for m in prompt))
+    if size > prompt_room(ctx):
+        yield Note(i=i, level="warning",
+                   text=f"The {role} prompt is about {size:,} tokens, more than the {prompt_room(ctx):,} that "
+                        f"--context-tokens {context_tokens(ctx):,} leaves beside the answer: the server may cut "
+                        "it or refuse it.")
     async for item in ctx.llm.stream(prompt, role=role, temperature=temperature, max_tokens=max_tokens):
         if isinstance(item, str):
             if item:
@@ -174,3 +182,34 @@ def revised(ctx: MethodContext, i: int, before: str, reply: str, passages: list[
                                            "the step and can be taken by hand.")
     return [note, StepRevised(i=i, before=before, after=before, article=article(before),
                               guarded=rev.problem, rejected=rev.rejected)]
+
+
+ANSWER_ROOM = 1024  # tokens of the context window kept for the answer (a quarter of a small window)
+
+
+def context_tokens(ctx: MethodContext) -> int:
+    return ctx.settings.context_tokens or DEFAULT_CONTEXT_TOKENS
+
+
+def prompt_room(ctx: MethodContext) -> int:
+    """Tokens a prompt may take: the context window less the room kept for the answer."""
+    window = context_tokens(ctx)
+    return window - min(ANSWER_ROOM, window // 4)
+
+
+def fit_passages(ctx: MethodContext, i: int, passages: list[Passage],
+                 template: str) -> tuple[list[Passage], list[Note]]:
+    """The passages, best first, that fit in a prompt whose other text is ``template`` (the
+    prompt with its passages left out), and a warning Note when some had to be left out."""
+    room = prompt_room(ctx) - count_tokens(template)
+    kept: list[Passage] = []
+    for passage in passages:
+        if count_tokens(format_passages([*kept, passage])) > room:
+            break
+        kept.append(passage)
+    if len(kept) == len(passages):
+        return kept, []
+    left = len(passages) - len(kept)
+    return kept, [Note(i=i, level="warning",
+                       text=f"{left} of {len(passages)} retrieved passages were left out of step {i}'s prompt so "
+                            f"that it fits the model's context (--context-tokens {context_tokens(ctx):,}).")]

@@ -38,7 +38,16 @@ from collections.abc import AsyncIterator
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
 from core.methods.base import MethodContext, register
-from core.methods.helpers import QA_INSTRUCTION, Return, generate, param, returning, revised, web_query
+from core.methods.helpers import (
+    QA_INSTRUCTION,
+    Return,
+    fit_passages,
+    generate,
+    param,
+    returning,
+    revised,
+    web_query,
+)
 from core.passages import format_passages
 from core.retrieval import retrieve
 
@@ -143,15 +152,19 @@ async def _generate(ctx: MethodContext, t: int, question: str, output: str, docs
         yield Return(output)
         return
     if refine and t > 1:
-        prompt = REFINE.format(passages=format_passages(new), question=question, document=output)
-        used, role = new, "revise"
+        used, notes = fit_passages(ctx, t, new, REFINE.format(passages="", question=question, document=output))
+        prompt = REFINE.format(passages=format_passages(used) or "(none)", question=question, document=output)
+        role = "revise"
     else:
         # refresh, and refine's first round: write from the question and R_t only
         if not docs:
             yield Note(i=t, level="warning",
                        text="Nothing could be retrieved; the document is written from the question alone.")
-        prompt = REFRESH.format(passages=format_passages(docs) or "(none)", question=question)
-        used, role = docs, "draft"
+        used, notes = fit_passages(ctx, t, docs, REFRESH.format(passages="", question=question))
+        prompt = REFRESH.format(passages=format_passages(used) or "(none)", question=question)
+        role = "draft"
+    for ev in notes:
+        yield ev
     text = generate(ctx, prompt, role=role, i=t)
     async for ev in text:
         yield ev

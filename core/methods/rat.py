@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from common.events import DraftReady, Event, Final, QueryMade, StepRevised, StepStarted
-from common.types import Passage, Task
+from common.events import DraftReady, Event, Final, Note, QueryMade, StepRevised, StepStarted
+from common.types import Task
 from core import prompts
 from core.methods.base import MethodContext, register
-from core.methods.helpers import Return, generate, query_note, returning, revised, write_draft
-from core.passages import format_passages
+from core.methods.helpers import context_tokens, fit_passages, generate, query_note, revised, write_draft
+from core.passages import count_tokens, format_passages
 from core.retrieval import retrieve
 
 MAX_RETRIEVALS_PER_STEP = 5  # 001, appendix E
@@ -81,36 +81,36 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     def article_of(text: str) -> str:  # the whole text after step i
         return prompts.join_steps([state.article, text]) if step_scope and state.article else text
 
-    if passages:
-        reply = _revise(task, ctx, state, i, passages, so_far, step_scope=step_scope)
+    def prompt(content: str) -> str:  # B.3, or our step-scope revision
+        question = prompts.question_for(task)  # QA tasks also ask for a short "Answer:" line
+        if step_scope:
+            return prompts.REVISE_STEP.format(content=content, question=question, step=step,
+                                              context=state.article or "(nothing yet: this is the first paragraph)")
+        return prompts.REVISE.format(content=content, question=question, answer=so_far)
+
+    fitted, notes = fit_passages(ctx, i, passages, prompt(""))
+    for ev in notes:
+        yield ev
+    if fitted:
+        reply = generate(ctx, prompt(format_passages(fitted)), role="revise", i=i)
         async for ev in reply:
             yield ev
-        events = revised(ctx, i, kept, reply.result, passages, article_of=article_of)
+        events = revised(ctx, i, kept, reply.result, fitted, article_of=article_of)
     else:
-        events = [StepRevised(i=i, before=kept, after=kept, article=article_of(kept),
-                              skipped="no retrieved text for this step; kept as drafted")]
+        skipped = "no retrieved text for this step; kept as drafted"
+        if passages:
+            skipped = "no retrieved text fits beside the text in the model's context; kept as it stood"
+            yield Note(i=i, level="warning", text=(
+                f"Step {i}: the answer so far (about {count_tokens(so_far):,} tokens) leaves no room for "
+                f"retrieved text within --context-tokens {context_tokens(ctx):,}, so it was not revised. "
+                "rat-step revises one paragraph at a time and fits; or raise --context-tokens if the "
+                "model reads more." if not step_scope else
+                f"Step {i}: no retrieved text fits in the model's context (--context-tokens "
+                f"{context_tokens(ctx):,}) beside this step; it was not revised."))
+        events = [StepRevised(i=i, before=kept, after=kept, article=article_of(kept), skipped=skipped)]
     for ev in events:
         yield ev
     state.article, state.done = events[-1].article, i
-
-
-@returning
-async def _revise(task: Task, ctx: MethodContext, state: _State, i: int, passages: list[Passage], so_far: str,
-                  *, step_scope: bool) -> AsyncIterator[Event | Return[str]]:
-    """B.3 (or our step-scope revision) given the retrieved passages; returns the model's reply
-    as it wrote it (the guards of ``revised`` decide whether it is used)."""
-    content = format_passages(passages)
-    question = prompts.question_for(task)  # QA tasks also ask for a short "Answer:" line
-    if step_scope:
-        prompt = prompts.REVISE_STEP.format(content=content, question=question,
-                                            context=state.article or "(nothing yet: this is the first paragraph)",
-                                            step=state.steps[i - 1])
-    else:
-        prompt = prompts.REVISE.format(content=content, question=question, answer=so_far)
-    rev = generate(ctx, prompt, role="revise", i=i)
-    async for ev in rev:
-        yield ev
-    yield Return(rev.result)
 
 
 class _State:

@@ -29,6 +29,7 @@ from core import prompts
 from core.methods.base import MethodContext, register
 from core.methods.helpers import (
     Return,
+    fit_passages,
     generate,
     query_note,
     question_for,
@@ -102,11 +103,20 @@ async def _revise(task: Task, ctx: MethodContext, i: int, text: str, passages: l
         yield StepRevised(i=i, before=text, after=text, article=text, skipped=skipped)
         yield Return(text)
         return
-    prompt = prompts.REVISE.format(content=format_passages(passages), question=question_for(task), answer=text)
+    fitted, notes = fit_passages(ctx, i, passages, prompts.REVISE.format(content="", question=question_for(task),
+                                                                         answer=text))
+    for ev in notes:
+        yield ev
+    if not fitted:
+        yield StepRevised(i=i, before=text, after=text, article=text,
+                          skipped="no retrieved text fits beside the text in the model's context; kept as it stood")
+        yield Return(text)
+        return
+    prompt = prompts.REVISE.format(content=format_passages(fitted), question=question_for(task), answer=text)
     rev = generate(ctx, prompt, role="revise", i=i)
     async for ev in rev:
         yield ev
-    events = revised(ctx, i, text, rev.result, passages)
+    events = revised(ctx, i, text, rev.result, fitted)
     for ev in events:
         yield ev
     yield Return(events[-1].after)

@@ -4,7 +4,7 @@ import httpx
 import pytest
 from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
-from common.errors import ConfigError, SearchError, SearchRateLimited, SearchUnavailable
+from common.errors import ConfigError, SearchError, SearchRateLimited, SearchUnavailable, SearchUnreachable
 from common.settings import SearchSettings
 from common.types import SearchResult
 from core.corpus import CorpusIndex
@@ -284,7 +284,7 @@ async def test_ddg_backends_come_from_settings():
         (DDGSException(RatelimitException("wrapped")), SearchRateLimited, "rate-limited"),
         (DDGSException("No results found."), SearchRateLimited, "rate-limited (empty answer)"),
         (TimeoutException("timed out"), SearchUnavailable, "timed out"),
-        (DDGSException("ConnectError: dns failure"), SearchUnavailable, "unavailable"),
+        (DDGSException("ConnectError: dns failure"), SearchUnreachable, "unreachable (DNS lookup failed)"),
     ],
 )
 async def test_ddg_errors_are_mapped(raised, error, reason):

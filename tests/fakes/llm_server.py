@@ -111,6 +111,7 @@ class FakeLLM:
         self.api_key: str | None = None
         self.down = False
         self.send_usage = True
+        self.context_length: int | None = None  # reported in /v1/models as vLLM does (max_model_len)
         self.latency = 0.0
         self.tokens_per_second: float | None = None
         self.requests: list[dict] = []  # JSON bodies of every chat request, in arrival order
@@ -205,7 +206,8 @@ class FakeLLM:
                     return self._error(FakeReply.fail(503, "the fake server is down"))
                 if self.path.rstrip("/") != "/v1/models":
                     return self._error(FakeReply.fail(404, f"no route {self.path}", code="not_found"))
-                data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"}
+                extra = {"max_model_len": fake.context_length} if fake.context_length else {}
+                data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake", **extra}
                         for m in sorted(fake.models)]
                 self._json(200, {"object": "list", "data": data})
 

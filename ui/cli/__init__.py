@@ -38,6 +38,9 @@ def common_flags(suppress: bool) -> argparse.ArgumentParser:
     g.add_argument("--k", type=int, help="search results read per retrieval [RAT_STUDIO_K; 5]")
     g.add_argument("--passage-tokens", type=int, help="retrieved tokens per revision [RAT_STUDIO_PASSAGE_TOKENS; 1500]")
     g.add_argument("--max-steps", type=int, help="most draft steps revised [RAT_STUDIO_MAX_STEPS; 30]")
+    g.add_argument("--context-tokens", type=int,
+                   help="the model's context window in tokens; prompts are fitted to it (passages shrink "
+                        "first) [RAT_STUDIO_CONTEXT_TOKENS; default: what the server reports, else 8192]")
     g.add_argument("--min-keep", type=float,
                    help="share of a text's characters a revision must keep, else the text stays as it was "
                         "[RAT_STUDIO_MIN_KEEP; 0.4]")
