@@ -338,3 +338,34 @@ def test_a_model_server_that_is_down_is_named_instead_of_failing(open_page, llm,
     expect(page.get_by_role("status").filter(has_text="failed with 503")).to_be_visible()
     assert len(services.store.list_runs()) == runs_before, "no run was started"
     expect(writer.locator(".rat-progress")).to_have_text("No run yet: type a task and press Run.")
+
+
+def test_a_refused_revision_is_shown_and_can_be_taken_by_hand(open_page, llm):
+    talk = "I have made the requested changes to answer this question according to the WIKI."
+
+    class Talker(RatAuthor):  # step 2's revision is talk about the task (a real model's reply)
+        def __call__(self, body: dict) -> str:
+            reply = super().__call__(body)
+            if "##Paragraph to revise:" in prompt_of(body) and "Step 2:" in sections(prompt_of(body))[
+                    "Paragraph to revise"]:
+                return talk
+            return reply
+
+    author = Talker(draft_steps(3))
+    llm.reply(author)
+    page, writer = open_page()
+    start(writer, "Write about Python 3 and a guarded step.", method="rat-step")
+    progress = writer.locator(".rat-progress")
+    expect(progress).to_contain_text("1 revision was refused and the text kept", timeout=TIMEOUT)
+    expect(progress).to_contain_text("step 2: the model's revision was refused")
+    card = writer.locator("#rat-step-2")
+    expect(card.locator(".rat-badge")).to_have_text("revision refused")
+    expect(card).to_contain_text("The model's revision of step 2 was not used: it talks about the task")
+    card.get_by_text(re.compile(r"^The refused revision")).click()
+    expect(card.locator("pre.rat-rejected")).to_have_text(talk)
+    article = writer.get_by_role("textbox", name=re.compile("^Article"))
+    steps = author.steps
+    expect(article).to_have_value(f"{steps[0]} [revised]\n\n{steps[1]}\n\n{steps[2]} [revised]")
+    writer.get_by_role("checkbox", name=re.compile("^Step 2: ")).check()  # only under "Take": no undo
+    expect(article).to_have_value(f"{steps[0]} [revised]\n\n{talk}\n\n{steps[2]} [revised]")
+    expect(card).to_contain_text("taken by hand in the article below")
