@@ -109,8 +109,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
             context_tokens=context_tokens,
             min_keep=share_of("min_keep", "RAT_STUDIO_MIN_KEEP", MethodSettings.min_keep),
             max_task_chars=pick("max_task_chars", "RAT_STUDIO_MAX_TASK_CHARS", MethodSettings.max_task_chars, int),
-            params=method_params(getattr(args, "param", None) or
-                                 [p for p in env.get("RAT_STUDIO_PARAMS", "").split(",") if p.strip()]),
+            params=command_params(args, env),
         ),
         db_path=Path(db).expanduser(),
         host=pick("host", "RAT_STUDIO_HOST", "127.0.0.1"),
@@ -123,7 +122,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
 
 
 def method_params(pairs: list[str]) -> dict[str, str]:
-    """KEY=VALUE pairs as a dict; each method checks the types of its own keys.
+    """KEY=VALUE pairs as a dict (``command_params`` checks them against the methods' declarations).
     Raises ConfigError for a pair without "="."""
     params = {}
     for pair in pairs:
@@ -131,6 +130,23 @@ def method_params(pairs: list[str]) -> dict[str, str]:
         if not sep or not key.strip():
             raise ConfigError(f"--param {pair!r} is not KEY=VALUE, e.g. --param itrg.iterations=3.")
         params[key.strip()] = value.strip()
+    return params
+
+
+def command_params(args: argparse.Namespace, env: dict[str, str]) -> dict[str, str]:
+    """The ``--param`` pairs (else RAT_STUDIO_PARAMS), checked against the methods' declared
+    parameters before anything runs: a ``--param`` key must be one that a method the command
+    names reads (``run --method``, ``batch``/``eval --methods``); the environment's keys, shared by
+    every command (the UI runs any method), need only belong to some method. Raises ConfigError."""
+    from core.methods import METHODS
+    from core.methods.base import check_params
+
+    flags = getattr(args, "param", None)
+    params = method_params(flags or [p for p in env.get("RAT_STUDIO_PARAMS", "").split(",") if p.strip()])
+    named = getattr(args, "methods", None) or ""
+    named = [getattr(args, "method", None) or "", *(named.split(",") if isinstance(named, str) else named)]
+    methods = [m.strip() for m in named if m and m.strip() in METHODS]
+    check_params(methods or list(METHODS), params, strict=bool(flags and methods))
     return params
 
 
@@ -159,6 +175,7 @@ def build(settings: Settings) -> App:
     from data.store import Store
 
     store = Store(settings.db_path)
+    store.interrupt_orphans()  # runs whose process died become "interrupted", ready to continue
     clients = Clients(settings, cache=store,
                       corpus_db=store.path.with_name(store.path.stem + ".corpus.db"))
     runner = Runner(store, clients, settings, memory=ProcedureMemory(store))

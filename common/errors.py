@@ -155,3 +155,8 @@ class StoreError(RatStudioError):
 
 class RunNotFound(StoreError):
     """No run with that id in the database."""
+
+
+class RunLive(TaskError):
+    """The run is being driven by another runner (another process, or another Continue in this
+    one) that is still alive: one runner per run."""

@@ -223,12 +223,18 @@ class BatchReport:
 
 class Batch:
     """Runs (task, method) pairs through ``runner``, ``concurrency`` at a time; ``store`` is
-    where the runs are kept."""
+    where the runs are kept. Raises BatchInputError for an unknown method, and ConfigError for a
+    ``--param`` that no method of the batch reads or whose value is out of range (before any run)."""
 
     def __init__(self, runner, store, methods: list[str], *, concurrency: int = 2,
                  on_progress: Callable[[Progress], None] | None = None):
+        from core.methods.base import check_params
+
         self.runner, self.store = runner, store
         self.methods = parse_methods(methods)
+        settings = getattr(runner, "settings", None)
+        if settings is not None:
+            check_params(self.methods, settings.method.params)
         self.concurrency = max(1, concurrency)
         self.on_progress = on_progress or (lambda progress: None)
 

@@ -1,6 +1,7 @@
 """From pages to the retrieved text of a prompt: split each page's Markdown into passages, rank
 them against the query with BM25, keep the best within a token budget, and format them as fenced,
-labelled blocks.
+labelled blocks, with the lines of page text that imitate our prompts' headings neutralised
+(:func:`prompt_template` registers a prompt's headings).
 
 Token counts are estimates (:func:`count_tokens`); no tokenizer is loaded.
 """
@@ -9,13 +10,15 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from common.types import Page, Passage
 
-__all__ = ["count_tokens", "tokenize", "split_passages", "rank_passages", "select_passages", "format_passages"]
+__all__ = ["count_tokens", "tokenize", "split_passages", "rank_passages", "select_passages", "format_passages",
+           "prompt_template", "neutralise_fences", "neutralise_headings"]
 
 #: What opens and closes a passage in a prompt. Neither can occur in a passage's text:
 #: :func:`format_passages` neutralises them there.
@@ -193,24 +196,111 @@ def format_passages(passages: Sequence[Passage]) -> str:
 
     Sources are numbered in order of first appearance; passages of the same URL share a number.
     Retrieved text is data, not instructions: a fence marker inside a passage (or its title) is
-    neutralised (``<`` becomes ``‹``) so the text cannot close its fence, and titles and URLs are
-    put on one line so they cannot forge a label."""
+    neutralised (``<`` becomes ``‹``) so the text cannot close its fence; a line that imitates a
+    heading of our prompts (``##Instruction:``, ``Question: ...``) is marked as quoted
+    (:func:`neutralise_headings`) so it cannot read as a new section; and titles and URLs are put
+    on one line so they cannot forge a label."""
     numbers: dict[str, int] = {}
     blocks = []
     for passage in passages:
         n = numbers.setdefault(passage.url, len(numbers) + 1)
-        title = _one_line(passage.title)
+        title = neutralise_headings(_one_line(passage.title))
         url = _one_line(passage.url)
         label = f"[{n}] {title} — {url}" if title else f"[{n}] {url}"
-        blocks.append(f"{label}\n{FENCE_OPEN}\n{neutralise_fences(passage.text).strip()}\n{FENCE_CLOSE}")
+        text = neutralise_headings(neutralise_fences(passage.text)).strip()
+        blocks.append(f"{label}\n{FENCE_OPEN}\n{text}\n{FENCE_CLOSE}")
     return "\n\n".join(blocks)
 
 
 def neutralise_fences(text: str) -> str:
     """``text`` with anything that reads as a passage fence (``<passage>``, ``</passage>``,
-    ``< / PASSAGE ...``) defused by turning its ``<`` into ``‹``."""
-    return _FENCE_IN_TEXT.sub(r"‹\1", text)
+    ``< / PASSAGE ...``) or as a chat template's special token (``<|im_start|>``) defused by
+    turning its ``<`` into ``‹``."""
+    return _SPECIAL_TOKEN.sub("‹|", _FENCE_IN_TEXT.sub(r"‹\1", text))
 
 
 def _one_line(text: str) -> str:
     return neutralise_fences(" ".join(text.split()))
+
+
+# -- our prompts' headings, imitated in page text ------------------------------------------------
+#: What a neutralised line starts with: it reads as quoted text, not as a heading of the prompt.
+QUOTED_MARK = "‹quoted› "
+_SPECIAL_TOKEN = re.compile(r"<\s*\|")
+#: Labels of instruction-tuned chat formats ("### Instruction:", "### Response:"), which page text
+#: may imitate though our prompts do not use them all; as a plain "Input:" line (code examples)
+#: they are kept, as a heading or in bold they are neutralised.
+_FORMAT_LABELS = frozenset({"instruction", "instructions", "input", "response", "output", "system", "user",
+                            "assistant"})
+#: The labels of every registered prompt (:func:`prompt_template`), lower case.
+_LABELS: set[str] = set()
+# a heading line of a prompt template: "##Question:", "## Answer so far (read-only):"
+_TEMPLATE_HEADING = re.compile(r"^#{1,6}\s*(?P<label>[^#{}\n:]+?)\s*:?\s*$")
+# a label line of a prompt template: "Question: {question}", "Document:", "Refined document:"
+_TEMPLATE_LABEL = re.compile(r"^(?P<label>[A-Z][A-Za-z ()'-]{0,40}?)\s*:\s*(?:\{\w*\})?\s*$")
+# an emphasised line of a prompt template: "**IMPORTANT**", "IMPORTANT"
+_TEMPLATE_EMPHASIS = re.compile(r"^\**(?P<label>[A-Z][A-Z ]{3,40}?)\**\s*$")
+# a line of page text: its leading marks (#, >, *, _, =, spaces), then the rest
+_LINE = re.compile(r"^(?P<marks>[\s#>*_=~`|-]*)(?P<rest>.*)$")
+
+
+def prompt_template(template: str) -> str:
+    """Register the headings of the prompt ``template`` (its ``##Label:`` lines, ``Label:``
+    lines such as ``Question: {question}``, and emphasised lines such as ``**IMPORTANT**``), so
+    that :func:`format_passages` neutralises lines of page text that imitate them. Returns
+    ``template`` unchanged: ``DRAFT = prompt_template(\"\"\"...\"\"\")``."""
+    _LABELS.update(prompt_labels(template))
+    return template
+
+
+def prompt_labels(template: str) -> set[str]:
+    """The heading labels of a prompt template, lower case (``{"question", "instruction"}``)."""
+    labels = set()
+    for line in template.splitlines():
+        for pattern in (_TEMPLATE_HEADING, _TEMPLATE_LABEL, _TEMPLATE_EMPHASIS):
+            match = pattern.match(line.strip())
+            if match:
+                labels.add(_label_key(match.group("label")))
+                break
+    labels.discard("")
+    return labels
+
+
+def neutralise_headings(text: str) -> str:
+    """``text`` with each line that imitates a heading of our prompts marked as quoted
+    (:data:`QUOTED_MARK` before it), so it cannot read as a new section of the prompt. A line
+    imitates a heading when it is a Markdown heading (``#``) that names a registered label or
+    ends with a colon (our prompts' ``##Label:`` form), a ``Label:`` line of a registered label
+    (``Question: ...``, ``**Instruction:**``), or a registered label alone in capitals or bold
+    (``IMPORTANT``); chat formats' labels (``### Response:``) count as a heading or in bold. Other
+    lines, Markdown headings such as ``## History`` and code examples' ``Input:`` included, are kept."""
+    if not text:
+        return text
+    lines = text.split("\n")
+    changed = False
+    for j, line in enumerate(lines):
+        if _imitates_heading(line):
+            lines[j] = QUOTED_MARK + line.lstrip()
+            changed = True
+    return "\n".join(lines) if changed else text
+
+
+def _imitates_heading(line: str) -> bool:
+    flat = unicodedata.normalize("NFKC", line)
+    match = _LINE.match(flat)
+    if match is None or not match.group("rest").strip():
+        return False
+    marks, rest = match.group("marks"), match.group("rest")
+    label, colon, after = rest.partition(":")
+    key = _label_key(label)
+    emphasised = "#" in marks or "*" in marks or label.strip(" *_").isupper()
+    known = key in _LABELS or (emphasised and key in _FORMAT_LABELS)
+    if "#" in marks:
+        return known or bool(colon and not after.strip(" *_#\t\r"))
+    if colon:
+        return known
+    return known and emphasised
+
+
+def _label_key(label: str) -> str:
+    return " ".join(label.strip(" \t\r*_#=`~").lower().split())

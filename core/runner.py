@@ -34,6 +34,7 @@ from common.settings import DEFAULT_CONTEXT_TOKENS, Settings
 from common.types import RunStatus, Task
 from core.clients import Clients
 from core.methods import MethodContext, get_method
+from core.methods.base import check_params
 from core.sources import SourceBook
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,15 +58,18 @@ class Runner:
                     providers: Sequence[str] | None = None) -> AsyncIterator[Event]:
         """Run ``method`` on ``task``; ``providers`` overrides the settings' search providers
         for this run, ``draft_only`` stops after the draft. Raises TaskError (before anything is
-        stored) for an empty or oversized task or an unknown method; every later failure is a
-        Failed event."""
+        stored) for an empty or oversized task or an unknown method, and ConfigError for a
+        ``--param`` that no method declares or whose value is out of range; every later failure
+        is a Failed event."""
         info = get_method(method)
+        check_params([info.name], self.settings.method.params, strict=False)  # shared by the UI's methods
         task = task.validated(self.settings.method.max_task_chars)
         providers = tuple(providers or self.settings.search.providers)
         task_id = self.store.add_task(task.prompt, task.kind, task.task_set)
-        run_id = self.store.create_run(info.name, task_id, self._run_settings(providers))
+        owner = _new_owner()
+        run_id = self.store.create_run(info.name, task_id, self._run_settings(providers), owner=owner)
         async with aclosing(self._drive(run_id, info.name, task, prior=[], seq=0, draft_only=draft_only,
-                                        providers=providers)) as events:
+                                        providers=providers, owner=owner)) as events:
             async for event in events:
                 yield event
 
@@ -74,9 +78,11 @@ class Runner:
         """Continue a run from its stored events: after its last revised step, or with an
         edited ``draft`` (stored as a new DraftReady; revision starts over from step 1). The
         run's own search providers are used unless ``providers`` is given.
-        Raises RunNotFound, or TaskError when the run is finished or its method cannot resume."""
+        Raises RunNotFound, TaskError when the run is finished or its method cannot resume, or
+        ConfigError for a bad ``--param`` (as ``start``)."""
         run = self.store.get_run(run_id)
         info = get_method(run.method)
+        check_params([info.name], self.settings.method.params, strict=False)
         if run.status in FINISHED and draft is None:
             raise TaskError(f"Run {run_id} is already finished; start a new run instead.")
         if not info.resumable:
@@ -91,40 +97,46 @@ class Runner:
             prior.append(edited)
         task = Task(run.task, run.kind, run.task_set)
         providers = tuple(providers or run.settings.get("search") or self.settings.search.providers)
-        self.store.update_run(run_id, status=RunStatus.RUNNING, error="")
+        owner = _new_owner()
+        self.store.claim_run(run_id, owner)  # RunLive when another runner still drives it
         drive = self._drive(run_id, info.name, task, prior=prior, seq=self.store.last_seq(run_id),
-                            draft_only=draft_only, resumed=True, counts=run, edited=edited, providers=providers)
+                            draft_only=draft_only, resumed=True, counts=run, edited=edited, providers=providers,
+                            owner=owner)
         async with aclosing(drive) as events:
             async for event in events:
                 yield event
 
     # -- the loop --------------------------------------------------------------------------
     async def _drive(self, run_id: str, method: str, task: Task, *, prior: list[Event], seq: int,
-                     draft_only: bool, providers: tuple[str, ...], resumed: bool = False,
+                     draft_only: bool, providers: tuple[str, ...], owner: str, resumed: bool = False,
                      counts: RunRow | None = None, edited: DraftReady | None = None) -> AsyncIterator[Event]:
         """Run the method, storing and passing on each event; the method's Final gets its
-        sources here, from the events of the run (``prior`` and the new ones). ``edited``: an
-        author's edited draft, stored and passed on right after RunStarted (the method finds it
-        in ``prior``)."""
+        sources here, from the events of the run (``prior`` and the new ones). Each event is
+        stored with the run's counters (and, at the end, its status) in one transaction, so the
+        row never disagrees with the events. ``owner`` (this runner) beats every few seconds
+        while the run goes on. ``edited``: an author's edited draft, stored and passed on right
+        after RunStarted (the method finds it in ``prior``)."""
         tally = _Tally(counts)
         started = time.perf_counter()
         status = RunStatus.INTERRUPTED
+        resumable = get_method(method).resumable
 
-        def store(event: Event) -> None:
+        def store(event: Event, **run: Any) -> None:
             nonlocal seq
             if event.persist:
                 seq += 1
-                self.store.append_event(run_id, seq, event)
+                tally.see(event)
+                self.store.append_event(run_id, seq, event, {**tally.fields(started), **run})
 
         first = RunStarted(run_id=run_id, method=method, task=task.prompt, resumed=resumed)
         store(first)
         yield first
         if edited is not None:
             store(edited)
-            tally.see(edited)
             yield edited
         ctx = None
         book = SourceBook.from_events(prior)  # Final.sources come from the run's events
+        beating = asyncio.get_running_loop().create_task(self._beat(run_id, owner))
         try:
             ctx = self._context(prior, providers)
             if ctx.settings.context_tokens is None:  # what the server reports, else the default
@@ -132,15 +144,12 @@ class Runner:
                 ctx.settings = replace(ctx.settings, context_tokens=window or DEFAULT_CONTEXT_TOKENS)
             async for event in _closing(get_method(method).run(task, ctx)):
                 event = book.sourced(event)
-                store(event)
-                changed = tally.see(event)
                 if isinstance(event, Final):
                     status = RunStatus.UNSOURCED if _unsourced(method, event) else RunStatus.DONE
-                    self.store.update_run(run_id, status=status, final_text=event.text,
-                                          sources=[asdict(s) for s in event.sources],
-                                          finished=_now(), **tally.fields(started))
-                elif changed:
-                    self.store.update_run(run_id, **tally.fields(started))
+                    store(event, status=status, final_text=event.text, sources=[asdict(s) for s in event.sources],
+                          finished=_now())
+                else:
+                    store(event)
                 yield event
                 if draft_only and isinstance(event, DraftReady):
                     status = RunStatus.DRAFT
@@ -153,24 +162,34 @@ class Runner:
             raise
         except RatStudioError as exc:
             status = RunStatus.FAILED
-            failed = Failed(error=str(exc), resumable=_resumable(exc), error_type=type(exc).__name__)
-            store(failed)
-            self.store.update_run(run_id, status=status, error=str(exc), **tally.fields(started))
+            failed = Failed(error=str(exc), resumable=resumable and _resumable(exc), error_type=type(exc).__name__)
+            store(failed, status=status, error=str(exc))
             yield failed
         except Exception as exc:  # a bug: keep what was done, say so, let the run resume
             log.exception("run %s crashed", run_id)
             status = RunStatus.FAILED
-            failed = Failed(error=f"Internal error ({type(exc).__name__}: {exc}). What was done is kept; "
-                                  f"resume with `python app.py resume {run_id}` once fixed.",
-                            resumable=True, error_type=type(exc).__name__)
-            store(failed)
-            self.store.update_run(run_id, status=status, error=failed.error, **tally.fields(started))
+            again = (f"resume with `python app.py resume {run_id}` once fixed" if resumable
+                     else "run it again once fixed")
+            failed = Failed(error=f"Internal error ({type(exc).__name__}: {exc}). What was done is kept; {again}.",
+                            resumable=resumable, error_type=type(exc).__name__)
+            store(failed, status=status, error=failed.error)
             yield failed
         finally:
+            beating.cancel()
             if status == RunStatus.INTERRUPTED:
                 self.store.update_run(run_id, status=status, **tally.fields(started))
             if ctx is not None:
                 await _close(ctx)
+
+    async def _beat(self, run_id: str, owner: str) -> None:
+        """Say every few seconds (data.store.HEARTBEAT_SECONDS) that this runner is alive, for
+        as long as it drives the run."""
+        while True:
+            await asyncio.sleep(_heartbeat_seconds())
+            try:
+                self.store.beat(run_id, owner)
+            except RatStudioError as exc:  # a busy or broken file: the run itself will say so
+                log.debug("heartbeat of run %s failed: %s", run_id, exc)
 
     def _context(self, prior: list[Event], providers: tuple[str, ...]) -> MethodContext:
         search = self.clients.search(providers)
@@ -203,7 +222,7 @@ class _Tally:
         self.wall_before = run.wall_seconds if run else 0.0
 
     def see(self, e: Event) -> bool:
-        """Count the event; True when the run's row should be updated."""
+        """Count the event; True when it changed a step count."""
         if isinstance(e, LLMCalled):
             self.prompt_tokens += e.prompt_tokens
             self.completion_tokens += e.completion_tokens
@@ -267,6 +286,18 @@ def _now() -> str:
     from data.store import now
 
     return now()
+
+
+def _new_owner() -> str:
+    from data.store import new_owner
+
+    return new_owner()
+
+
+def _heartbeat_seconds() -> float:
+    from data.store import HEARTBEAT_SECONDS
+
+    return HEARTBEAT_SECONDS
 
 
 async def _close(ctx: MethodContext) -> None:

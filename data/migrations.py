@@ -45,7 +45,9 @@ def apply(db: sqlite_utils.Database, path: str | Path = "the database") -> list[
             continue
         with db.conn:  # one transaction per migration: it lands whole or not at all
             if not db.conn.in_transaction:
-                db.execute("begin")  # sqlite3 opens none before CREATE by itself
+                db.execute("begin immediate")  # the write lock first: two processes may open a new file
+            if db.execute("select 1 from _migrations where name = ?", [name]).fetchone():
+                continue  # another process applied it while we waited for the lock
             fn(db)
             db.execute(
                 "insert into _migrations (name, applied) values (?, ?)",
@@ -276,3 +278,12 @@ def m006_run_checks(db: sqlite_utils.Database) -> None:
     the guards refused (core.guards), beside its other counters."""
     for column in ("steps_sourced", "steps_guarded"):
         db.execute(f"alter table runs add column {column} integer not null default 0")
+
+
+@migration
+def m007_run_owner(db: sqlite_utils.Database) -> None:
+    """Who drives a running run: ``owner`` ("host:pid:token", one token per runner) and
+    ``heartbeat`` (an ISO time the owner refreshes every few seconds). A run whose owner is gone
+    is found and marked interrupted; a second runner for a live run is refused."""
+    for column in ("owner", "heartbeat"):
+        db.execute(f"alter table runs add column {column} text not null default ''")

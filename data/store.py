@@ -8,6 +8,8 @@ is in WAL mode so readers never block the writer.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import threading
 import uuid
@@ -18,7 +20,7 @@ from typing import Any, NamedTuple
 
 import sqlite_utils
 
-from common.errors import RunNotFound, StoreError
+from common.errors import RunLive, RunNotFound, StoreError
 from common.events import Event, event_from_dict
 from common.types import RunStatus
 from data import migrations
@@ -26,6 +28,50 @@ from data import migrations
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+HEARTBEAT_SECONDS = 5.0  # how often a runner says it is alive
+STALE_SECONDS = 30.0  # a runner not heard from for this long is gone
+HOST = socket.gethostname()
+
+
+def new_owner() -> str:
+    """A runner's identity: this host, this process, and a token of its own (two runners in
+    one process are two owners)."""
+    return f"{HOST}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def owner_alive(owner: str, heartbeat: str, *, stale_after: float = STALE_SECONDS) -> bool:
+    """True when the runner ``owner`` may still be driving its run: it was heard from less than
+    ``stale_after`` seconds ago and, when it runs on this host, its process exists."""
+    if not owner or _age(heartbeat) > stale_after:
+        return False
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host == HOST and pid.isdigit():
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # it exists, as another user
+            return True
+    return True
+
+
+def describe_owner(owner: str, heartbeat: str) -> str:
+    """ "process 1234 on host-a (heard from 2 s ago)" """
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    where = "this process" if host == HOST and pid == str(os.getpid()) else f"process {pid} on {host}"
+    return f"{where} (heard from {_age(heartbeat):.0f} s ago)"
+
+
+def _age(stamp: str) -> float:
+    """Seconds since an ISO time stamp (infinite for none or a bad one)."""
+    try:
+        return (datetime.now(UTC) - datetime.fromisoformat(stamp)).total_seconds()
+    except (TypeError, ValueError):
+        return float("inf")
 
 
 def _json(value: Any) -> str:
@@ -75,6 +121,8 @@ class RunRow:
     steps_total: int = 0
     steps_sourced: int = 0  # steps whose text was checked against retrieved text
     steps_guarded: int = 0  # revisions refused by the guards (the text was kept)
+    owner: str = ""  # the runner driving it, "host:pid:token" (see new_owner)
+    heartbeat: str = ""  # when that runner was last heard from
     created: str = ""
     updated: str = ""
     finished: str = ""
@@ -151,7 +199,8 @@ class Store:
                        meta=json.loads(row["meta"] or "{}"), created=row["created"])
 
     # -- runs ------------------------------------------------------------------------------
-    def create_run(self, method: str, task_id: int, settings: dict, *, steps_total: int = 0) -> str:
+    def create_run(self, method: str, task_id: int, settings: dict, *, steps_total: int = 0, owner: str = "") -> str:
+        """A new run, status running, driven by ``owner``."""
         run_id = uuid.uuid4().hex[:12]
         stamp = now()
         with self.db.conn:
@@ -162,20 +211,57 @@ class Store:
                     "prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0, "tokens_by_role": "{}",
                     "llm_seconds": 0.0, "search_seconds": 0.0, "fetch_seconds": 0.0, "wall_seconds": 0.0,
                     "steps_done": 0, "steps_total": steps_total, "created": stamp, "updated": stamp,
-                    "finished": "",
+                    "finished": "", "owner": owner, "heartbeat": stamp if owner else "",
                 }
             )
         return run_id
 
     def update_run(self, run_id: str, **changes: Any) -> None:
-        for key in ("settings", "sources", "tokens_by_role"):
-            if key in changes and not isinstance(changes[key], str):
-                changes[key] = _json(changes[key])
-        if "status" in changes:
-            changes["status"] = RunStatus(changes["status"]).value
-        changes["updated"] = now()
         with self.db.conn:
-            self.db["runs"].update(run_id, changes)
+            self.db["runs"].update(run_id, _run_changes(changes))
+
+    def claim_run(self, run_id: str, owner: str) -> None:
+        """Make ``owner`` the one runner of the run and mark it running, in one transaction.
+        Raises RunLive when another runner that is still alive drives it, RunNotFound."""
+        conn = self.db.conn
+        try:
+            conn.execute("begin immediate")  # no other writer between the check and the claim
+            row = conn.execute("select status, owner, heartbeat from runs where id = ?", [run_id]).fetchone()
+            if row is None:
+                raise RunNotFound(f"No run {run_id!r} in {self.path}. `python app.py history` lists the runs.")
+            status, current, heartbeat = row
+            if status == RunStatus.RUNNING and current != owner and owner_alive(current, heartbeat):
+                raise RunLive(f"Run {run_id} is already running in {describe_owner(current, heartbeat)}: "
+                              "follow it there, or stop it (Stop, Ctrl-C) and then continue it.")
+            stamp = now()
+            conn.execute("update runs set status = ?, error = '', owner = ?, heartbeat = ?, updated = ? where id = ?",
+                         [RunStatus.RUNNING.value, owner, stamp, stamp, run_id])
+            conn.execute("commit")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("rollback")
+            raise
+
+    def beat(self, run_id: str, owner: str) -> None:
+        """The runner ``owner`` is alive (only while it still owns the run)."""
+        with self.db.conn:
+            self.db.execute("update runs set heartbeat = ? where id = ? and owner = ?", [now(), run_id, owner])
+
+    def interrupt_orphans(self) -> list[str]:
+        """Runs left ``running`` by a runner that is gone (killed, its machine restarted) become
+        ``interrupted``, so they can be continued; returns their ids."""
+        rows = self.db.execute("select id, owner, heartbeat, updated from runs where status = ?",
+                               [RunStatus.RUNNING.value]).fetchall()
+        gone = [run_id for run_id, owner, heartbeat, updated in rows
+                if (not owner_alive(owner, heartbeat) if owner else _age(updated) > STALE_SECONDS)]
+        if gone:
+            with self.db.conn:
+                self.db.conn.executemany(
+                    "update runs set status = ?, error = ?, updated = ? where id = ? and status = ?",
+                    [(RunStatus.INTERRUPTED.value, "The process running it stopped (killed, or its machine "
+                      "restarted); continue it from where it stopped.", now(), run_id, RunStatus.RUNNING.value)
+                     for run_id in gone])
+        return gone
 
     def get_run(self, run_id: str) -> RunRow:
         """The run with its task's prompt and kind. Raises RunNotFound."""
@@ -208,12 +294,16 @@ class Store:
         return [_decode_run(r) for r in self.db.query(sql, [*args, limit])]
 
     # -- events ----------------------------------------------------------------------------
-    def append_event(self, run_id: str, seq: int, event: Event) -> None:
+    def append_event(self, run_id: str, seq: int, event: Event, run: dict | None = None) -> None:
+        """Store an event and, in the same transaction, the run's changes it brings (``run``:
+        counters, status...), so the run's row never disagrees with its events."""
         with self.db.conn:
             self.db.execute(
                 "insert into events (run_id, seq, type, payload, ts) values (?, ?, ?, ?, ?)",
                 [run_id, seq, event.type, _json(event.to_dict()), now()],
             )
+            if run:
+                self.db["runs"].update(run_id, _run_changes(dict(run)))
 
     def events(self, run_id: str) -> list[Event]:
         return [
@@ -258,6 +348,16 @@ class Store:
                 {"provider": provider, "query": query, "k": k, "results": _json(results), "searched": now()},
                 pk=("provider", "query", "k"),
             )
+
+
+def _run_changes(changes: dict) -> dict:
+    for key in ("settings", "sources", "tokens_by_role"):
+        if key in changes and not isinstance(changes[key], str):
+            changes[key] = _json(changes[key])
+    if "status" in changes:
+        changes["status"] = RunStatus(changes["status"]).value
+    changes["updated"] = now()
+    return changes
 
 
 def _decode_run(row: dict) -> RunRow:

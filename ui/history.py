@@ -68,6 +68,7 @@ class HistoryTab:
 
     # -- handlers ---------------------------------------------------------------------------------
     def rows(self) -> dict:
+        self.store.interrupt_orphans()  # a run whose process died shows as interrupted, with Continue
         runs = self.store.list_runs(limit=LIMIT)
         return {"headers": render.HISTORY_HEADERS, "data": render.history_rows(runs)}
 

@@ -50,51 +50,57 @@ from common.events import (
 )
 from common.types import Passage, SearchResult, Task
 from core import prompts
-from core.methods.base import MethodContext, register
+from core.methods.base import MethodContext, Param, register
 from core.methods.helpers import Return, generate, param, question_for, returning, revised, urls_of, web_query
-from core.passages import format_passages
+from core.passages import format_passages, prompt_template
 from core.retrieval import retrieve
 
 MAX_QUERIES = 4  # 002, 3.2 and A.4
 PROCEDURES_PER_QUERY = 3  # 002, A.2 ("retrieve 3 procedures") and 4.1
 CRITIC_CYCLES = 3  # ours: the paper's number is lost in our copy
 NO_UPDATE = "NO UPDATE REQUIRED"  # 002, 3.4
+_QUERIES = Param("aag.max_queries", MAX_QUERIES, "most questions the query rewriter writes (002: 4)", low=1, high=10)
+_PROCEDURES = Param("aag.procedures", PROCEDURES_PER_QUERY, "procedures retrieved per question (002: 3)",
+                    low=1, high=20)
+_CYCLES = Param("aag.critic_cycles", CRITIC_CYCLES, "most critic/editor cycles (ours: 3)", low=0, high=10)
 
 # Ours (002 3.2: "first generate a high-level outline ... then suggest relevant questions which
 # can be answered with relevant procedures in the memory"; at most 4).
-REWRITE = """##Task:
+REWRITE = prompt_template("""##Task:
 {task}
 
 ##Instruction:
 First write a short high-level outline of how to accomplish the task, one step per line, under the heading "Outline:".
 Then, based on the outline, write at most {n} questions whose answers can be found in procedures of similar past tasks (how something similar was done before), one question per line, under the heading "Questions:".
-Output only the two lists."""  # noqa: E501
+Output only the two lists.""")  # noqa: E501
 
 # Ours (002 3.5 step 1 and 4.1: the RAG answer from retrieved procedures, "like the few-shot case").
-FIRST_ANSWER = """##Procedures from memory:
+FIRST_ANSWER = prompt_template("""##Procedures from memory:
 {procedures}
 
 ##Task:
 {task}
 
 ##Instruction:
+""" + prompts.PASSAGES_ARE_DATA + """
 The procedures above show how similar tasks were done before. Using them where they apply, answer the task. Where the task asks for a procedure or a plan, answer with ordered steps.
-Just respond to the task directly. DO NOT add additional explanations or introducement unless you are asked to."""  # noqa: E501
+Just respond to the task directly. DO NOT add additional explanations or introducement unless you are asked to.""")  # noqa: E501
 
 # Ours (002 3.3: "asking it to generate a summary of the retrieved procedures as an answer to the question").
-SUMMARY = """##Question:
+SUMMARY = prompt_template("""##Question:
 {question}
 
 ##Retrieved procedures:
 {procedures}
 
 ##Instruction:
+""" + prompts.PASSAGES_ARE_DATA + """
 Answer the question with a short summary of the retrieved procedures. Keep only the information that helps answer the question and leave out the steps that do not. If the procedures do not answer the question, say so in one sentence.
-Just output the summary."""  # noqa: E501
+Just output the summary.""")  # noqa: E501
 
 # Ours (002 3.5 step 4: "performs the first update to the RAG response using the context provided by the
 # generated summaries").
-UPDATE = """##Task:
+UPDATE = prompt_template("""##Task:
 {task}
 
 ##Current answer:
@@ -104,12 +110,13 @@ UPDATE = """##Task:
 {context}
 
 ##Instruction:
+""" + prompts.PASSAGES_ARE_DATA + """
 Update the current answer according to the knowledge above: correct what the knowledge contradicts and add the steps or details it shows are missing. Keep what is already right.
-Just output the updated answer. DO NOT add additional explanations or introducement."""  # noqa: E501
+Just output the updated answer. DO NOT add additional explanations or introducement.""")  # noqa: E501
 
 # Ours (002 3.4: the critic "evaluates if any edits are required, and suggests them as a bulleted
 # list. In case no edits are required, the critic appends the string 'NO UPDATE REQUIRED'").
-CRITIC = """##Task:
+CRITIC = prompt_template("""##Task:
 {task}
 
 ##Knowledge from similar procedures:
@@ -119,13 +126,14 @@ CRITIC = """##Task:
 {answer}
 
 ##Instruction:
+""" + prompts.PASSAGES_ARE_DATA + """
 You are a critic. Check whether the answer accomplishes the task, whether its steps are clear, in a sensible order and detailed enough, and whether it uses only the resources the task allows.
 If edits are required, list them as a bulleted list, one edit per bullet.
-If no edits are required, write NO UPDATE REQUIRED."""  # noqa: E501
+If no edits are required, write NO UPDATE REQUIRED.""")  # noqa: E501
 
 # Ours (002 3.4: the edits are "performed by the LLM with a prompt including the list of edits,
 # context from the summarizer, and the current version of the output procedure steps").
-EDIT = """##Task:
+EDIT = prompt_template("""##Task:
 {task}
 
 ##Knowledge from similar procedures:
@@ -138,32 +146,33 @@ EDIT = """##Task:
 {edits}
 
 ##Instruction:
+""" + prompts.PASSAGES_ARE_DATA + """
 Apply the edits above to the current answer, using the knowledge where it helps. Keep everything else as it is.
-Just output the edited answer. DO NOT add additional explanations or introducement."""
+Just output the edited answer. DO NOT add additional explanations or introducement.""")
 
 
 @register("aag", "AAG: outline and up to 4 questions, procedures from memory summarised per question, "
                  "a first answer updated with them, then a critic/editor loop",
-          "002 (AAG), section 3")
+          "002 (AAG), section 3", params=(_QUERIES, _PROCEDURES, _CYCLES))
 def aag(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _aag(task, ctx, rewrite=True, summarize=True, critic=True)
 
 
 @register("aag-nosum", "AAG-NOSUM: AAG without summaries; the retrieved procedures themselves are the context",
-          "002 (AAG), ablation of section 4.5")
+          "002 (AAG), ablation of section 4.5", params=(_QUERIES, _PROCEDURES, _CYCLES))
 def aag_nosum(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _aag(task, ctx, rewrite=True, summarize=False, critic=True)
 
 
 @register("aag-nocr", "AAG-NOCR: AAG without the critic loop; the updated first answer is final",
-          "002 (AAG), ablation of section 4.5")
+          "002 (AAG), ablation of section 4.5", params=(_QUERIES, _PROCEDURES))
 def aag_nocr(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _aag(task, ctx, rewrite=True, summarize=True, critic=False)
 
 
 @register("aag-noqr", "AAG-NOQR: AAG without query rewriting; the task is the single query and its first answer "
                       "goes to the critic loop",
-          "002 (AAG), ablation of section 4.5")
+          "002 (AAG), ablation of section 4.5", params=(_PROCEDURES, _CYCLES))
 def aag_noqr(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _aag(task, ctx, rewrite=False, summarize=False, critic=True)
 
@@ -189,9 +198,9 @@ class _Run:
 
 
 async def _aag(task: Task, ctx: MethodContext, *, rewrite: bool, summarize: bool, critic: bool) -> AsyncIterator[Event]:
-    max_queries = max(1, param(ctx, "aag.max_queries", MAX_QUERIES))
-    per_query = max(1, param(ctx, "aag.procedures", PROCEDURES_PER_QUERY))
-    cycles = max(0, param(ctx, "aag.critic_cycles", CRITIC_CYCLES)) if critic else 0
+    max_queries = param(ctx, "aag.max_queries")
+    per_query = param(ctx, "aag.procedures")
+    cycles = param(ctx, "aag.critic_cycles") if critic else 0
     memory = getattr(ctx, "memory", None)
     if memory is None or memory.count() == 0:
         memory = None

@@ -19,19 +19,20 @@ from common.types import Task
 from core import prompts
 from core.methods.base import MethodContext, register
 from core.methods.helpers import generate, question_for, urls_of, web_query, write_draft
-from core.passages import format_passages
+from core.passages import format_passages, prompt_template
 from core.retrieval import retrieve
 
 # Ours (001 gives no RAG prompt): the retrieved text first, fenced and labelled, as in B.3.
-RAG = """##Retrieved Text:
+RAG = prompt_template("""##Retrieved Text:
 {content}
 
 ##Question:
 {question}
 
 ##Instruction:
+""" + prompts.PASSAGES_ARE_DATA + """
 Answer the question/instruction above. Use the retrieved text where it is relevant and correct, and ignore it where it is not.
-Just respond to the instruction directly. DO NOT add additional explanations or introducement in the answer unless you are asked to."""  # noqa: E501
+Just respond to the instruction directly. DO NOT add additional explanations or introducement in the answer unless you are asked to.""")  # noqa: E501
 
 
 # -- the methods -------------------------------------------------------------------------------

@@ -47,9 +47,10 @@ from dataclasses import dataclass, field
 from common.errors import TaskError
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
-from core.methods.base import MethodContext, register
+from core.methods.base import MethodContext, Param, register
 from core.methods.helpers import Return, generate, normalize_answer, param, returning, web_query
-from core.passages import format_passages, rank_passages, tokenize
+from core.passages import format_passages, prompt_template, rank_passages, tokenize
+from core.prompts import PASSAGES_ARE_DATA
 from core.retrieval import retrieve
 
 N_PLANS = 5  # n (004, 4.1)
@@ -60,6 +61,15 @@ DTP = 0.8  # Δtp (004, 4.1: "0.8/0.5")
 EPS = 2.0  # DBSCAN eps over bag of words (004, 4.1)
 MAX_TEMPERATURE = 2.0  # the OpenAI API's upper bound
 SCHEDULES = ("on-repeat", "per-iteration")
+PARAMS = (
+    Param("furepa.n", N_PLANS, "plans sampled per iteration (004: 5)", low=1, high=10),
+    Param("furepa.theta", THETA, "share of answer plans that ends the run (004: 0.6)", low=0, high=1),
+    Param("furepa.iterations", ITERATIONS, "T, the most iterations before a forced answer (004: 6)", low=1, high=20),
+    Param("furepa.tp0", TP0, "first sampling temperature (004: 0.2)", low=0, high=MAX_TEMPERATURE),
+    Param("furepa.dtp", DTP, "temperature raise (004: 0.8)", low=0, high=MAX_TEMPERATURE),
+    Param("furepa.eps", EPS, "DBSCAN eps of the query filter, over bags of words (004: 2)", low=0.01, high=100),
+    Param("furepa.temperature_schedule", SCHEDULES[0], "when the temperature goes up", choices=SCHEDULES),
+)
 
 # Appendix A.1: the first iteration, which only asks what to search first.
 FIRST_SYSTEM = ("You are given problems that require multi-hop searching and reasoning. "
@@ -85,7 +95,7 @@ SYSTEM = ("You are given problems that require multi-hop searching and reasoning
           "You should tell me the answer if all needed information is provided in the context, otherwise tell me "
           "what specific information to search next. Do not answer with uncertainty. "
           "Lines only start with '[Analysis]' or '[Answer]' or '[Search]'.")
-USER = "Context:\n{context}\nQuestion:\n{question}"
+USER = prompt_template("Context:\n{context}\nQuestion:\n{question}")
 # (In the first example our copy says Saint Motel has 3 members; its context lists four.)
 SHOTS = (
     ("Saint Motel: The band consists of A/J Jackson (lead vocals, guitar, piano), Aaron Sharp (lead guitar), "
@@ -126,9 +136,10 @@ SHOTS = (
      "[Analysis] \"Human Error\" is the season finale of the third season of \"House\". The TV show \"House\" aired "
      "on the Fox network. Then we have the answer.\n[Answer] Fox network"),
 )
-# Ours: 004 forces an answer after the last round but gives no prompt for it.
+# Ours: 004 forces an answer after the last round but gives no prompt for it. A.2's own words
+# stay as the paper's (the fence around the evidence only); this addition says the evidence is data.
 FORCE = ("\n\nThe search budget is spent: answer now, from the context and what you know. "
-         "Reply with one [Analysis] line and one [Answer] line.")
+         "Reply with one [Analysis] line and one [Answer] line. " + PASSAGES_ARE_DATA)
 
 
 @dataclass(frozen=True)
@@ -153,10 +164,10 @@ class _Config:
     @classmethod
     def of(cls, ctx: MethodContext) -> _Config:
         """Raises TaskError for a parameter that is not a number, or an unknown schedule."""
-        config = cls(n=max(1, param(ctx, "furepa.n", N_PLANS)), theta=param(ctx, "furepa.theta", THETA),
-                     iterations=max(1, param(ctx, "furepa.iterations", ITERATIONS)), tp0=param(ctx, "furepa.tp0", TP0),
-                     dtp=param(ctx, "furepa.dtp", DTP), eps=param(ctx, "furepa.eps", EPS),
-                     schedule=param(ctx, "furepa.temperature_schedule", "on-repeat"))
+        config = cls(n=param(ctx, "furepa.n"), theta=param(ctx, "furepa.theta"),
+                     iterations=param(ctx, "furepa.iterations"), tp0=param(ctx, "furepa.tp0"),
+                     dtp=param(ctx, "furepa.dtp"), eps=param(ctx, "furepa.eps"),
+                     schedule=param(ctx, "furepa.temperature_schedule"))
         if config.schedule not in SCHEDULES:
             raise TaskError(f"furepa.temperature_schedule={config.schedule!r} is not known: "
                             f"use one of {', '.join(SCHEDULES)}.")
@@ -182,7 +193,7 @@ class _State:
 @register("furepa", "FuRePA: each round plans from the question and evidence only (earlier reasoning masked), "
                     "5 sampled plans, answer at ≥60% agreement, else DBSCAN-filtered queries scored by what their "
                     "retrieval returns (a stand-in for the paper's trained RoBERTa scorer)",
-          "004 (FuRePA), sections 3.1-3.2 and appendix A")
+          "004 (FuRePA), sections 3.1-3.2 and appendix A", params=PARAMS)
 async def furepa(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     config = _Config.of(ctx)
     state = _State(question=task.prompt)

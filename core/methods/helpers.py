@@ -14,8 +14,9 @@ then reads ``.result``::
 
 Parameters: every method reads its own overrides from ``ctx.settings.params``
 (``--param KEY=VALUE`` on the command line), a dict such as ``{"itrg.iterations": 3,
-"aag.critic_cycles": 2}``; a key that is absent keeps the module default (the paper's value).
-:func:`param` validates the type.
+"aag.critic_cycles": 2}``; a key that is absent keeps the default declared with the method
+(``register(..., params=...)``, the paper's value). :func:`param` reads the declared type and
+checks the range; ``core.methods.base.check_params`` checks every key before a run starts.
 
 Sources: methods keep no list of sources. They say which URLs each step used
 (``StepRevised.sources``, or a ``SourcesUsed`` event) and the runner numbers the article's
@@ -27,7 +28,8 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import AsyncIterator, Callable
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import Any
 
 from common.errors import LLMError, TaskError
 from common.events import DraftReady, Event, LLMCalled, Note, StepRevised, TokenDelta
@@ -35,12 +37,10 @@ from common.settings import DEFAULT_CONTEXT_TOKENS
 from common.types import Passage, Task
 from core import prompts
 from core.guards import guard_revision
-from core.methods.base import MethodContext
+from core.methods.base import MethodContext, Param, declared_param
 from core.passages import count_tokens, format_passages
 from core.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
 from core.returning import Return, Returning, returning  # noqa: F401  (the helpers' idiom, above)
-
-V = TypeVar("V")
 
 #: Longest query sent to a search engine. Methods whose query is a whole text (CoT+RAG's draft,
 #: ITRG's question + last output) are cut at a word boundary, and the cut is shown in a Note:
@@ -100,34 +100,30 @@ async def write_draft(ctx: MethodContext, task: Task, *, cap: bool = True) -> As
     yield Return(steps)
 
 
-def param(ctx: MethodContext, key: str, default: V) -> V:
+_DECLARED: Any = object()  # param()'s default: the declared one
+
+
+def param(ctx: MethodContext, key: str, default: Any = _DECLARED) -> Any:
     """The method parameter ``key`` (e.g. ``"itrg.iterations"``) from ``ctx.settings.params``
-    (``--param KEY=VALUE``) when set there, else ``default``. Raises TaskError naming the key
-    when the value cannot be read as the default's type."""
-    params = ctx.settings.params
-    if key not in params or params[key] is None:
-        return default
-    value: Any = params[key]
-    kind = type(default)
+    (``--param KEY=VALUE``) when set there, else its default: the one declared with the method
+    (``core.methods.base.Param``), or ``default`` when given. The value is read as the declared
+    type (or ``default``'s, for an undeclared key) and checked against the declared range or
+    choices. Raises TaskError naming the key and what it accepts; ``check_params`` refuses such
+    a value before a run is created, so a run only meets this when a method is driven directly."""
+    declared = declared_param(key)
+    if declared is None:
+        if default is _DECLARED:
+            raise TaskError(f"--param {key} is not declared by any method: declare it with register(..., params=...).")
+        declared = Param(key, default)
+    elif default is not _DECLARED:
+        declared = replace(declared, default=default)
+    value = ctx.settings.params.get(key)
+    if value is None:
+        return declared.default
     try:
-        if kind is bool:
-            return _boolean(value)  # type: ignore[return-value]
-        if kind is int and isinstance(value, float) and not value.is_integer():
-            raise ValueError(value)
-        return kind(value)  # type: ignore[call-arg]
-    except (TypeError, ValueError):
-        raise TaskError(f"The setting {key}={value!r} is not a valid {kind.__name__}; "
-                        f"use e.g. {key}={default!r}.") from None
-
-
-def _boolean(value: Any) -> bool:
-    """Raises ValueError for a string that is not a yes/no word."""
-    if not isinstance(value, str):
-        return bool(value)
-    word = value.strip().lower()
-    if word not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
-        raise ValueError(value)
-    return word in {"1", "true", "yes", "on"}
+        return declared.parse(value)
+    except ValueError as exc:
+        raise TaskError(str(exc)) from None
 
 
 def web_query(text: str, limit: int = MAX_QUERY_CHARS) -> tuple[str, bool]:

@@ -37,7 +37,7 @@ from collections.abc import AsyncIterator
 
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
-from core.methods.base import MethodContext, register
+from core.methods.base import MethodContext, Param, register
 from core.methods.helpers import (
     QA_INSTRUCTION,
     Return,
@@ -48,23 +48,29 @@ from core.methods.helpers import (
     revised,
     web_query,
 )
-from core.passages import format_passages
+from core.passages import format_passages, prompt_template
+from core.prompts import PASSAGES_ARE_DATA
 from core.retrieval import retrieve
 
 ITERATIONS = 5  # T (003, section 3.3)
 TOP_K = 5  # top-5 paragraphs per query (003, section 3.3)
+PARAMS = (
+    Param("itrg.iterations", ITERATIONS, "T, the rounds of retrieval and generation (003: 5)", low=1, high=10),
+    Param("itrg.top_k", TOP_K, "documents retrieved per round (003: top-5)", low=1, high=20),
+)
 
-# 003, section 2.3.2: "Prompt for refresh with all documents", word for word.
-REFRESH = """In the following task, you should write a document that contains the answer to the question.
+# 003, section 2.3.2: "Prompt for refresh with all documents", word for word (the fence around
+# the passages only, as with RAT's B.3).
+REFRESH = prompt_template("""In the following task, you should write a document that contains the answer to the question.
 
 Passage: {passages}
 
 Question: {question}
 
-Document:"""
+Document:""")  # noqa: E501
 
 # Ours: 003 describes refine (eq. 2: prompt(y_(t-1), q, R_update)) but gives no prompt for it.
-REFINE = """In the following task, you should refine the document so that it answers the question better, using the new passages. Keep what the passages do not contradict, correct what they contradict, and add what they add. Output only the refined document.
+REFINE = prompt_template("""In the following task, you should refine the document so that it answers the question better, using the new passages. Keep what the passages do not contradict, correct what they contradict, and add what they add. Output only the refined document. """ + PASSAGES_ARE_DATA + """
 
 Passage: {passages}
 
@@ -72,28 +78,28 @@ Question: {question}
 
 Document: {document}
 
-Refined document:"""  # noqa: E501
+Refined document:""")  # noqa: E501
 
 # Ours: the read step of 003's QA evaluation (a short answer from the generated document).
-ANSWER = """Read the document and answer the question.
+ANSWER = prompt_template("""Read the document and answer the question.
 
 Document: {document}
 
 Question: {question}
 
-{instruction}"""
+{instruction}""")
 
 
 @register("itrg-refine", "ITRG refine: T rounds of search with question + last output; each rewrites the last output "
                          "with only the newly retrieved documents",
-          "003 (ITRG / Iter-RetGen), section 2.3.1")
+          "003 (ITRG / Iter-RetGen), section 2.3.1", params=PARAMS)
 def itrg_refine(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _itrg(task, ctx, refine=True)
 
 
 @register("itrg-refresh", "ITRG refresh: T rounds of search with question + last output; each writes anew from the "
                           "question and the documents retrieved",
-          "003 (ITRG / Iter-RetGen), section 2.3.2")
+          "003 (ITRG / Iter-RetGen), section 2.3.2", params=PARAMS)
 def itrg_refresh(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _itrg(task, ctx, refine=False)
 
@@ -103,8 +109,8 @@ def _key(p: Passage) -> tuple[str, str]:
 
 
 async def _itrg(task: Task, ctx: MethodContext, *, refine: bool) -> AsyncIterator[Event]:
-    iterations = max(1, param(ctx, "itrg.iterations", ITERATIONS))
-    top_k = max(1, param(ctx, "itrg.top_k", TOP_K))
+    iterations = param(ctx, "itrg.iterations")
+    top_k = param(ctx, "itrg.top_k")
     question = task.prompt
     output = ""  # y_(t-1)
     previous: set[tuple[str, str]] = set()  # R_(t-1)

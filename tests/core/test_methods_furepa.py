@@ -160,11 +160,13 @@ async def test_per_iteration_temperature_schedule(web):
     assert events[-1].text == "December 2016"
 
 
-async def test_an_unknown_schedule_fails_the_run_with_the_fix(services, llm, monkeypatch):
-    """End to end: the runner turns the method's TaskError into a Failed event."""
-    from common.events import Failed
+async def test_an_unknown_schedule_is_refused_with_the_fix_before_a_run_is_created(services, llm, monkeypatch):
+    """End to end: the runner checks the declared choices before it stores anything (no failed
+    run is left in History)."""
+    from common.errors import ConfigError
 
     llm.reply(MethodAuthor())
     patch_context(monkeypatch, services, params={"furepa.temperature_schedule": "sometimes"})
-    events = await collect(services.runner.start("furepa", Task(QUESTION)))
-    assert isinstance(events[-1], Failed) and "on-repeat, per-iteration" in events[-1].error
+    with pytest.raises(ConfigError, match="on-repeat, per-iteration"):
+        await collect(services.runner.start("furepa", Task(QUESTION)))
+    assert services.store.list_runs() == [] and llm.requests == []

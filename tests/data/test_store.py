@@ -133,3 +133,22 @@ def test_a_current_database_opens_again(tmp_path):
     Store(path).close()
     store = Store(path)
     assert store.list_runs() == []
+
+
+def test_processes_opening_a_new_file_at_once_migrate_it_once(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    db = tmp_path / "fresh.db"
+    code = f"from data.store import Store; Store({str(db)!r}).list_runs()"
+    procs = [subprocess.Popen([sys.executable, "-c", code], cwd=root, stderr=subprocess.PIPE, text=True)
+             for _ in range(4)]
+    errors = [p.communicate(timeout=60)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    from data import migrations
+    from data.store import Store
+
+    names = [r[0] for r in Store(db).db.execute("select name from _migrations order by name")]
+    assert names == sorted(name for name, _ in migrations.MIGRATIONS)

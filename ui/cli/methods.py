@@ -1,5 +1,6 @@
-"""Commands for running methods side by side and for AAG's procedure memory:
+"""Commands that list the methods, run them side by side, and fill AAG's procedure memory:
 
+    python app.py methods [--json]
     python app.py batch TASKS.jsonl --methods rat,rag-5 [--concurrency N]
     python app.py eval qa [--methods direct,rag-5] [--task-set qa] [--tasks FILE] [--run]
     python app.py procedures import FILE.jsonl
@@ -29,8 +30,14 @@ DEFAULT_BATCH_CONCURRENCY = 2
 
 
 def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    """Add ``batch``, ``eval`` and ``procedures`` to ``subparsers`` (each with ``parents``, the
-    flags every command takes)."""
+    """Add ``methods``, ``batch``, ``eval`` and ``procedures`` to ``subparsers`` (each with
+    ``parents``, the flags every command takes)."""
+    p = subparsers.add_parser("methods", parents=parents, help="list the methods and their --param keys",
+                              description="Every writing method, its paper, and the --param KEY=VALUE keys it "
+                                          "reads, with their range and default.")
+    p.add_argument("--json", action="store_true", help="print the list as JSON")
+    p.set_defaults(func=cmd_methods)
+
     p = subparsers.add_parser("batch", parents=parents, help="run several methods over a task file (resumable)",
                               description="Run every method on every task of a JSONL file. Finished task/method "
                                           "pairs are skipped, so running the same command again continues an "
@@ -73,6 +80,27 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
                          help="store finished runs as procedures (input = task, output = text, steps = draft)")
     a.add_argument("run_ids", nargs="+", metavar="RUN_ID")
     a.set_defaults(func=cmd_procedures_add_from_run)
+
+
+# -- methods -----------------------------------------------------------------------------------
+def cmd_methods(args, app) -> int:
+    """Each method with its description and paper, then its parameters: ``--param KEY=VALUE``,
+    the accepted range or choices, the default, and what it sets."""
+    from core.methods import METHODS
+
+    if args.json:
+        print(json.dumps([{"name": m.name, "description": m.description, "paper": m.paper, "resumable": m.resumable,
+                           "uses_search": m.uses_search,
+                           "params": [{"key": p.key, "default": p.default, "accepts": p.accepts(), "help": p.help}
+                                      for p in m.params]}
+                          for m in METHODS.values()], ensure_ascii=False, indent=2))
+        return 0
+    for m in METHODS.values():
+        print(f"{m.name}  {m.description}")
+        print(f"    paper: {m.paper}" + ("; resumable" if m.resumable else ""))
+        for p in m.params:
+            print(f"    --param {p.describe()}: {p.help}")
+    return 0
 
 
 # -- batch -------------------------------------------------------------------------------------

@@ -76,14 +76,39 @@ def cmd_run(args, app) -> int:
     from common.types import Task
 
     task = Task(args.task, kind=args.kind)
-    return asyncio.run(_follow(app.runner.start(args.method, task, draft_only=args.draft_only), args, app))
+    return _follow_to_the_end(app.runner.start(args.method, task, draft_only=args.draft_only), args, app)
 
 
 def cmd_resume(args, app) -> int:
-    return asyncio.run(_follow(app.runner.resume(args.run_id, providers=app.settings.search.providers), args, app))
+    return _follow_to_the_end(app.runner.resume(args.run_id, providers=app.settings.search.providers), args, app)
 
 
-async def _follow(events, args, app) -> int:
+def _follow_to_the_end(events, args, app) -> int:
+    """Follow a run; on Ctrl-C, say how to go on (the runner stores the run as interrupted)."""
+    seen: dict = {}
+    try:
+        return asyncio.run(_follow(events, args, app, seen))
+    except KeyboardInterrupt:
+        run_id = seen.get("run_id")
+        if run_id:
+            print(f"interrupted: {again(app, run_id)}", file=sys.stderr)
+        else:
+            print("interrupted before the run started", file=sys.stderr)
+        return 130
+
+
+def again(app, run_id: str) -> str:
+    """How to go on with a stopped run: resume it when its method can, else run it again."""
+    from core.methods import METHODS
+
+    run = app.store.get_run(run_id)
+    info = METHODS.get(run.method)
+    if info is not None and info.resumable:
+        return f"continue with: python app.py resume {run_id}"
+    return f"{run.method} cannot resume; run it again: python app.py run {json.dumps(run.task)} --method {run.method}"
+
+
+async def _follow(events, args, app, seen: dict | None = None) -> int:
     from common.events import Failed, Final, RunStarted
     from common.types import RunStatus
     from core.report import progress_line, to_markdown, unsourced_cause
@@ -93,6 +118,8 @@ async def _follow(events, args, app) -> int:
         async for event in events:
             if isinstance(event, RunStarted):
                 run_id = event.run_id
+                if seen is not None:
+                    seen["run_id"] = run_id
             elif isinstance(event, Final):
                 final = event
             elif isinstance(event, Failed):
@@ -104,8 +131,9 @@ async def _follow(events, args, app) -> int:
         if run_id:
             print(f"run id: {run_id}", file=sys.stderr)
     if failed:
-        hint = f" Resume with: python app.py resume {run_id}" if failed.resumable else ""
-        print(f"error: {failed.error}{hint}", file=sys.stderr)
+        print(f"error: {failed.error}", file=sys.stderr)
+        print(f"what was done is kept; {again(app, run_id)}" if failed.resumable else
+              f"to try again: {again(app, run_id)}", file=sys.stderr)
         return 1
     if final is None:  # draft only
         print(f"draft stored; continue with: python app.py resume {run_id}", file=sys.stderr)
