@@ -3,7 +3,8 @@
 A ``Boards`` object holds one ``Tally`` per (source, task set) and, when asked, folds in only
 the votes recorded since it last looked. Because the TrueSkill draw probability is the observed
 draw rate rounded to 0.01 (see ``annotation.ratings``), folding in new votes gives exactly what
-a rebuild from scratch gives; when the rounded rate moves, it rebuilds. Safe to share between
+a rebuild from scratch gives; when the rounded rate moves, or a vote was corrected since (a
+correction changes an old vote's weight), it rebuilds. Safe to share between
 Gradio's worker threads (one lock; each thread reads through its own Store connection).
 """
 
@@ -21,6 +22,7 @@ class Boards:
         self.store = store
         self._tallies: dict[tuple[str, str | None], Tally] = {}
         self._counts: arena.BattleCounts | None = None
+        self._corrections: dict[tuple[str, str | None], int] = {}  # the newest correction each tally saw
         self._lock = threading.Lock()
 
     def battle_counts(self) -> arena.BattleCounts:
@@ -36,6 +38,9 @@ class Boards:
         with self._lock:
             key = (source, task_set)
             current = self._tallies.get(key)
+            corrected = arena.last_correction_id(self.store) if source == "people" else 0
+            if current is not None and self._corrections.get(key, 0) != corrected:
+                current = None  # a vote was corrected: the old tally counts it as it was cast
             new = arena.vote_rows(self.store, source, task_set, after_id=current.last_id if current else 0)
             if current is None or (new and not _same_draw_rate(current, new)):
                 current = self._rebuild(source, task_set, new if current is None else None)
@@ -43,6 +48,7 @@ class Boards:
                 current.add_all(new)
                 current.last_id = new[-1].id
             self._tallies[key] = current
+            self._corrections[key] = corrected
             return current.copy()
 
     def _rebuild(self, source: str, task_set: str | None, rows: list[arena.VoteRow] | None) -> Tally:

@@ -143,6 +143,21 @@ class Arena:
         battle = arena.get_battle(self.store, battle_id)
         return Reveal(battle_id, battle.method_a, battle.method_b, battle.choice or choice)
 
+    def correct(self, vote_id: int, choice: str, corrected_by: str, why: str) -> arena.CorrectionRow:
+        """Supersede a people's vote with a correction (the vote stays as it was cast): ``choice``
+        counts from now on (``void``: not at all). Returns the stored correction.
+        Raises ArenaError for an unknown choice or a missing name or reason, StoreError for an
+        unknown vote."""
+        try:
+            correction_id = arena.correct_vote(self.store, vote_id, choice, corrected_by, why)
+        except ValueError as exc:
+            raise ArenaError(f"Cannot correct vote {vote_id}: {exc}.") from None
+        return next(c for c in arena.vote_corrections(self.store) if c.id == correction_id)
+
+    def corrections(self) -> list[arena.CorrectionRow]:
+        """Every correction of a vote, oldest first."""
+        return arena.vote_corrections(self.store)
+
     # -- leaderboards -----------------------------------------------------------------------
     def tally(self, source: str = "people", task_set: str | None = None) -> ratings.Tally:
         """The up-to-date tally (a private copy). Raises ValueError for an unknown source, StoreError."""

@@ -5,7 +5,9 @@ Every write runs in its own ``begin immediate`` transaction, so many annotators 
 wait for each other (``busy_timeout`` is set by ``Store``) instead of failing half-way; an import
 of outputs lands in one transaction, one of votes in batches (so votes are never blocked for
 long). Votes, judge votes, battles and outputs are append-only: the schema refuses updates,
-deletes and replacing inserts (migrations ``m002_arena`` and ``m005_arena_append_only``).
+deletes and replacing inserts (migrations ``m002_arena`` and ``m005_arena_append_only``). A vote
+is corrected by a new row in ``vote_corrections`` (who, why, the choice that counts now), itself
+append-only (``m008_vote_corrections``); the leaderboard counts a vote's newest correction.
 
 Finished runs enter the arena through ``sync_run_outputs``, which copies their final text into
 ``outputs`` (a snapshot: the text an annotator judged is the text stored with the battle), so
@@ -28,6 +30,10 @@ from common.errors import StoreError
 from data.store import Store, now
 
 CHOICES = ("a", "b", "tie", "both_bad")
+VOID = "void"  # a correction's choice for a vote that should not count at all
+#: A people's vote's choice as it counts now: its newest correction's, else the one cast.
+_CHOICE_NOW = ("coalesce((select c.choice from vote_corrections c where c.vote_id = v.id "
+               "order by c.id desc limit 1), v.choice)")
 IMPORT_BATCH = 500  # imported votes written per transaction
 JUDGE_CHOICES = ("a", "b", "tie")
 SOURCES = ("people", "judge")
@@ -309,6 +315,56 @@ def record_vote(store: Store, battle_id: int, annotator: str, choice: str) -> in
     return cur.lastrowid
 
 
+class CorrectionRow(NamedTuple):
+    """A correction of a people's vote: which vote, the choice that counts now (or ``void``),
+    who made it, why, when; and the vote's choice as it was cast."""
+
+    id: int
+    vote_id: int
+    choice: str
+    corrected_by: str
+    why: str
+    created: str
+    cast: str
+
+
+def correct_vote(store: Store, vote_id: int, choice: str, corrected_by: str, why: str) -> int:
+    """Append a correction that supersedes vote ``vote_id`` (the vote itself is never changed):
+    ``choice`` counts from now on (one of CHOICES, or VOID for a vote that should not count),
+    ``corrected_by`` says who decided, ``why`` why. Returns the correction's id.
+    Raises ValueError for an unknown choice or an empty name or reason, StoreError for an
+    unknown vote."""
+    if choice not in (*CHOICES, VOID):
+        raise ValueError(f"choice must be one of {', '.join((*CHOICES, VOID))}, not {choice!r}")
+    if not corrected_by.strip():
+        raise ValueError("say who corrects the vote (--by NAME)")
+    if not why.strip():
+        raise ValueError("say why the vote is corrected (--why TEXT)")
+    with _write(store.db, "correct the vote") as conn:
+        if not conn.execute("select 1 from votes where id = ?", [vote_id]).fetchone():
+            raise StoreError(f"No vote {vote_id} in {store.path}: `python app.py votes corrections` lists the "
+                             "corrections, `votes export` the votes.")
+        cur = conn.execute(
+            "insert into vote_corrections (vote_id, choice, corrected_by, why, created) values (?, ?, ?, ?, ?)",
+            [vote_id, choice, corrected_by.strip(), why.strip(), now()],
+        )
+    return cur.lastrowid
+
+
+def vote_corrections(store: Store) -> list[CorrectionRow]:
+    """Every correction, oldest first, with the choice each vote was cast with."""
+    rows = store.db.execute(
+        "select c.id, c.vote_id, c.choice, c.corrected_by, c.why, c.created, v.choice "
+        "from vote_corrections c join votes v on v.id = c.vote_id order by c.id"
+    ).fetchall()
+    return [CorrectionRow(*r) for r in rows]
+
+
+def last_correction_id(store: Store) -> int:
+    """The id of the newest correction (0 for none): a tally built before it is stale."""
+    return store.db.execute("select coalesce(max(id), 0) from vote_corrections").fetchone()[0]
+
+
 def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
     """Add votes cast elsewhere, in batches of IMPORT_BATCH. Each record has ``prompt``, ``kind``,
     ``task_set`` (or ``task_id`` of a task in this database), ``method_a``, ``method_b``,
@@ -379,15 +435,20 @@ def _insert_imported_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> No
 
 
 def export_votes(store: Store) -> Iterator[dict]:
-    """People's votes in the order they were recorded, as ``votes import`` reads them."""
+    """People's votes in the order they were recorded, as ``votes import`` reads them: each as it
+    was cast, with its newest correction, if any, under ``correction`` (choice, by, why, created)."""
     rows = store.db.query(
         "select v.id, t.prompt as task, t.id as task_id, t.kind, t.task_set, b.method_a, b.method_b, "
-        "v.choice as winner, v.annotator, v.created, oa.text as output_a, ob.text as output_b "
+        "v.choice as winner, v.annotator, v.created, oa.text as output_a, ob.text as output_b, "
+        "(select json_object('choice', c.choice, 'by', c.corrected_by, 'why', c.why, 'created', c.created) "
+        " from vote_corrections c where c.vote_id = v.id order by c.id desc limit 1) as correction "
         "from votes v join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id "
         "left join outputs oa on oa.id = b.output_a left join outputs ob on ob.id = b.output_b order by v.id"
     )
     for row in rows:
-        row.pop("id")
+        row["vote_id"] = row.pop("id")  # what ``votes correct`` names (an import ignores it)
+        if row["correction"] is not None:
+            row["correction"] = json.loads(row["correction"])
         yield {k: v for k, v in row.items() if v is not None}
 
 
@@ -395,11 +456,13 @@ def vote_rows(store: Store, source: str = "people", task_set: str | None = None,
               *, leave_out: Iterable[str] = ()) -> list[VoteRow]:
     """People's votes (``source='people'``) or the judge's (``'judge'``), in the order they were
     recorded, with id > ``after_id``; people's votes of the annotators in ``leave_out`` are left out.
+    A corrected vote counts with its newest correction's choice, a voided one not at all.
     Raises ValueError for another source."""
     if source == "people":
         sql = (
-            "select v.id, b.method_a, b.method_b, v.choice, b.task_id from votes v "
-            "join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id where v.id > ?"
+            f"select v.id, b.method_a, b.method_b, {_CHOICE_NOW} as choice, b.task_id from votes v "
+            "join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id where v.id > ? "
+            f"and {_CHOICE_NOW} != 'void'"
         )
     elif source == "judge":
         sql = (

@@ -30,6 +30,7 @@ TABLES = {
     "m002_arena": ("outputs", "battles", "votes", "judge_votes"),
     "m003_procedures": ("procedures",),
     "m004_procedures_fts": ("procedures_fts",),
+    "m008_vote_corrections": ("vote_corrections",),
 }
 
 
@@ -287,3 +288,33 @@ def m007_run_owner(db: sqlite_utils.Database) -> None:
     is found and marked interrupted; a second runner for a live run is refused."""
     for column in ("owner", "heartbeat"):
         db.execute(f"alter table runs add column {column} text not null default ''")
+
+
+@migration
+def m008_vote_corrections(db: sqlite_utils.Database) -> None:
+    """Votes are never changed; a correction is a new row that supersedes one: the vote it
+    corrects, the choice that now counts (one of the arena's choices, or ``void`` for a vote that
+    should not count at all), who made it and why. The newest correction of a vote wins.
+    Corrections are append-only too."""
+    statements = [
+        """create table vote_corrections (
+            id integer primary key,
+            vote_id integer not null references votes(id),
+            choice text not null check (choice in ('a', 'b', 'tie', 'both_bad', 'void')),
+            corrected_by text not null check (length(trim(corrected_by)) > 0),
+            why text not null check (length(trim(why)) > 0),
+            created text not null
+        )""",
+        "create index vote_corrections_vote on vote_corrections(vote_id, id)",
+        """create trigger vote_corrections_append_only_update before update on vote_corrections
+            begin select raise(abort, 'vote corrections are append-only: add a new correction instead'); end""",
+        """create trigger vote_corrections_append_only_delete before delete on vote_corrections
+            begin select raise(abort, 'vote corrections are append-only: add a new correction instead'); end""",
+        """create trigger vote_corrections_append_only_reuse before insert on vote_corrections
+            when new.id is not null and exists (select 1 from vote_corrections where id = new.id)
+            begin select raise(abort, 'vote corrections are append-only: add a new correction instead'); end""",
+    ]
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for sql in statements:
+        db.execute(sql)

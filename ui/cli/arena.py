@@ -1,4 +1,4 @@
-"""The arena's commands: votes import/export, outputs import, leaderboard, judge; printing over
+"""The arena's commands: votes import/export/correct/corrections, outputs import, leaderboard, judge; printing over
 ``annotation.service.Arena``. JSONL formats: ``annotation.records``. A file is checked whole
 before anything is written: a bad line imports nothing. Votes are written in batches (votes
 keep coming in meanwhile), and importing a file again adds only what is not there yet."""
@@ -17,6 +17,7 @@ from annotation.errors import ArenaError
 from annotation.judge import N_CALLS
 from annotation.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE
 from annotation.service import SOURCES, Arena, Leaderboard
+from data.arena import CHOICES, VOID
 
 
 def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -28,7 +29,20 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
                         help="add votes from a JSONL file (checked whole first; a second import adds nothing)")
     p.add_argument("file", help=f"JSONL, one vote a line: {VOTE_EXAMPLE}")
     p.set_defaults(func=cmd_votes_import)
-    p = vsub.add_parser("export", parents=parents, help="write every vote as JSONL")
+    p = vsub.add_parser("correct", parents=parents,
+                        help="supersede a vote with a correction (the vote itself stays as cast)",
+                        description="Votes are append-only: a correction is a new row, with who made it and why, "
+                                    "and the leaderboard counts a vote's newest correction. VOTE_ID is the "
+                                    "vote_id of `votes export`.")
+    p.add_argument("vote_id", type=int, metavar="VOTE_ID")
+    p.add_argument("--choice", required=True, choices=[*CHOICES, VOID],
+                   help="what counts from now on; void: the vote does not count at all")
+    p.add_argument("--by", required=True, help="who decided the correction")
+    p.add_argument("--why", required=True, help="why the vote is corrected")
+    p.set_defaults(func=cmd_votes_correct)
+    p = vsub.add_parser("corrections", parents=parents, help="list the corrections of votes")
+    p.set_defaults(func=cmd_votes_corrections)
+    p = vsub.add_parser("export", parents=parents, help="write every vote as JSONL (with its correction, if any)")
     p.add_argument("--out", help="file to write (default: standard output)")
     p.set_defaults(func=cmd_votes_export)
 
@@ -57,6 +71,22 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
 def cmd_votes_import(args, app) -> int:
     added, skipped = Arena(app.store).import_votes(args.file)
     print(f"Imported {added} vote(s) from {args.file}" + (f"; {skipped} already present" if skipped else "") + ".")
+    return 0
+
+
+def cmd_votes_correct(args, app) -> int:
+    c = Arena(app.store).correct(args.vote_id, args.choice, args.by, args.why)
+    print(f"Vote {c.vote_id} (cast: {c.cast}) now counts as {c.choice}; correction {c.id} by {c.corrected_by}: "
+          f"{c.why}")
+    return 0
+
+
+def cmd_votes_corrections(args, app) -> int:
+    rows = Arena(app.store).corrections()
+    if not rows:
+        print("No vote has been corrected.")
+    for c in rows:
+        print(f"{c.id}\t{c.created}\tvote {c.vote_id}: {c.cast} -> {c.choice}\tby {c.corrected_by}: {c.why}")
     return 0
 
 
