@@ -88,6 +88,10 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
     share = flag_on("share", "RAT_STUDIO_SHARE")
     if share and not auth:
         raise ConfigError("--share makes the UI public: also pass --auth USER:PASSWORD.")
+    max_tokens = pick("max_tokens", "RAT_STUDIO_MAX_TOKENS", None, int)
+    if max_tokens is not None and max_tokens < 1:
+        raise ConfigError(f"--max-tokens must be at least 1 (e.g. 1024), not {max_tokens}; leave it out for the "
+                          "server's own limit.")
     role_models = {r: m for r in ROLES if (m := pick(f"{r}_model", f"RAT_STUDIO_{r.upper()}_MODEL"))}
     base_url = pick("base_url", "OPENAI_BASE_URL")
     return Settings(
@@ -96,6 +100,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
             model=pick("model", "RAT_STUDIO_MODEL", LLMSettings.model), role_models=role_models,
             timeout=pick("llm_timeout", "RAT_STUDIO_LLM_TIMEOUT", LLMSettings.timeout, float),
             max_retries=pick("max_retries", "RAT_STUDIO_MAX_RETRIES", LLMSettings.max_retries, int),
+            max_tokens=max_tokens,
         ),
         search=SearchSettings(
             providers=providers, searxng_url=pick("searxng_url", "RAT_STUDIO_SEARXNG_URL"),

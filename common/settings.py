@@ -21,6 +21,7 @@ class LLMSettings:
     max_retries: int = 4  # on 429, 5xx, timeouts and connection errors
     backoff: float = 1.0  # first wait in seconds; doubles each retry
     temperature: float | None = None  # None: the server's default
+    max_tokens: int | None = None  # most tokens of one answer (a method's own cap may be lower); None: the server's
 
     def model_for(self, role: str) -> str:
         return self.role_models.get(role) or self.model

@@ -79,11 +79,12 @@ def is_talk(text: str) -> bool:
     return talk * 2 >= len(sentences)
 
 
-def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP) -> Revision:
+def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: bool = False) -> Revision:
     """The text after a revision of ``before`` that the model answered with ``reply``: the
     reply without chatter, or ``before`` itself (with the problem and the refused reply) when
-    the reply is empty, talks about the task, or keeps less than ``min_keep`` of the characters
-    of ``before``. With nothing before (a first answer), the reply is used as it is."""
+    the reply is empty, talks about the task, keeps less than ``min_keep`` of the characters
+    of ``before``, or was ``cut`` short by the token limit (its end is missing). With nothing
+    before (a first answer), the reply is used as it is."""
     text = normalise_answer(strip_chatter(reply))
     if not before.strip():  # writing from nothing: there is no text to protect
         return Revision(text=text or normalise_answer(reply))
@@ -92,6 +93,8 @@ def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP) -> Re
         problem = "is empty" if not reply.strip() else "holds nothing but a preamble"
     elif is_talk(text):
         problem = "talks about the task instead of revising the text"
+    elif cut:
+        problem = "was cut short at the token limit, so its end is missing (raise --max-tokens)"
     elif len(text) < min_keep * len(before.strip()):
         share = len(text) / len(before.strip())
         problem = (f"keeps {share:.0%} of the text it replaces ({len(text):,} of {len(before.strip()):,} "

@@ -256,6 +256,8 @@ class LLMClient:
     def _request(self, messages: list[dict[str, Any]], model: str, temperature: float | None,
                  max_tokens: int | None) -> dict[str, Any]:
         request: dict[str, Any] = {"model": model, "messages": messages}
+        caps = [cap for cap in (max_tokens, self.settings.max_tokens) if cap is not None]
+        max_tokens = min(caps) if caps else None
         temperature = temperature if temperature is not None else self.settings.temperature
         if temperature is not None:
             request["temperature"] = temperature

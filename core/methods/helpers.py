@@ -49,13 +49,25 @@ from core.returning import Return, Returning, returning  # noqa: F401  (the help
 MAX_QUERY_CHARS = 1000
 
 
+class Answer(str):
+    """A model's answer (a ``str``) that knows whether the token limit cut it short: ``cut``
+    (finish_reason "length"). A cut revision is refused (:func:`revised`): its end is missing."""
+
+    cut: bool = False
+
+    def __new__(cls, text: str, *, cut: bool = False) -> Answer:
+        answer = super().__new__(cls, text)
+        answer.cut = cut
+        return answer
+
+
 @returning
 async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i: int = 0,
                    temperature: float | None = None,
                    max_tokens: int | None = None) -> AsyncIterator[Event | Return[str]]:
     """Stream one LLM call as TokenDelta events (a Note for each retry), then an LLMCalled
-    event; returns the text. LLM errors propagate (the runner turns them into a resumable
-    Failed)."""
+    event, and a warning Note when the token limit cut the answer short; returns the text as an
+    :class:`Answer`. LLM errors propagate (the runner turns them into a resumable Failed)."""
     from core.llm import Completion, Reset, Retry  # local: keeps methods importable without openai
 
     size = count_tokens(prompt if isinstance(prompt, str) else "".join(str(m.get("content", "")) for m in prompt))
@@ -77,7 +89,12 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i
             yield LLMCalled(role=role, model=item.model, i=i, prompt_tokens=item.prompt_tokens,
                             completion_tokens=item.completion_tokens, seconds=round(item.seconds, 4),
                             estimated=item.estimated)
-            yield Return(item.text)
+            cut = item.finish_reason == "length"
+            if cut:
+                yield Note(i=i, level="warning",
+                           text=f"The {role} answer reached the token limit ({item.completion_tokens:,} tokens) and "
+                                "was cut short: raise --max-tokens, or use a model that answers more briefly.")
+            yield Return(Answer(item.text, cut=cut))
 
 
 @returning
@@ -169,7 +186,7 @@ def revised(ctx: MethodContext, i: int, before: str, reply: str, passages: list[
     when the reply is refused, a warning Note that says why and a StepRevised that keeps
     ``before`` (no sources; the reply in ``rejected``). ``article_of`` gives the whole text
     after the step from the step's text (default: the step's text is the whole text)."""
-    rev = guard_revision(before, reply, min_keep=ctx.settings.min_keep)
+    rev = guard_revision(before, reply, min_keep=ctx.settings.min_keep, cut=getattr(reply, "cut", False))
     article = article_of or (lambda text: text)
     if not rev.problem:
         return [StepRevised(i=i, before=before, after=rev.text, sources=urls_of(passages), article=article(rev.text))]

@@ -100,3 +100,39 @@ def test_a_refused_revision_becomes_a_note_and_a_step_that_keeps_its_text():
     (used,) = revised(ctx, 2, ARTICLE, REVISED, [passage], article_of=lambda text: "Before.\n\n" + text)
     assert used.after == REVISED and used.article == "Before.\n\n" + REVISED
     assert used.sources == ("http://127.0.0.1/pages/jin",) and used.checked
+
+
+def test_a_revision_cut_at_the_token_limit_is_refused_even_when_long():
+    cut_short = REVISED[: len(REVISED) - 40]  # ends mid-sentence: the model ran out of tokens
+    rev = guard_revision(ARTICLE, cut_short, cut=True)
+    assert rev.text == ARTICLE and rev.rejected == cut_short
+    assert rev.problem.startswith("was cut short at the token limit") and "--max-tokens" in rev.problem
+    assert guard_revision(ARTICLE, cut_short).text == cut_short, "the same text, ended by the model, is used"
+    assert guard_revision("", "A first answer, cut", cut=True).text == "A first answer, cut", "nothing to protect"
+
+
+async def test_a_cut_answer_is_noted_and_its_revision_refused_over_http(llm):
+    """The real client over HTTP: the server ends the stream with finish_reason "length"."""
+    from common.settings import LLMSettings
+    from core.llm import LLMClient
+    from core.methods.helpers import Answer, generate
+    from tests.fakes.llm_server import FakeReply
+    from tests.helpers import collect
+
+    llm.queue(FakeReply(REVISED[:200], finish_reason="length"), FakeReply(REVISED))
+    client = LLMClient(LLMSettings(base_url=llm.base_url, model="fake-model", max_tokens=60))
+    ctx = method_context(client)
+    try:
+        for expect_cut in (True, False):
+            answer = generate(ctx, "Revise the text.", role="revise", i=2)
+            events = await collect(answer)
+            notes = [e for e in events if isinstance(e, Note)]
+            assert isinstance(answer.result, Answer) and answer.result.cut is expect_cut
+            assert [n.i for n in notes] == ([2] if expect_cut else [])
+            if expect_cut:
+                assert "token limit" in notes[0].text and "--max-tokens" in notes[0].text
+                note, step = revised(ctx, 2, ARTICLE, answer.result, [])
+                assert step.guarded.startswith("was cut short") and step.after == ARTICLE
+    finally:
+        await client.aclose()
+    assert [r["max_tokens"] for r in llm.requests] == [60, 60], "the --max-tokens setting caps every call"

