@@ -205,7 +205,8 @@ def normalise_answer(text: str) -> str:
     return join_steps(split_steps(text))
 
 
-_QUERY_LABEL = re.compile(r"^\s*(?:\*\*)?(?:search\s+)?query(?:\*\*)?\s*[:\-]\s*", re.I)
+_QUERY_LABEL = re.compile(r"^\s*(?:\*\*)?(?:(?:search\s+)?query|question|content|instruction|answer)(?:\*\*)?\s*[:\-]\s*",
+                          re.I)
 #: A line that only echoes a heading of our prompts ("##Question:", "### Instruction:", a bare "###").
 _PROMPT_LABEL = re.compile(r"^\s*#+\s*(?:(?:question|instruction|content|answer|query|response)\s*:?)?\s*$", re.I)
 MAX_QUERY_WORDS = 30
@@ -213,10 +214,11 @@ MAX_QUERY_WORDS = 30
 
 def clean_query(text: str, limit: int = 300) -> str:
     """The first line of a model's query that is a query: lines that echo the prompt's own
-    section labels, code fences and empty lines are skipped; a "Query:" label, a quote mark
-    ("> ") and surrounding quotes are removed."""
+    section labels, lead-ins that end in a colon ("The content of the question is:"), code
+    fences and empty lines are skipped; a "Query:" label (or an echoed "Question:", "Content:"
+    label), a quote mark ("> ") and surrounding quotes are removed."""
     for line in text.strip().splitlines():
-        if _PROMPT_LABEL.match(line) or line.strip().startswith("```"):
+        if _PROMPT_LABEL.match(line) or line.strip().startswith("```") or line.rstrip().endswith(":"):
             continue
         line = line.strip().lstrip(">").strip()
         line = _QUERY_LABEL.sub("", line).strip().strip('`"\'“”').strip()

@@ -24,6 +24,9 @@ STEP = "### Career\nHe co-founded the newspaper Ming Pao in Hong Kong in 1959."
     ("```\nJin Yong Ming Pao 1959\n```", "Jin Yong Ming Pao 1959"),
     ("###", ""),
     ("## Instruction:", ""),
+    ("The content of the question is:\nJin Yong Ming Pao 1959", "Jin Yong Ming Pao 1959"),  # SmolLM2's lead-in
+    ("Here is the query:", ""),
+    ("Question: Jin Yong Ming Pao 1959", "Jin Yong Ming Pao 1959"),  # an echoed label, recorded from SmolLM2
 ])
 def test_clean_query_drops_labels_fences_and_quotes(reply, expected):
     assert clean_query(reply) == expected
