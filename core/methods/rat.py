@@ -8,8 +8,11 @@
         T*   <- B.3(R_i, question, T*)             one revision, one retrieved content
         T*   <- T* + T_(i+1)
 
-``rat-step`` (ours, DESIGN.md) runs the same loop but its revision rewrites only T_i, with
-T*_1..T*_(i-1) as read-only context, so output tokens grow linearly with the article.
+``rat-step`` (ours, DESIGN.md) runs the same loop but its revision rewrites only T_i, so output
+tokens grow linearly with the article. Its read-only context is bounded too
+(``--param rat.step_context_tokens``, :func:`step_context`): the previous revised step in full and
+an outline of the earlier ones, in its query prompt and its revision prompt alike, so prompt
+tokens per step stay flat and grow linearly with the article in all.
 
 Both resume: a run's stored DraftReady and StepRevised events are its state, so an interrupted
 run continues after its last revised step, and an edited draft (a later DraftReady) is used as
@@ -23,12 +26,17 @@ from collections.abc import AsyncIterator
 from common.events import DraftReady, Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Task
 from core import prompts
-from core.methods.base import MethodContext, register
-from core.methods.helpers import context_tokens, fit_passages, generate, query_note, revised, write_draft
+from core.methods.base import MethodContext, Param, register
+from core.methods.helpers import context_tokens, fit_passages, generate, param, query_note, revised, write_draft
 from core.passages import count_tokens, format_passages
 from core.retrieval import retrieve
 
 MAX_RETRIEVALS_PER_STEP = 5  # 001, appendix E
+STEP_CONTEXT_TOKENS = 400  # ours: rat-step's read-only context, in tokens
+OUTLINE_WORDS = 12  # words of an earlier step in rat-step's outline
+_STEP_CONTEXT = Param("rat.step_context_tokens", STEP_CONTEXT_TOKENS,
+                      "tokens of read-only context in each step's prompts: the previous revised step, then an "
+                      "outline of the earlier ones (ours: 400)", low=50, high=100_000)
 
 
 @register("rat", "RAT: draft step by step, then revise the answer so far against a search for each step",
@@ -38,7 +46,7 @@ def rat(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
 
 
 @register("rat-step", "RAT step-scope (ours): each revision rewrites only its own step, with earlier steps as context",
-          "001 (RAT), with a narrower revision prompt", resumable=True)
+          "001 (RAT), with a narrower revision prompt", resumable=True, params=(_STEP_CONTEXT,))
 def rat_step(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _rat(task, ctx, step_scope=True)
 
@@ -62,8 +70,10 @@ async def _rat(task: Task, ctx: MethodContext, *, step_scope: bool) -> AsyncIter
 async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_scope: bool) -> AsyncIterator[Event]:
     """Step i: the query (B.2), the retrieval, the revision (B.3); ``state`` moves on past i."""
     step = state.steps[i - 1]
-    # B.2 sees the revised steps before i and draft step i, never a later one.
-    so_far = prompts.join_steps([state.article, step]) if state.article else step
+    # B.2 sees the revised steps before i and draft step i, never a later one: all of them for
+    # rat, the bounded context of step_context for rat-step.
+    before = step_context(state.revised, param(ctx, "rat.step_context_tokens")) if step_scope else state.article
+    so_far = prompts.join_steps([before, step]) if before else step
     q = generate(ctx, prompts.QUERY.format(question=task.prompt, answer=so_far), role="query", i=i)
     async for ev in q:
         yield ev
@@ -85,7 +95,7 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
         question = prompts.question_for(task)  # QA tasks also ask for a short "Answer:" line
         if step_scope:
             return prompts.REVISE_STEP.format(content=content, question=question, step=step,
-                                              context=state.article or "(nothing yet: this is the first paragraph)")
+                                              context=before or "(nothing yet: this is the first paragraph)")
         return prompts.REVISE.format(content=content, question=question, answer=so_far)
 
     fitted, notes = fit_passages(ctx, i, passages, prompt(""))
@@ -110,23 +120,60 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
         events = [StepRevised(i=i, before=kept, after=kept, article=article_of(kept), skipped=skipped)]
     for ev in events:
         yield ev
-    state.article, state.done = events[-1].article, i
+    state.moved_on(events[-1])
+
+
+def step_context(revised: list[str], budget: int) -> str:
+    """rat-step's read-only context for the next step, within about ``budget`` tokens whatever
+    the article's length: the previous revised step in full (its first ``budget`` tokens' worth
+    of words when it is longer), then, newest first while they fit, one outline line per earlier
+    step (its first OUTLINE_WORDS words), in article order; the steps left out are counted."""
+    if not revised:
+        return ""
+    last = revised[-1].strip()
+    if count_tokens(last) > budget:
+        words = last.split()
+        while words and count_tokens(" ".join(words)) > budget:
+            words = words[: max(1, int(len(words) * 0.9))] if len(words) > 1 else []
+        last = " ".join(words) + " [...]"
+    room = budget - count_tokens(last)
+    outline: list[str] = []
+    for n in range(len(revised) - 1, 0, -1):  # steps n = len-1 .. 1, newest first
+        words = " ".join(revised[n - 1].replace("#", " ").replace("*", " ").split()).split()
+        line = f"{n}. " + " ".join(words[:OUTLINE_WORDS]) + (" ..." if len(words) > OUTLINE_WORDS else "")
+        if count_tokens(line) + 1 > room:
+            break
+        outline.insert(0, line)
+        room -= count_tokens(line) + 1
+    parts = []
+    left_out = len(revised) - 1 - len(outline)
+    if len(revised) > 1:
+        head = f"(earlier paragraphs, as an outline{f'; the first {left_out} left out' if left_out else ''})"
+        parts.append("\n".join([head, *outline]))
+    parts.append(f"(paragraph {len(revised)}, the one just before)\n{last}" if len(revised) > 1 else last)
+    return "\n\n".join(parts)
 
 
 class _State:
-    """What a RAT run has done so far, rebuilt from its events."""
+    """What a RAT run has done so far, rebuilt from its events: the draft's steps, the article
+    after the last revised step, and (for rat-step's context) each revised step's own text."""
 
     def __init__(self) -> None:
         self.steps: list[str] | None = None
         self.article = ""
+        self.revised: list[str] = []
         self.done = 0
+
+    def moved_on(self, e: StepRevised) -> None:
+        self.article, self.done = e.article, e.i
+        self.revised = [*self.revised[: e.i - 1], e.after]
 
     @classmethod
     def from_prior(cls, events: list[Event]) -> _State:
         state = cls()
         for e in events:
             if isinstance(e, DraftReady):  # a later (edited) draft replaces the first
-                state.steps, state.article, state.done = list(e.steps), "", 0
+                state.steps, state.article, state.revised, state.done = list(e.steps), "", [], 0
             elif isinstance(e, StepRevised):
-                state.article, state.done = e.article, e.i
+                state.moved_on(e)
         return state
