@@ -145,6 +145,8 @@ class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self._local = threading.local()
+        self._trails: dict[str, _Trail] = {}  # run id -> what its next StepRevised may be stored against
+        self._trails_lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self.db
@@ -296,18 +298,37 @@ class Store:
     # -- events ----------------------------------------------------------------------------
     def append_event(self, run_id: str, seq: int, event: Event, run: dict | None = None) -> None:
         """Store an event and, in the same transaction, the run's changes it brings (``run``:
-        counters, status...), so the run's row never disagrees with its events."""
-        with self.db.conn:
-            self.db.execute(
-                "insert into events (run_id, seq, type, payload, ts) values (?, ?, ?, ?, ?)",
-                [run_id, seq, event.type, _json(event.to_dict()), now()],
-            )
-            if run:
-                self.db["runs"].update(run_id, _run_changes(dict(run)))
+        counters, status...), so the run's row never disagrees with its events.
+
+        A StepRevised is stored as a delta (:class:`_Trail`): its ``article`` and ``before`` are
+        left out when they follow from the run's earlier events, so a run's stored events grow
+        with its text, not with the text times its steps; :meth:`events` rebuilds them."""
+        payload = event.to_dict()
+        with self._trails_lock:
+            trail = self._trails.get(run_id)
+            if trail is None:
+                trail = self._trails[run_id] = _Trail.of(self.events(run_id) if seq > 1 else [])
+            payload = trail.compact(event, payload)
+        try:
+            with self.db.conn:
+                self.db.execute(
+                    "insert into events (run_id, seq, type, payload, ts) values (?, ?, ?, ?, ?)",
+                    [run_id, seq, event.type, _json(payload), now()],
+                )
+                if run:
+                    self.db["runs"].update(run_id, _run_changes(dict(run)))
+        except BaseException:
+            with self._trails_lock:
+                self._trails.pop(run_id, None)  # rebuilt from what was stored, next time
+            raise
+        if run and run.get("status") not in (None, RunStatus.RUNNING):
+            with self._trails_lock:
+                self._trails.pop(run_id, None)  # the run ended: forget its trail
 
     def events(self, run_id: str) -> list[Event]:
+        trail = _Trail()
         return [
-            event_from_dict(row["type"], json.loads(row["payload"]))
+            trail.expand(row["type"], json.loads(row["payload"]))
             for row in self.db.query("select type, payload from events where run_id = ? order by seq", [run_id])
         ]
 
@@ -348,6 +369,64 @@ class Store:
                 {"provider": provider, "query": query, "k": k, "results": _json(results), "searched": now()},
                 pk=("provider", "query", "k"),
             )
+
+
+class _Trail:
+    """What a run's next StepRevised can be stored against: the last draft's steps and the
+    article after the last revised step. ``compact`` leaves out of a StepRevised's payload what
+    follows from them (``article``: equal to ``after``, as in rat, or the article so far plus
+    ``after``, as in rat-step; ``before``: the article so far plus the draft's step i, as in rat),
+    checked by rebuilding it; ``expand`` puts it back, reading the events in order."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+        self.article = ""
+
+    @classmethod
+    def of(cls, events: list[Event]) -> _Trail:
+        trail = cls()
+        for e in events:
+            trail.see(e.type, e.to_dict())
+        return trail
+
+    def see(self, type_name: str, payload: dict) -> None:
+        if type_name == "DraftReady":
+            self.steps, self.article = list(payload.get("steps") or []), ""
+        elif type_name == "StepRevised":
+            self.article = payload.get("article") or ""
+
+    def _step(self, i: int) -> str:
+        return self.steps[i - 1] if 0 < i <= len(self.steps) else ""
+
+    def compact(self, event: Event, payload: dict) -> dict:
+        if event.type == "StepRevised":
+            full = dict(payload)
+            rebuilt = {"after": payload["after"], "appended": _join(self.article, payload["after"])}
+            for how, text in rebuilt.items():
+                if payload["article"] and payload["article"] == text:
+                    payload = {**payload, "article": None, "article_from": how}
+                    break
+            so_far = _join(self.article, self._step(payload["i"]))
+            if payload["before"] and payload["before"] == so_far and self._step(payload["i"]):
+                payload = {**payload, "before": None, "before_from": "so_far"}
+            self.see(event.type, full)
+        else:
+            self.see(event.type, payload)
+        return payload
+
+    def expand(self, type_name: str, payload: dict) -> Event:
+        if payload.get("before_from") == "so_far":
+            payload["before"] = _join(self.article, self._step(payload["i"]))
+        how = payload.get("article_from")
+        if how is not None:
+            payload["article"] = payload["after"] if how == "after" else _join(self.article, payload["after"])
+        self.see(type_name, payload)
+        return event_from_dict(type_name, payload)
+
+
+def _join(*texts: str) -> str:
+    """Texts as paragraphs of one text (as core.prompts.join_steps joins steps)."""
+    return "\n\n".join(t.strip() for t in texts if t and t.strip())
 
 
 def _run_changes(changes: dict) -> dict:
