@@ -45,6 +45,8 @@ class Clients:
                            backoff=s.backoff, cache=self.cache)
 
     def fetcher(self) -> Fetcher:
+        from core.extract import warm_up
         from core.fetch import Fetcher  # httpx and the extractor are imported when a page is first read
 
+        warm_up()  # the extraction workers start while the model drafts, not when the first page arrives
         return Fetcher(self.settings.fetch, cache=self.cache)

@@ -2,17 +2,25 @@
 title and metadata) and pypdf (PDF, optional). The fetcher (:mod:`core.fetch`) and the local
 corpus (:mod:`core.corpus`) both extract through here, so both go through the same lock.
 
-Both functions are synchronous and CPU-bound: call them from a worker thread
-(``asyncio.to_thread``) when on an event loop.
+Both functions are synchronous and CPU-bound. On an event loop, :func:`extract_html_async`
+runs ``extract_html`` in a pool of worker processes (``EXTRACT_WORKERS``): each has its own
+trafilatura and lxml, so pages are extracted in parallel, safely, and off the loop's process.
+:func:`warm_up` starts the workers (and their imports) ahead of the first page.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html as html_lib
 import io
+import multiprocessing
+import os
 import re
 import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from functools import partial
 
 from common.errors import ExtractionError
 
@@ -96,6 +104,80 @@ def extract_pdf(data: bytes) -> Extracted:
     except (pypdf.errors.PyPdfError, ValueError, KeyError, OSError) as exc:
         raise ExtractionError(f"Cannot read the PDF: {exc}; the file may be damaged or encrypted.") from exc
     return Extracted(str(title).strip(), text.strip())
+
+
+# -- the pool of extraction processes ------------------------------------------------------------
+#: Worker processes for extraction: one per core, at most 4 (each holds trafilatura, ~60 MB).
+EXTRACT_WORKERS = max(1, min(4, os.cpu_count() or 1))
+_pool: ProcessPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _get_pool() -> ProcessPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            # forkserver: workers are forked from a clean server process, never from this one (whose
+            # threads may hold locks); the server imports trafilatura once, so workers start warm.
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["core.extract", "trafilatura"])
+            _pool = ProcessPoolExecutor(max_workers=EXTRACT_WORKERS, mp_context=context)
+        return _pool
+
+
+def _drop_pool(broken: ProcessPoolExecutor) -> None:
+    global _pool
+    with _pool_lock:
+        if _pool is broken:
+            _pool = None
+    broken.shutdown(wait=False, cancel_futures=True)
+
+
+def warm_up() -> list[Future]:
+    """Start the extraction workers and their imports (call it when a run starts, so the first
+    page finds them ready). Returns at once: the pool is started by a background thread; the
+    futures (one per worker) say when the workers are ready."""
+    futures: list[Future] = [Future() for _ in range(EXTRACT_WORKERS)]
+
+    def start() -> None:
+        try:
+            pool = _get_pool()
+            for future in futures:
+                pool.submit(_ready).add_done_callback(partial(_pass_on, future))
+        except Exception as exc:  # the pages will say so when they are extracted
+            for future in futures:
+                future.set_exception(exc)
+
+    threading.Thread(target=start, name="extract-warm-up", daemon=True).start()
+    return futures
+
+
+def _pass_on(to: Future, done: Future) -> None:
+    if done.exception() is not None:
+        to.set_exception(done.exception())
+    else:
+        to.set_result(done.result())
+
+
+def _ready() -> bool:
+    import trafilatura  # noqa: F401  (the import is the warm-up)
+
+    return True
+
+
+async def extract_html_async(html: str | bytes, *, url: str | None = None, keep_all_text: bool = False,
+                             label: str | None = None) -> Extracted:
+    """:func:`extract_html` in a worker process. Raises ExtractionError, also when the worker
+    died (the pool is started anew for the next page)."""
+    pool = _get_pool()
+    job = partial(extract_html, html, url=url, keep_all_text=keep_all_text, label=label)
+    try:
+        return await asyncio.get_running_loop().run_in_executor(pool, job)
+    except BrokenProcessPool as exc:
+        _drop_pool(pool)
+        what = label or url or "a page"
+        raise ExtractionError(f"The extraction of {what} stopped: its worker process ended ({exc}). Try again; "
+                              "if it keeps happening, the page may be too large to parse.") from exc
 
 
 # -- helpers -----------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from common.errors import (
 )
 from common.settings import FetchSettings
 from common.types import Page
-from core.extract import extract_html
+from core.extract import extract_html_async
 from core.netguard import Resolver, check_url, guarded_transport
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -121,7 +121,7 @@ class Fetcher:
         if media == "text/plain":
             title, text, metadata = "", decoded.lstrip("\ufeff").strip(), {}
         else:
-            page = await asyncio.to_thread(extract_html, decoded, url=str(final_url), label=url)
+            page = await extract_html_async(decoded, url=str(final_url), label=url)
             title, text, metadata = page.title, page.text, page.metadata
         if not text.strip():
             raise ExtractionError(

@@ -67,7 +67,7 @@ def test_the_fetcher_and_the_corpus_extract_one_at_a_time(monkeypatch, tmp_path)
                 inside -= 1
 
     monkeypatch.setattr(trafilatura, "extract_with_metadata", counting)
-    jobs = [lambda: extract_html(PAGE.decode("utf-8"), url="https://blog.python.org/"),  # what the fetcher calls
+    jobs = [lambda: extract_html(PAGE.decode("utf-8"), url="https://blog.python.org/"),  # what a pool worker calls
             lambda: extract_file(tmp_path / "page.html", PAGE)]  # what the corpus calls
     threads = [threading.Thread(target=jobs[n % 2]) for n in range(6)]
     for t in threads:
@@ -81,3 +81,32 @@ def test_the_fetcher_and_the_corpus_extract_one_at_a_time(monkeypatch, tmp_path)
 def test_pdf_without_pypdf_names_the_fix():
     with pytest.raises(ExtractionError, match="pip install pypdf"):
         extract_pdf(b"%PDF-1.4\n%%EOF\n")
+
+
+async def test_the_pool_extracts_as_the_process_does_in_parallel_workers():
+    import asyncio
+    import os
+
+    from core.extract import EXTRACT_WORKERS, _get_pool, extract_html_async, warm_up
+
+    url = "https://blog.python.org/2016/12/python-360-is-now-available.html"
+    assert all(f.result(timeout=60) for f in warm_up())
+    pages = await asyncio.gather(*(extract_html_async(PAGE, url=url) for _ in range(4)))
+    assert all(p == extract_html(PAGE, url=url) for p in pages), "the same page, title, text and metadata"
+    pids = {f.result(timeout=30) for f in [_get_pool().submit(os.getpid) for _ in range(8 * EXTRACT_WORKERS)]}
+    assert os.getpid() not in pids, "extraction runs outside the app's process"
+
+
+async def test_a_dead_worker_is_an_extraction_error_and_the_next_page_works():
+    import os
+    from concurrent.futures.process import BrokenProcessPool
+
+    from core.extract import _get_pool, extract_html_async
+
+    dying = _get_pool().submit(os._exit, 1)
+    with pytest.raises(BrokenProcessPool):
+        dying.result(timeout=60)
+    with pytest.raises(ExtractionError, match=r"worker process ended.*Try again"):
+        await extract_html_async(PAGE, url="https://blog.python.org/", label="the page")
+    page = await extract_html_async(PAGE, url="https://blog.python.org/")
+    assert page.text and page == extract_html(PAGE, url="https://blog.python.org/")
