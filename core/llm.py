@@ -113,6 +113,10 @@ def _message_chars(message: dict[str, Any]) -> str:
     return str(content)
 
 
+WINDOW_TTL = 600.0  # seconds a server's reported context window is trusted
+_WINDOWS: dict[tuple[str, str], tuple[float, int | None]] = {}  # (base URL, model) -> (when read, window)
+
+
 class LLMClient:
     """Chat completions for the roles of a run (``draft``, ``query``, ``revise``, ``judge``), each
     role with its own model (``settings.model_for(role)``).
@@ -334,8 +338,19 @@ class LLMClient:
     async def context_window(self, model: str | None = None) -> int | None:
         """The context window the server reports for ``model`` in its model list (vLLM's
         ``max_model_len``, LM Studio's and llama.cpp's ``context_length``, ``n_ctx`` in ``meta``),
-        or None when it reports none or the list cannot be read. Best effort: never raises."""
+        or None when it reports none or the list cannot be read. Best effort: never raises.
+        An answer is kept for WINDOW_TTL seconds per server and model, so a run does not wait
+        for the model list before its first call when an earlier run already read it."""
         model = model or self.settings.model
+        key = (self.base_url, model)
+        kept = _WINDOWS.get(key)
+        if kept is not None and time.monotonic() - kept[0] < WINDOW_TTL:
+            return kept[1]
+        window = await self._read_window(model)
+        _WINDOWS[key] = (time.monotonic(), window)
+        return window
+
+    async def _read_window(self, model: str) -> int | None:
         try:
             page = self._sdk().models.list(timeout=min(self.settings.timeout, 5.0))
             async for entry in page:

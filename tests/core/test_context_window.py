@@ -42,9 +42,15 @@ async def test_the_window_the_server_reports_is_used(tmp_path, llm, web):
     try:
         assert await client.context_window() == 32768
         assert await client.context_window("not-served") is None
+        asked = llm.paths.count("GET /v1/models")
+        assert await app.clients.llm().context_window() == 32768
+        assert llm.paths.count("GET /v1/models") == asked, "a later run does not ask the server again"
     finally:
         await client.aclose()
     llm.context_length = None
+    from core import llm as llm_module
+
+    llm_module._WINDOWS.clear()  # as after WINDOW_TTL: the server is asked again
     client = app.clients.llm()
     try:
         assert await client.context_window() is None, "a server that says nothing: the default applies"
