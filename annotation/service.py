@@ -120,6 +120,8 @@ class Arena:
     def __init__(self, store: Store, *, rng: random.Random | None = None, limits: VoteLimits | None = None):
         self.store = store
         self.boards = Boards(store)
+        self._kept: dict[tuple, tuple[tuple[int, int, int], Any]] = {}  # what -> (arena.version, result)
+        self._kept_lock = threading.Lock()
         self.rng = rng
         self.limits = limits or VoteLimits()
 
@@ -163,12 +165,31 @@ class Arena:
         """The up-to-date tally (a private copy). Raises ValueError for an unknown source, StoreError."""
         return self.boards.tally(source, task_set)
 
+    def _keep(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """``compute()``, or what it gave last time for ``key`` when no vote, correction or judge
+        vote has been added since (arena.version): opening or refreshing the leaderboard with
+        nothing new costs three max() queries."""
+        now = arena.version(self.store)
+        with self._kept_lock:
+            kept = self._kept.get(key)
+            if kept is not None and kept[0] == now:
+                return kept[1]
+        result = compute()
+        with self._kept_lock:
+            self._kept[key] = (now, result)
+        return result
+
     def leaderboard(self, source: str = "people", task_set: str | None = None, *, bootstrap: int = 100,
                     seed: int = 0, leave_out_flagged: bool = False) -> Leaderboard:
         """TrueSkill and Bradley–Terry rows of ``source``'s votes, best first; with
         ``leave_out_flagged``, without the votes of the annotators ``flags`` names.
         Raises ValueError for an unknown source, ArenaError for an unknown task set, StoreError."""
         self.check_task_set(task_set)
+        return self._keep(("leaderboard", source, task_set, bootstrap, seed, leave_out_flagged),
+                          lambda: self._leaderboard(source, task_set, bootstrap, seed, leave_out_flagged))
+
+    def _leaderboard(self, source: str, task_set: str | None, bootstrap: int, seed: int,
+                     leave_out_flagged: bool) -> Leaderboard:
         flagged = self.flags() if leave_out_flagged and source == "people" else {}
         if flagged:
             t = ratings.tally(arena.vote_rows(self.store, source, task_set, leave_out=flagged))
@@ -180,6 +201,9 @@ class Arena:
         """Annotators whose votes look unread, with why: a median under TOO_FAST_SECONDS from
         seeing a pair to voting, or the same side in SAME_SIDE_SHARE of their votes (each over at
         least FLAG_MIN_VOTES votes). Raises StoreError."""
+        return dict(self._keep(("flags",), self._flags))
+
+    def _flags(self) -> dict[str, str]:
         flagged = {}
         for r in arena.annotator_rows(self.store):
             if r.votes < FLAG_MIN_VOTES:
@@ -196,8 +220,11 @@ class Arena:
 
     def agreement(self, task_set: str | None = None) -> ratings.Agreement:
         """How often people's votes agree with the judge's verdict on the same task and pair."""
-        people, judged = (arena.vote_rows(self.store, s, task_set) for s in ("people", "judge"))
-        return ratings.agreement(people, judged)
+        def compute() -> ratings.Agreement:
+            people, judged = (arena.vote_rows(self.store, s, task_set) for s in ("people", "judge"))
+            return ratings.agreement(people, judged)
+
+        return self._keep(("agreement", task_set), compute)
 
     def methods(self) -> list[str]:
         """Every method that has an output or a vote, sorted."""

@@ -4,6 +4,11 @@ vote with the leaderboard brought up to date. Prints numbers; passes or fails no
     python -m bench.leaderboard [--votes 100000] [--methods 12] [--rounds 100]
 
 Targets: TrueSkill rebuild under 2 s; Bradley–Terry with 100 bootstrap rounds under 10 s.
+
+Then the Leaderboard tab's own handler (ui.leaderboard, what Gradio calls; serialisation aside),
+on the same store: the first opening (table and summary, plots closed), opening it again with no
+new vote, the refresh after one vote, and the plots when their accordion is opened.
+Targets: 100k votes on screen in under 1 s; refresh after a vote under 200 ms.
 """
 
 from __future__ import annotations
@@ -87,6 +92,28 @@ def main() -> None:
         print(f"One vote: record {ms(record_s):.2f} ms + TrueSkill update {ms(update_s):.2f} ms "
               f"(median of {args.single}; slowest update {1000 * max(update_s):.1f} ms: it rebuilds only when the "
               f"rounded draw rate moves); whole table with BT CI {ms(table_s):.1f} ms")
+        tab_figures(store, battles_for=(ids[0], ids[1]))
+
+
+def tab_figures(store: Store, battles_for: tuple[int, int]) -> None:
+    import gradio as gr
+
+    from annotation.service import Arena
+    from ui import leaderboard
+
+    with gr.Blocks():
+        tab = leaderboard.build(Arena(store), None)
+    _, first = timed(tab.show, "people", leaderboard.ALL)
+    _, again = timed(tab.show, "people", leaderboard.ALL)
+    refresh = []
+    for k in range(5):
+        battle = arena.create_battle(store, *battles_for, "bench")
+        arena.record_vote(store, battle, "bench", "a" if k % 2 else "b")
+        refresh.append(timed(tab.show, "people", leaderboard.ALL)[1])
+    _, drawn = timed(tab.draw, "people", leaderboard.ALL)
+    print(f"Leaderboard tab, {tab.arena.leaderboard('people').votes:,} votes: first opening {first:.3f} s "
+          f"(target < 1 s); again, nothing new {1000 * again:.1f} ms; refresh after a vote "
+          f"{1000 * float(np.median(refresh)):.0f} ms (median of 5; target < 200 ms); plots when opened {drawn:.3f} s")
 
 
 if __name__ == "__main__":

@@ -360,6 +360,14 @@ def vote_corrections(store: Store) -> list[CorrectionRow]:
     return [CorrectionRow(*r) for r in rows]
 
 
+def version(store: Store) -> tuple[int, int, int]:
+    """What the leaderboards are computed from, in three numbers that change whenever a vote, a
+    correction or a judge vote is added (each table is append-only, so its largest id says it)."""
+    return store.db.execute(
+        "select (select coalesce(max(id), 0) from votes), (select coalesce(max(id), 0) from vote_corrections), "
+        "(select coalesce(max(id), 0) from judge_votes)").fetchone()
+
+
 def last_correction_id(store: Store) -> int:
     """The id of the newest correction (0 for none): a tally built before it is stale."""
     return store.db.execute("select coalesce(max(id), 0) from vote_corrections").fetchone()[0]

@@ -45,7 +45,9 @@ class LeaderboardTab:
         return {self.task_set: gr.update(choices=sets), self.method_a: gr.update(choices=methods),
                 self.method_b: gr.update(choices=methods)}
 
-    def show(self, source: str, task_set: str, leave_out: bool = False) -> dict:
+    def show(self, source: str, task_set: str, leave_out: bool = False, plots_open: bool = False) -> dict:
+        """The summary and the table, and the plots when their accordion is open (``plots_open``):
+        a closed accordion costs no figure. The service keeps the leaderboard until a vote arrives."""
         chosen = None if task_set in (None, ALL) else task_set
         empty = {self.table: [], self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None}
         try:
@@ -57,19 +59,33 @@ class LeaderboardTab:
             hint = ("vote in the Arena tab" if source == "people" else
                     "run the LLM judge below" if self.clients else "run `python app.py judge`")
             return {self.summary: f"No {source} votes yet: {hint}.", **empty}
-        methods = board.methods
-        summary = (f"**{board.votes}** {source} votes over **{len(methods)}** methods; draw probability "
+        summary = (f"**{board.votes}** {source} votes over **{len(board.methods)}** methods; draw probability "
                    f"{t.p_draw:.2f}. {agreement_text(self.arena.agreement(chosen))}")
         if source == "people":
             summary += flags_text(self.arena.flags(), left_out=bool(leave_out))
+        shown = {self.summary: summary, self.table: table_rows(rows)}
+        return {**shown, **(self.figures(board) if plots_open else {})}
+
+    def figures(self, board) -> dict:
+        t, rows, methods = board.tally, board.rows, board.methods
         return {
-            self.summary: summary, self.table: table_rows(rows),
             self.ratings_plot: plots.ratings_figure(rows),
             self.winrate_plot: plots.matrix_figure(ratings.win_rate_matrix(t, methods), methods,
                                                    "Win rate (row against column)", percent=True),
             self.battles_plot: plots.matrix_figure(ratings.battle_matrix(t, methods), methods,
                                                    "Battles", percent=False),
         }
+
+    def draw(self, source: str, task_set: str, leave_out: bool = False) -> dict:
+        """The plots, when their accordion is opened."""
+        chosen = None if task_set in (None, ALL) else task_set
+        try:
+            board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out))
+        except ArenaError:
+            board = None
+        if board is None or not board.rows:
+            return {self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None}
+        return self.figures(board)
 
     async def run_judge(self, method_a: str | None, method_b: str | None, n: float | None,
                         progress=gr.Progress()) -> str:  # noqa: B008 (Gradio injects it)
@@ -101,10 +117,12 @@ class LeaderboardTab:
         self.summary = gr.Markdown()
         self.table = gr.Dataframe(headers=HEADERS, interactive=False, wrap=True)
         gr.Markdown(EXPLAIN)
-        self.ratings_plot = gr.Plot(label="Ratings")
-        with gr.Row():
-            self.winrate_plot = gr.Plot(label="Win rate")
-            self.battles_plot = gr.Plot(label="Battles")
+        self.plots_open = gr.State(False)
+        with gr.Accordion("Plots: ratings, win rates, battles", open=False) as self.plots:
+            self.ratings_plot = gr.Plot(label="Ratings")
+            with gr.Row():
+                self.winrate_plot = gr.Plot(label="Win rate")
+                self.battles_plot = gr.Plot(label="Battles")
         if self.clients is None:
             return
         with gr.Accordion("LLM judge", open=False):
@@ -122,14 +140,17 @@ class LeaderboardTab:
         filters = [self.source, self.task_set, self.leave_out]
         choices = [self.task_set, self.method_a, self.method_b] if self.clients else [self.task_set]
         gr.on([self.refresh.click, self.source.change, self.task_set.change, self.leave_out.change], self.show,
-              inputs=filters,
+              inputs=[*filters, self.plots_open],
               outputs=view, **private)
+        self.plots.expand(lambda: True, outputs=self.plots_open, **private).then(
+            self.draw, inputs=filters, outputs=view[2:], **private)
+        self.plots.collapse(lambda: False, outputs=self.plots_open, **private)
         self.refresh.click(self.choices, outputs=choices, **private)
         if self.clients is None:
             return
         judged = self.judge_btn.click(self.run_judge, inputs=[self.method_a, self.method_b, self.n],
                                       outputs=self.judge_log, **private)
-        judged.then(self.show, inputs=filters, outputs=view, **private)
+        judged.then(self.show, inputs=[*filters, self.plots_open], outputs=view, **private)
 
 
     def load_on(self, trigger) -> None:
@@ -138,7 +159,7 @@ class LeaderboardTab:
         private = {"api_visibility": "private"}
         choices = [self.task_set, self.method_a, self.method_b] if self.clients else [self.task_set]
         opened = trigger(self.choices, inputs=None, outputs=choices, **private)
-        opened.then(self.show, inputs=[self.source, self.task_set, self.leave_out],
+        opened.then(self.show, inputs=[self.source, self.task_set, self.leave_out, self.plots_open],
                     outputs=[self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot],
                     **private)
 

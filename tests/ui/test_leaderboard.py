@@ -31,10 +31,31 @@ def tab(tmp_path):
 
 
 def test_show_people(tab):
-    out = tab.show("people", leaderboard.ALL)
+    out = tab.show("people", leaderboard.ALL, False, True)
     assert [row[0] for row in out[tab.table]][0] == "rat"
     assert len(out[tab.table]) == 3 and "3** people votes" in out[tab.summary]
     assert all(isinstance(out[p], Figure) for p in (tab.ratings_plot, tab.winrate_plot, tab.battles_plot))
+
+
+def test_plots_are_drawn_only_when_their_accordion_is_open(tab):
+    closed = tab.show("people", leaderboard.ALL)
+    assert closed[tab.table] and not any(p in closed for p in (tab.ratings_plot, tab.winrate_plot, tab.battles_plot))
+    drawn = tab.draw("people", leaderboard.ALL)
+    assert all(isinstance(drawn[p], Figure) for p in (tab.ratings_plot, tab.winrate_plot, tab.battles_plot))
+    assert tab.draw("judge", leaderboard.ALL)[tab.ratings_plot] is None
+
+
+def test_the_leaderboard_is_kept_until_a_vote_arrives(tab):
+    service = tab.arena
+    first = service.leaderboard("people")
+    assert service.leaderboard("people") is first, "nothing new: the same board, not computed again"
+    arena.import_votes(service.store, [{"prompt": "t", "kind": "writing", "task_set": "s", "task_id": None,
+                                        "method_a": "cot", "method_b": "rat", "choice": "a", "annotator": "bob",
+                                        "output_a": None, "output_b": None, "created": None, "line": 1}])
+    second = service.leaderboard("people")
+    assert second is not first and second.votes == first.votes + 1
+    service.correct(arena.vote_rows(service.store)[0].id, "void", "carol", "a test")
+    assert service.leaderboard("people").votes == first.votes, "a correction is news too"
 
 
 def test_show_without_votes_says_what_to_do(tab):
