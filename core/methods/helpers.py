@@ -63,10 +63,11 @@ class Answer(str):
 
 @returning
 async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i: int = 0,
-                   temperature: float | None = None,
-                   max_tokens: int | None = None) -> AsyncIterator[Event | Return[str]]:
+                   temperature: float | None = None, max_tokens: int | None = None,
+                   note_cut: bool = True) -> AsyncIterator[Event | Return[str]]:
     """Stream one LLM call as TokenDelta events (a Note for each retry), then an LLMCalled
-    event, and a warning Note when the token limit cut the answer short; returns the text as an
+    event, and a warning Note when the token limit cut the answer short (unless ``note_cut`` is
+    False: a cap of the method's own, where a cut answer is expected); returns the text as an
     :class:`Answer`. LLM errors propagate (the runner turns them into a resumable Failed)."""
     from core.llm import Completion, Reset, Retry  # local: keeps methods importable without openai
 
@@ -90,7 +91,7 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i
                             completion_tokens=item.completion_tokens, seconds=round(item.seconds, 4),
                             estimated=item.estimated)
             cut = item.finish_reason == "length"
-            if cut:
+            if cut and note_cut:
                 yield Note(i=i, level="warning",
                            text=f"The {role} answer reached the token limit ({item.completion_tokens:,} tokens) and "
                                 "was cut short: raise --max-tokens, or use a model that answers more briefly.")

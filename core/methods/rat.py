@@ -34,6 +34,9 @@ from core.retrieval import retrieve
 MAX_RETRIEVALS_PER_STEP = 5  # 001, appendix E
 STEP_CONTEXT_TOKENS = 400  # ours: rat-step's read-only context, in tokens
 OUTLINE_WORDS = 12  # words of an earlier step in rat-step's outline
+#: Most tokens of a B.2 answer: a query longer than MAX_QUERY_WORDS words is refused anyway
+#: (core.prompts.query_problem), so the model is not left to write more than that.
+QUERY_MAX_TOKENS = 2 * prompts.MAX_QUERY_WORDS + 16
 _STEP_CONTEXT = Param("rat.step_context_tokens", STEP_CONTEXT_TOKENS,
                       "tokens of read-only context in each step's prompts: the previous revised step, then an "
                       "outline of the earlier ones (ours: 400)", low=50, high=100_000)
@@ -74,7 +77,8 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     # rat, the bounded context of step_context for rat-step.
     before = step_context(state.revised, param(ctx, "rat.step_context_tokens")) if step_scope else state.article
     so_far = prompts.join_steps([before, step]) if before else step
-    q = generate(ctx, prompts.QUERY.format(question=task.prompt, answer=so_far), role="query", i=i)
+    q = generate(ctx, prompts.QUERY.format(question=task.prompt, answer=so_far), role="query", i=i,
+                 max_tokens=QUERY_MAX_TOKENS, note_cut=False)  # only its first query line is used
     async for ev in q:
         yield ev
     query, problem = prompts.choose_query(q.result, step, question=task.prompt, content=so_far)
