@@ -14,7 +14,11 @@ latency (each fixture page 0.05-0.6 s, seeded), for drafts of 5, 10 and 20 steps
               slowest page and the sum of its pages (target: near the slowest, not the sum)
   out tok     output tokens the model generated, against the final article's tokens, in all
               (out/art) and by role (draft, query, revise per article token)
-              (target: step-scope <= 1.5 x the article at 20 steps)
+              (target: step-scope <= 1.3 x the article at 20 steps)
+  prompt/st   prompt tokens sent per step (all calls / steps): flat when prompts grow linearly
+  ev B/st     bytes of the run's stored events per step: flat when events grow linearly
+  crawl/sl    crawl over the slowest pages (target: <= 1.10)
+  1st call    ms from Runner.start to the first model request reaching the server (target: < 100)
 
     python -m bench.pipeline [--steps 5,10,20] [--methods rat,rat-step] [--latency 0.2] [--tps 100]
 
@@ -69,7 +73,9 @@ def _add_to_last(text: str, sentence: str) -> str:
     return "\n\n".join(paragraphs)
 
 
-async def one_run(services: app_module.App, method: str, delays: dict[str, float], latency: float, tps: float) -> dict:
+async def one_run(services: app_module.App, method: str, delays: dict[str, float], latency: float, tps: float,
+                  llm: FakeLLM | None = None) -> dict:
+    arrived = len(llm.arrivals) if llm else 0
     started = time.perf_counter()
     events, stamps = [], []
     async for e in services.runner.start(method, Task("Write an overview of Python 3, its tools and its community.")):
@@ -103,12 +109,16 @@ async def one_run(services: app_module.App, method: str, delays: dict[str, float
         "crawl": sum(crawl), "slowest": slowest_sum, "pages_sum": pages_sum, "by_role": by_role,
         "out": sum(by_role.values()), "article": count_tokens(final.text), "run_id": events[0].run_id
         if isinstance(events[0], RunStarted) else "",
+        "prompt": sum(c.prompt_tokens for c in calls),
+        "event_bytes": services.store.db.execute(
+            "select coalesce(sum(length(payload)), 0) from events where run_id = ?", [events[0].run_id]).fetchone()[0],
+        "first_call": (llm.arrivals[arrived] - started) if llm and len(llm.arrivals) > arrived else float("nan"),
     }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--steps", default="5,10,20")
+    ap.add_argument("--steps", default="5,10,20,40")
     ap.add_argument("--methods", default="rat,rat-step")
     ap.add_argument("--latency", type=float, default=0.2, help="seconds before an LLM answer's first token")
     ap.add_argument("--tps", type=float, default=100.0, help="LLM tokens per second")
@@ -124,7 +134,8 @@ def main() -> None:
               f"pages 0.05-0.60 s each\n")
         header = (f"{'method':<9}{'steps':>6}{'wall s':>9}{'bound s':>9}{'ratio':>7}"
                   f"{'crawl s':>9}{'slowest':>9}{'sum pg':>8}{'out tok':>9}{'article':>9}{'out/art':>8}"
-                  f"{'draft':>7}{'query':>7}{'revise':>7}")
+                  f"{'draft':>7}{'query':>7}{'revise':>7}{'prompt/st':>10}{'ev B/st':>9}{'crawl/sl':>9}"
+                  f"{'1st call':>9}")
         print(header)
         print("-" * len(header))
         def services(name: str, n: int) -> app_module.App:
@@ -140,12 +151,15 @@ def main() -> None:
         asyncio.run(one_run(services("warm-up", 2), "rat-step", delays, args.latency, args.tps))
         for n in [int(x) for x in args.steps.split(",")]:
             for method in args.methods.split(","):
-                r = asyncio.run(one_run(services(method, n), method, delays, args.latency, args.tps))
+                r = asyncio.run(one_run(services(method, n), method, delays, args.latency, args.tps, llm))
                 print(f"{method:<9}{r['steps']:>6}{r['wall']:>9.2f}{r['bound']:>9.2f}{r['wall'] / r['bound']:>7.3f}"
                       f"{r['crawl']:>9.2f}{r['slowest']:>9.2f}{r['pages_sum']:>8.2f}{r['out']:>9}{r['article']:>9}"
                       f"{r['out'] / r['article']:>8.2f}"
                       + "".join(f"{r['by_role'].get(role, 0) / r['article']:>7.2f}"
-                                for role in ("draft", "query", "revise")))
+                                for role in ("draft", "query", "revise"))
+                      + f"{r['prompt'] / r['steps']:>10.0f}{r['event_bytes'] / r['steps']:>9.0f}"
+                      f"{r['crawl'] / r['slowest'] if r['slowest'] else float('nan'):>9.2f}"
+                      f"{r['first_call'] * 1000:>9.0f}")
         print("\ndraft/query/revise: each role's output tokens per article token (they add up to out/art).")
         print("crawl: summed over steps, search answered -> last page read; slowest/sum pg: the injected page "
               "delays of each step's slowest page and of all its pages, summed over steps.")

@@ -115,6 +115,7 @@ class FakeLLM:
         self.latency = 0.0
         self.tokens_per_second: float | None = None
         self.requests: list[dict] = []  # JSON bodies of every chat request, in arrival order
+        self.arrivals: list[float] = []  # time.perf_counter() when each chat request arrived
         self.paths: list[str] = []  # "METHOD /path" of every request, models included
         self.streams_done = 0
         self._after_first: threading.Event | None = None
@@ -217,6 +218,7 @@ class FakeLLM:
                 with fake._lock:
                     fake.paths.append(f"POST {self.path}")
                     fake.requests.append(body)
+                    fake.arrivals.append(time.perf_counter())
                 if not self._authorized():
                     return
                 if fake.down:
