@@ -113,6 +113,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
             max_steps=pick("max_steps", "RAT_STUDIO_MAX_STEPS", MethodSettings.max_steps, int),
             context_tokens=context_tokens,
             min_keep=share_of("min_keep", "RAT_STUDIO_MIN_KEEP", MethodSettings.min_keep),
+            cite_threshold=share_of("cite_threshold", "RAT_STUDIO_CITE_THRESHOLD", MethodSettings.cite_threshold),
             max_task_chars=pick("max_task_chars", "RAT_STUDIO_MAX_TASK_CHARS", MethodSettings.max_task_chars, int),
             params=command_params(args, env),
         ),

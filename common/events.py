@@ -155,14 +155,20 @@ class Note(Event):
 
 @dataclass(frozen=True)
 class Final(Event):
-    """The run's result. A method yields only ``text``; the runner fills ``sources`` and
-    ``unchecked`` from the run's events (``core.sources.SourceBook``) before storing and passing
-    it on. ``unchecked``: one line per step whose text was never checked against retrieved text,
-    e.g. "step 2: no page could be read; kept as drafted"."""
+    """The run's result. A method yields only ``text``; the runner fills the rest from the
+    run's events (``core.sources.SourceBook``) before storing and passing it on. ``unchecked``:
+    one line per step whose text was never checked against retrieved text, e.g. "step 2: no
+    page could be read; kept as drafted". ``cited``: the text with its [n] marks
+    (``core.citations``), ``sentences`` of it, ``supported`` by a source, and ``marks_removed``:
+    marks the model wrote that named no passage of their step."""
 
     text: str
     sources: tuple[Source, ...] = ()
     unchecked: tuple[str, ...] = ()
+    cited: str = ""
+    sentences: int = 0
+    supported: int = 0
+    marks_removed: int = 0
 
 
 @dataclass(frozen=True)

@@ -64,16 +64,21 @@ class Passage:
     title: str = ""
     score: float = 0.0
     tokens: int = 0
+    snippet: bool = False  # a search result's snippet, used because its page could not be read
 
 
 @dataclass(frozen=True)
 class Source:
-    """One entry of an article's numbered source list: which steps used it."""
+    """One entry of an article's numbered source list: which steps used it. ``read``: a
+    passage of the page itself was used; False when only its search snippet was (the page
+    could not be read: ``why``)."""
 
     n: int
     url: str
     title: str
     steps: tuple[int, ...] = ()
+    read: bool = True
+    why: str = ""
 
 
 @dataclass(frozen=True)

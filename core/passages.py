@@ -12,7 +12,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from common.types import Page, Passage
@@ -190,20 +190,26 @@ def select_passages(ranked: Sequence[Passage], budget_tokens: int, *, max_per_pa
 
 
 # -- formatting --------------------------------------------------------------------------------
-def format_passages(passages: Sequence[Passage]) -> str:
+def format_passages(passages: Sequence[Passage], numbers: Mapping[str, int] | None = None) -> str:
     """The retrieved text as it goes into a prompt: for each passage a label line
     ``[n] Title — URL`` and its text between ``<passage>`` and ``</passage>``.
 
-    Sources are numbered in order of first appearance; passages of the same URL share a number.
+    Passages of the same URL share a number: its number in ``numbers`` (the article's sources
+    so far, ``core.sources``), else the next one after them in order of first appearance here,
+    which is the number it gets when the step uses it.
     Retrieved text is data, not instructions: a fence marker inside a passage (or its title) is
     neutralised (``<`` becomes ``‹``) so the text cannot close its fence; a line that imitates a
     heading of our prompts (``##Instruction:``, ``Question: ...``) is marked as quoted
     (:func:`neutralise_headings`) so it cannot read as a new section; and titles and URLs are put
     on one line so they cannot forge a label."""
-    numbers: dict[str, int] = {}
+    numbers = dict(numbers or {})
+    last = max(numbers.values(), default=0)
     blocks = []
     for passage in passages:
-        n = numbers.setdefault(passage.url, len(numbers) + 1)
+        n = numbers.get(passage.url)
+        if n is None:
+            last += 1
+            n = numbers[passage.url] = last
         title = neutralise_headings(_one_line(passage.title))
         url = _one_line(passage.url)
         label = f"[{n}] {title} — {url}" if title else f"[{n}] {url}"

@@ -3,6 +3,9 @@ the article as Markdown with its numbered sources."""
 
 from __future__ import annotations
 
+import html
+import re
+
 from common.events import (
     DraftReady,
     Event,
@@ -18,6 +21,7 @@ from common.events import (
     StepStarted,
 )
 from common.types import Source
+from core.citations import summary
 
 
 def _short(text: str, width: int = 90) -> str:
@@ -58,36 +62,74 @@ def progress_line(event: Event) -> str | None:
             return f"  {level}: {text}"
         case Final(text=text, sources=sources, unchecked=unchecked):
             line = f"done: {len(text):,} chars, {len(sources)} sources"
+            unread = sum(not s.read for s in sources)
+            line += f" ({unread} of them search snippets only)" if unread else ""
+            line += f", {citation_line(event)}" if event.sentences else ""
             return line + (f", {len(unchecked)} steps not checked against a source" if unchecked else "")
         case Failed(error=error, resumable=resumable):
             return f"failed: {error}" + (" (resumable)" if resumable else "")
     return None
 
 
+def citation_line(final: Final) -> str:
+    """'7 of 9 sentences cited, 1 mark removed' for a run's Final."""
+    return summary(final.supported, final.sentences, final.marks_removed)
+
+
 def to_markdown(task: str, text: str, sources: tuple[Source, ...] | list[Source], *, title: str | None = None,
-                unchecked: tuple[str, ...] | list[str] = (), unsourced: str = "") -> str:
+                unchecked: tuple[str, ...] | list[str] = (), unsourced: str = "", cited: str = "") -> str:
     """The article with a numbered source list that says which steps used each source, and
     the steps that were never checked against a source (``unchecked``, one line each). With
-    ``unsourced`` (the cause), a warning above the text says no part of it was checked."""
-    parts = [f"# {title or _short(task, 120)}", ""]
+    ``cited`` (the text with its [n] marks, ``core.citations``), that is the text written. A
+    source whose page was never read (only its search snippet was used) is listed apart, with
+    why. With ``unsourced`` (the cause), a warning above the text says no part of it was
+    checked. Titles and the task are written as text: Markdown and HTML in them are escaped."""
+    parts = [f"# {escape_text(title or _short(task, 120))}", ""]
     if unsourced:
         parts += [f"> **Unsourced**: no part of this text was checked against retrieved text ({unsourced}).", ""]
-    parts += [text.strip(), ""]
-    if sources:
+    parts += [(cited or text).strip(), ""]
+    read = [s for s in sources if s.read]
+    snippets = [s for s in sources if not s.read]
+    if read:
         parts += ["## Sources", ""]
-        for s in sources:
-            where = ""
-            if s.steps:
-                label = "step" if len(s.steps) == 1 else "steps"
-                where = f" — used in {label} " + ", ".join(str(x) for x in s.steps)
-            title_text = s.title.replace("[", "(").replace("]", ")") or s.url
-            parts.append(f"{s.n}. [{title_text}]({s.url}){where}")
+        parts += [f"{s.n}. [{escape_text(s.title or s.url)}]({link_target(s.url)}){used_in(s)}" for s in read]
+        parts.append("")
+    if snippets:
+        parts += ["## Search snippets only (page not read)", ""]
+        parts += [f"{s.n}. [{escape_text(s.title or s.url)}]({link_target(s.url)}){used_in(s)}; the page was not "
+                  f"read: {escape_text(s.why or 'unknown reason')}" for s in snippets]
         parts.append("")
     if unchecked and not unsourced:
         parts += ["## Not checked against a source", ""]
         parts += [f"- {line[0].upper()}{line[1:]}" for line in unchecked]
         parts.append("")
     return "\n".join(parts)
+
+
+def used_in(source: Source) -> str:
+    """' — used in steps 2, 3' ('' for a source no step names)."""
+    if not source.steps:
+        return ""
+    label = "step" if len(source.steps) == 1 else "steps"
+    return f" — used in {label} " + ", ".join(str(x) for x in source.steps)
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
+
+
+def escape_text(text: str) -> str:
+    """``text`` (a page title, a task) on one line, to be read as plain text in Markdown: HTML
+    is escaped (``<script>`` shows as written, never runs) and Markdown's punctuation
+    backslash-escaped."""
+    one = " ".join(str(text).split())
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(one, quote=False))
+
+
+def link_target(url: str) -> str:
+    """``url`` as a Markdown link target: spaces, brackets and angle brackets percent-encoded,
+    so the URL cannot end the link early or open an HTML tag."""
+    table = {" ": "%20", "(": "%28", ")": "%29", "<": "%3C", ">": "%3E", "[": "%5B", "]": "%5D", "\n": "", "\r": ""}
+    return "".join(table.get(ch, ch) for ch in url.strip())
 
 
 def unsourced_cause(events: list[Event]) -> str:

@@ -11,9 +11,10 @@ SearchDone of the search where they happened.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import aclosing
 from typing import Any
+from urllib.parse import urlsplit
 
 from common.errors import SearchError
 from common.events import Event, Note, PageRead, PassagesChosen, SearchDone
@@ -38,10 +39,15 @@ async def retrieve(ctx: Any, i: int, query: str, *, k: int | None = None,
                          error=" ".join(str(exc).split()))  # one line on the CLI, whatever the message
         yield Return([])
         return
-    results = tuple(response.results[:k])
+    results, dropped = fetchable(response.results[:k], local=ctx.read_local is not None)
     yield SearchDone(i=i, query=query, results=results, provider=response.provider,
                      seconds=round(response.seconds, 4), cached=response.cached,
                      warnings=tuple(response.warnings))
+    if dropped:
+        shown = ", ".join(r.url[:60] for r in dropped[:3]) + (", ..." if len(dropped) > 3 else "")
+        yield Note(i=i, level="warning",
+                   text=f"{len(dropped)} search result(s) with a URL that is not http(s) were dropped, unread and "
+                        f"unlisted: {shown}. Only web pages (and files of --corpus) are read.")
     if not results:
         yield Return([])
         return
@@ -83,9 +89,20 @@ async def read_pages(ctx: Any, urls: list[str]) -> AsyncIterator[Page]:
                 yield page
 
 
+def fetchable(results: Iterable[SearchResult], *, local: bool) -> tuple[tuple[SearchResult, ...], list[SearchResult]]:
+    """The results whose URL can be read (http or https; file: only from the local corpus
+    when there is one), and those dropped."""
+    kept, dropped = [], []
+    for r in results:
+        scheme = urlsplit(r.url.strip()).scheme.lower()
+        ok = scheme in ("http", "https") or (scheme == "file" and local and r.provider == "corpus")
+        (kept if ok else dropped).append(r)
+    return tuple(kept), dropped
+
+
 def _snippet_passages(results: tuple[SearchResult, ...]) -> list[Passage]:
     return [
-        Passage(text=r.snippet, url=r.url, title=r.title, tokens=count_tokens(r.snippet))
+        Passage(text=r.snippet, url=r.url, title=r.title, tokens=count_tokens(r.snippet), snippet=True)
         for r in results
         if r.snippet.strip()
     ]

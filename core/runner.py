@@ -135,10 +135,10 @@ class Runner:
             store(edited)
             yield edited
         ctx = None
-        book = SourceBook.from_events(prior)  # Final.sources come from the run's events
+        book = SourceBook.from_events(prior, self.settings.method.cite_threshold)  # Final's sources and marks
         beating = asyncio.get_running_loop().create_task(self._beat(run_id, owner))
         try:
-            ctx = self._context(prior, providers)
+            ctx = self._context(prior, providers, book)
             if ctx.settings.context_tokens is None:  # what the server reports, else the default
                 window = await ctx.llm.context_window() if hasattr(ctx.llm, "context_window") else None
                 ctx.settings = replace(ctx.settings, context_tokens=window or DEFAULT_CONTEXT_TOKENS)
@@ -191,11 +191,12 @@ class Runner:
             except RatStudioError as exc:  # a busy or broken file: the run itself will say so
                 log.debug("heartbeat of run %s failed: %s", run_id, exc)
 
-    def _context(self, prior: list[Event], providers: tuple[str, ...]) -> MethodContext:
+    def _context(self, prior: list[Event], providers: tuple[str, ...], book: SourceBook) -> MethodContext:
         search = self.clients.search(providers)
         return MethodContext(llm=self.clients.llm(), search=search, fetch=self.clients.fetcher(),
                              settings=self.settings.method, prior=prior,
-                             read_local=getattr(search, "read_local", None), memory=self.memory)
+                             read_local=getattr(search, "read_local", None), memory=self.memory,
+                             numbers=book.numbers)
 
     def _run_settings(self, providers: tuple[str, ...]) -> dict:
         s = self.settings

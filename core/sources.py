@@ -8,6 +8,15 @@ passages without revising a step); a source's title is the first one a ``PageRea
 ``PassagesChosen`` gave for its URL. A step whose last ``StepRevised`` was not checked against
 retrieved text (kept as drafted, or its revision refused) is listed in ``Final.unchecked``. A
 new ``DraftReady`` (an edited draft) starts the book over: the old revisions are gone.
+
+One numbering per article: a source gets its number when a step first uses it, and
+:meth:`SourceBook.numbers` gives the numbers so far to the methods (``MethodContext.numbers``),
+which label a prompt's passages with them (``core.passages.format_passages``): a new source is
+labelled with the number it will get, so a label the model copies is the source's own number.
+``Final.cited`` marks each sentence with its sources (``core.citations``).
+
+A source whose page was never read (only its search snippet was used) is flagged ``read=False``
+with the reason the page could not be read.
 """
 
 from __future__ import annotations
@@ -17,32 +26,46 @@ from dataclasses import replace
 
 from common.events import DraftReady, Event, Final, PageRead, PassagesChosen, SourcesUsed, StepRevised
 from common.types import Source
+from core.citations import CITE_THRESHOLD, cite, evidence
 
 
 class SourceBook:
-    """Numbers sources in the order they were first used."""
+    """Numbers sources in the order they were first used. ``threshold``: the share of a
+    sentence's words a passage must hold to be cited for it (``core.citations``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, threshold: float = CITE_THRESHOLD) -> None:
+        self.threshold = threshold
         self._titles: dict[str, str] = {}
         self._steps: dict[str, list[int]] = {}
         self._unchecked: dict[int, str] = {}
+        self._read: set[str] = set()  # URLs of which a passage of the page itself was chosen
+        self._failed: dict[str, str] = {}  # URL -> why its page could not be read
+        self._events: list[Event] = []  # what citations are computed from (since the last draft)
 
     def see(self, event: Event) -> None:
-        if isinstance(event, PageRead) and event.title:
-            self._titles.setdefault(event.url, event.title)
+        if isinstance(event, PageRead):
+            if event.title:
+                self._titles.setdefault(event.url, event.title)
+            if event.status != "ok":
+                self._failed[event.url] = event.error or "the page could not be read"
         elif isinstance(event, PassagesChosen):
+            self._events.append(event)
             for p in event.passages:
                 if p.title:
                     self._titles.setdefault(p.url, p.title)
+                if not p.snippet:
+                    self._read.add(p.url)
         elif isinstance(event, DraftReady):
-            self._steps, self._unchecked = {}, {}
+            self._steps, self._unchecked, self._events = {}, {}, [event]
         elif isinstance(event, StepRevised):
+            self._events.append(event)
             self.use(event.i, event.sources)
             if event.checked:
                 self._unchecked.pop(event.i, None)
             else:
                 self._unchecked[event.i] = unchecked_reason(event)
         elif isinstance(event, SourcesUsed):
+            self._events.append(event)
             self.use(event.i, event.urls)
 
     def use(self, step: int, urls: Iterable[str]) -> None:
@@ -51,11 +74,25 @@ class SourceBook:
             if step not in steps:
                 steps.append(step)
 
+    def numbers(self) -> dict[str, int]:
+        """Each used source's URL and its number, in order of first use."""
+        return {url: n for n, url in enumerate(self._steps, start=1)}
+
     def sources(self) -> tuple[Source, ...]:
         return tuple(
-            Source(n=n, url=url, title=self._titles.get(url, url), steps=tuple(sorted(steps)))
+            Source(n=n, url=url, title=self._titles.get(url, url), steps=tuple(sorted(steps)),
+                   read=url in self._read, why="" if url in self._read else self._why(url))
             for n, (url, steps) in enumerate(self._steps.items(), start=1)
         )
+
+    def _why(self, url: str) -> str:
+        return self._failed.get(url, "the page was not fetched")
+
+    def cited(self, text: str, *, undone: Iterable[int] = (), taken: Iterable[int] = ()):
+        """``text`` with its citations (a ``core.citations.Cited``), from the evidence of the
+        run's steps (``undone`` and ``taken``: as the author edited the article)."""
+        steps = evidence(self._events, undone=undone, taken=taken)
+        return cite(text, steps, self.numbers(), threshold=self.threshold)
 
     def unchecked(self) -> tuple[str, ...]:
         return tuple(f"step {i}: {why}" for i, why in sorted(self._unchecked.items()))
@@ -65,12 +102,14 @@ class SourceBook:
         sources used so far and the steps left unchecked, any other event as it is."""
         self.see(event)
         if isinstance(event, Final):
-            return replace(event, sources=self.sources(), unchecked=self.unchecked())
+            cited = self.cited(event.text)
+            return replace(event, sources=self.sources(), unchecked=self.unchecked(), cited=cited.text,
+                           sentences=cited.sentences, supported=cited.supported, marks_removed=cited.removed)
         return event
 
     @classmethod
-    def from_events(cls, events: Iterable[Event]) -> SourceBook:
-        book = cls()
+    def from_events(cls, events: Iterable[Event], threshold: float = CITE_THRESHOLD) -> SourceBook:
+        book = cls(threshold)
         for e in events:
             book.see(e)
         return book

@@ -51,7 +51,17 @@ from common.events import (
 from common.types import Passage, SearchResult, Task
 from core import prompts
 from core.methods.base import MethodContext, Param, register
-from core.methods.helpers import Return, generate, param, question_for, returning, revised, urls_of, web_query
+from core.methods.helpers import (
+    Return,
+    generate,
+    numbers,
+    param,
+    question_for,
+    returning,
+    revised,
+    urls_of,
+    web_query,
+)
 from core.passages import format_passages, prompt_template
 from core.retrieval import retrieve
 
@@ -217,7 +227,7 @@ async def _aag(task: Task, ctx: MethodContext, *, rewrite: bool, summarize: bool
     async for ev in first:
         yield ev
     answer, passages = first.result
-    context = format_passages(passages) or "(no procedures found)"  # NOQR: the task's procedures
+    context = format_passages(passages, numbers(ctx)) or "(no procedures found)"  # NOQR: the task's procedures
     if questions:
         asked = _ask(run, questions, summarize=summarize)
         async for ev in asked:
@@ -259,7 +269,8 @@ async def _first_answer(run: _Run) -> AsyncIterator[Event | Return[tuple[str, li
     found = _recall(run, 1, query)
     async for ev in found:
         yield ev
-    prompt = FIRST_ANSWER.format(procedures=format_passages(found.result) or "(none found)", task=run.question)
+    procedures = format_passages(found.result, numbers(run.ctx)) or "(none found)"
+    prompt = FIRST_ANSWER.format(procedures=procedures, task=run.question)
     text = generate(run.ctx, prompt, role="draft", i=1)
     async for ev in text:
         yield ev
@@ -284,7 +295,8 @@ async def _ask(run: _Run, questions: list[str], *,
         gathered += found
         summaries.append(summary)
     unique = list({(p.url, p.text): p for p in gathered}.values())
-    context = "\n\n".join(summaries) if summarize else (format_passages(unique) or "(no procedures found)")
+    context = ("\n\n".join(summaries) if summarize
+               else format_passages(unique, numbers(run.ctx)) or "(no procedures found)")
     yield Return((context, unique))
 
 
@@ -302,7 +314,8 @@ async def _ask_one(run: _Run, i: int, question: str, *,
     if not summarize:
         yield Return((found.result, ""))
         return
-    prompt = SUMMARY.format(question=question, procedures=format_passages(found.result) or "(none found)")
+    procedures = format_passages(found.result, numbers(run.ctx)) or "(none found)"
+    prompt = SUMMARY.format(question=question, procedures=procedures)
     reply = generate(run.ctx, prompt, role="query", i=i)
     async for ev in reply:
         yield ev

@@ -37,6 +37,9 @@ class MethodContext:
     prior: list[Event] = field(default_factory=list)  # events stored before a resume
     read_local: Callable[[str], tuple[str, str] | None] | None = None  # file:// corpus reader
     memory: Any = None  # core.procedures.ProcedureMemory: AAG's procedural memory
+    # the article's sources so far, URL -> number (core.sources.SourceBook.numbers): prompts
+    # label passages with these numbers (core.methods.helpers.numbers)
+    numbers: Callable[[], dict[str, int]] | None = None
 
 
 MethodFn = Callable[[Task, MethodContext], AsyncIterator[Event]]

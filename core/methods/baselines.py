@@ -18,7 +18,7 @@ from common.events import Event, Final, Note, QueryMade, SourcesUsed, StepStarte
 from common.types import Task
 from core import prompts
 from core.methods.base import MethodContext, register
-from core.methods.helpers import generate, question_for, urls_of, web_query, write_draft
+from core.methods.helpers import generate, numbers, question_for, urls_of, web_query, write_draft
 from core.passages import format_passages, prompt_template
 from core.retrieval import retrieve
 
@@ -77,7 +77,7 @@ async def _rag(task: Task, ctx: MethodContext, *, k: int) -> AsyncIterator[Event
         yield ev
     passages = found.result
     if passages:
-        prompt = RAG.format(content=format_passages(passages), question=question_for(task))
+        prompt = RAG.format(content=format_passages(passages, numbers(ctx)), question=question_for(task))
         yield SourcesUsed(i=1, urls=urls_of(passages))
     else:
         yield Note(i=1, level="warning", text="Nothing could be retrieved; the model answers without retrieved text.")

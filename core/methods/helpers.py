@@ -155,6 +155,12 @@ def web_query(text: str, limit: int = MAX_QUERY_CHARS) -> tuple[str, bool]:
     return (cut[:space] if space > limit // 2 else cut), True
 
 
+def numbers(ctx: MethodContext) -> dict[str, int]:
+    """The article's sources so far and their numbers (``MethodContext.numbers``; none when the
+    method is driven without a runner): what ``format_passages`` labels passages with."""
+    return ctx.numbers() if ctx.numbers is not None else {}
+
+
 def urls_of(passages: list[Passage]) -> tuple[str, ...]:
     """The passages' URLs, each once, in order."""
     return tuple(dict.fromkeys(p.url for p in passages))

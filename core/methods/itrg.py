@@ -43,6 +43,7 @@ from core.methods.helpers import (
     Return,
     fit_passages,
     generate,
+    numbers,
     param,
     returning,
     revised,
@@ -159,7 +160,8 @@ async def _generate(ctx: MethodContext, t: int, question: str, output: str, docs
         return
     if refine and t > 1:
         used, notes = fit_passages(ctx, t, new, REFINE.format(passages="", question=question, document=output))
-        prompt = REFINE.format(passages=format_passages(used) or "(none)", question=question, document=output)
+        shown = format_passages(used, numbers(ctx)) or "(none)"
+        prompt = REFINE.format(passages=shown, question=question, document=output)
         role = "revise"
     else:
         # refresh, and refine's first round: write from the question and R_t only
@@ -167,7 +169,7 @@ async def _generate(ctx: MethodContext, t: int, question: str, output: str, docs
             yield Note(i=t, level="warning",
                        text="Nothing could be retrieved; the document is written from the question alone.")
         used, notes = fit_passages(ctx, t, docs, REFRESH.format(passages="", question=question))
-        prompt = REFRESH.format(passages=format_passages(used) or "(none)", question=question)
+        prompt = REFRESH.format(passages=format_passages(used, numbers(ctx)) or "(none)", question=question)
         role = "draft"
     for ev in notes:
         yield ev

@@ -27,7 +27,16 @@ from common.events import DraftReady, Event, Final, Note, QueryMade, StepRevised
 from common.types import Task
 from core import prompts
 from core.methods.base import MethodContext, Param, register
-from core.methods.helpers import context_tokens, fit_passages, generate, param, query_note, revised, write_draft
+from core.methods.helpers import (
+    context_tokens,
+    fit_passages,
+    generate,
+    numbers,
+    param,
+    query_note,
+    revised,
+    write_draft,
+)
 from core.passages import count_tokens, format_passages
 from core.retrieval import retrieve
 
@@ -106,7 +115,7 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     for ev in notes:
         yield ev
     if fitted:
-        reply = generate(ctx, prompt(format_passages(fitted)), role="revise", i=i)
+        reply = generate(ctx, prompt(format_passages(fitted, numbers(ctx))), role="revise", i=i)
         async for ev in reply:
             yield ev
         events = revised(ctx, i, kept, reply.result, fitted, article_of=article_of)

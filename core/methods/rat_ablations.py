@@ -31,6 +31,7 @@ from core.methods.helpers import (
     Return,
     fit_passages,
     generate,
+    numbers,
     query_note,
     question_for,
     returning,
@@ -112,7 +113,8 @@ async def _revise(task: Task, ctx: MethodContext, i: int, text: str, passages: l
                           skipped="no retrieved text fits beside the text in the model's context; kept as it stood")
         yield Return(text)
         return
-    prompt = prompts.REVISE.format(content=format_passages(fitted), question=question_for(task), answer=text)
+    shown = format_passages(fitted, numbers(ctx))
+    prompt = prompts.REVISE.format(content=shown, question=question_for(task), answer=text)
     rev = generate(ctx, prompt, role="revise", i=i)
     async for ev in rev:
         yield ev

@@ -47,6 +47,9 @@ def common_flags(suppress: bool) -> argparse.ArgumentParser:
     g.add_argument("--min-keep", type=float,
                    help="share of a text's characters a revision must keep, else the text stays as it was "
                         "[RAT_STUDIO_MIN_KEEP; 0.4]")
+    g.add_argument("--cite-threshold", type=float,
+                   help="share of a sentence's content words a retrieved passage must hold for the sentence to "
+                        "cite it [RAT_STUDIO_CITE_THRESHOLD; 0.6]")
     g.add_argument("--max-task-chars", type=int, help="longest task accepted [RAT_STUDIO_MAX_TASK_CHARS; 20000]")
     g.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="a method parameter, repeatable, e.g. --param itrg.iterations=3 "

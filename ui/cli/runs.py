@@ -23,6 +23,9 @@ from pathlib import Path
 EXIT_UNSOURCED = 3
 
 
+OUT_HELP = "write the article to this file: Markdown, or Word for a name ending in .docx (default: standard output)"
+
+
 def add_commands(sub: argparse._SubParsersAction, common: list[argparse.ArgumentParser]) -> None:
     """Add ``ui``, ``run``, ``resume``, ``fetch``, ``search``, ``history`` and ``show`` (each
     with ``common``, the flags every command takes)."""
@@ -36,12 +39,12 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     p.add_argument("task", help="what to write, e.g. \"Describe Jin Yong's life\"")
     p.add_argument("--method", default="rat", choices=sorted(METHODS), help="writing method (default rat)")
     p.add_argument("--kind", default="writing", choices=["writing", "plan", "qa"])
-    p.add_argument("--out", help="write the Markdown article to this file (default: standard output)")
+    p.add_argument("--out", help=OUT_HELP)
     p.add_argument("--draft-only", action="store_true", help="stop after the draft; continue with resume")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("resume", parents=common, help="continue an interrupted or failed run")
     p.add_argument("run_id")
-    p.add_argument("--out", help="write the Markdown article to this file")
+    p.add_argument("--out", help=OUT_HELP)
     p.set_defaults(func=cmd_resume)
     p = sub.add_parser("fetch", parents=common, help="fetch a page and print its extracted text and metadata")
     p.add_argument("url")
@@ -56,8 +59,9 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_history)
-    p = sub.add_parser("show", parents=common, help="print a stored run's article as Markdown")
+    p = sub.add_parser("show", parents=common, help="print a stored run's article as Markdown, or save it")
     p.add_argument("run_id")
+    p.add_argument("--out", help=OUT_HELP)
     p.set_defaults(func=cmd_show)
 
 
@@ -111,7 +115,7 @@ def again(app, run_id: str) -> str:
 async def _follow(events, args, app, seen: dict | None = None) -> int:
     from common.events import Failed, Final, RunStarted
     from common.types import RunStatus
-    from core.report import progress_line, to_markdown, unsourced_cause
+    from core.report import progress_line, unsourced_cause
 
     run_id, final, failed = None, None, None
     try:
@@ -140,16 +144,35 @@ async def _follow(events, args, app, seen: dict | None = None) -> int:
         return 0
     run = app.store.get_run(run_id)
     cause = unsourced_cause(app.store.events(run_id)) if run.status == RunStatus.UNSOURCED else ""
-    markdown = to_markdown(run.task, final.text, final.sources, unchecked=final.unchecked, unsourced=cause)
-    if args.out:
-        Path(args.out).write_text(markdown, encoding="utf-8")
-        print(f"article written to {args.out}", file=sys.stderr)
-    else:
-        print(markdown)
+    write_article(args.out, run.task, final.text, final.sources, unchecked=final.unchecked, unsourced=cause,
+                  cited=final.cited)
     if cause:
         print(f"warning: unsourced: nothing in this text was checked against a source: {cause}.", file=sys.stderr)
         return EXIT_UNSOURCED
     return 0
+
+
+def write_article(out: str | None, task: str, text: str, sources, **how) -> None:
+    """The article as Markdown on standard output, or saved to ``out``: a Word document when
+    its name ends in .docx, else Markdown. Raises ConfigError when the file cannot be written."""
+    from common.errors import ConfigError
+    from core.report import to_markdown
+
+    if not out:
+        print(to_markdown(task, text, sources, **how))
+        return
+    path = Path(out).expanduser()
+    try:
+        if path.suffix.lower() == ".docx":
+            from core.docx_export import to_docx
+
+            path.write_bytes(to_docx(task, text, sources, **how))
+        else:
+            path.write_text(to_markdown(task, text, sources, **how), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"Cannot write the article to {out}: {exc.strerror or exc}. Choose a file in a folder "
+                          "that exists and that you can write to.") from exc
+    print(f"article written to {out}", file=sys.stderr)
 
 
 def cmd_fetch(args, app) -> int:
@@ -211,12 +234,15 @@ def cmd_history(args, app) -> int:
 def cmd_show(args, app) -> int:
     from common.events import Final
     from common.types import RunStatus, Source
-    from core.report import to_markdown, unsourced_cause
+    from core.report import unsourced_cause
 
     run = app.store.get_run(args.run_id)
     events = app.store.events(args.run_id)
-    sources = [Source(s["n"], s["url"], s["title"], tuple(s["steps"])) for s in run.sources]
-    unchecked = next((e.unchecked for e in reversed(events) if isinstance(e, Final)), ())
+    sources = [Source(s["n"], s["url"], s["title"], tuple(s["steps"]), s.get("read", True), s.get("why", ""))
+               for s in run.sources]
+    final = next((e for e in reversed(events) if isinstance(e, Final)), None)
+    unchecked, cited = (final.unchecked, final.cited) if final else ((), "")
     cause = unsourced_cause(events) if run.status == RunStatus.UNSOURCED else ""
-    print(to_markdown(run.task, run.final_text, sources, unchecked=unchecked, unsourced=cause))
+    write_article(getattr(args, "out", None), run.task, run.final_text, sources, unchecked=unchecked,
+                  unsourced=cause, cited=cited)
     return 0

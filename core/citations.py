@@ -1,0 +1,292 @@
+"""Inline citations by attribution: each sentence of an article gets [n] marks for the one or
+two sources whose passages support it, where n is the source's number in the article's list
+(``core.sources.SourceBook``: a source is numbered when it is first used, and passages in a
+revision prompt carry those numbers, so a label the model copies is a right one).
+
+A sentence is matched against the passages retrieved for its step: the steps whose revised text
+holds the sentence (for RAT, where each revision rewrites the answer so far, every step that kept
+it), else, for a sentence no revised step holds (a RAG answer, an author's edit), the passages a
+step used without revising (``SourcesUsed``). Support is word overlap: the share of the
+sentence's content words (``core.passages.tokenize``) found in the passage; a sentence is
+supported at ``threshold`` or more (``--cite-threshold``, default CITE_THRESHOLD).
+
+Marks the model wrote itself stay only when they name a passage of that sentence's step; any
+other is removed and counted (``Cited.removed``). A sentence with no mark is unsupported: the
+Writer and History show it, so the author sees what still needs a source.
+
+Pure functions of a run's events and a text: the runner computes them for ``Final`` and the UI
+again for an article as the author edited it, with the same result for the same input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from common.events import DraftReady, Event, PassagesChosen, SourcesUsed, StepRevised
+from common.types import Passage
+from core.passages import tokenize
+
+CITE_THRESHOLD = 0.6  # share of a sentence's content words a passage must hold to support it
+MIN_WORDS = 3  # a piece with fewer content words (a heading, "Answer: Paris") needs no source
+MAX_MARKS = 2  # marks attribution adds to one sentence (its best sources)
+RANGE_MAX = 10  # "[2-5]" in a model's text names each of 2..5 when the range is at most this long
+
+# [3], [1, 2], [2-4], [1; 5]: not a Markdown link "[1](...)" nor a reference definition "[1]:"
+_MARK = re.compile(r"[ \t]?\[(\d{1,4}(?:\s*[,;]\s*\d{1,4}|\s*[-–]\s*\d{1,4})*)\](?![(:])")
+# a sentence ends at . ! ? … (closing quotes or brackets after it), before whitespace and a
+# character that does not start with a lowercase letter (so "e.g. this" stays one sentence)
+_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s+[^a-z\s]|\s*$)")
+_TAIL = re.compile(r"[.!?…:;,]*[\"'”’)\]]*\s*$")
+_LINE_PREFIX = re.compile(r"^\s*(?:[-*+]\s+|\d{1,3}[.)]\s+|>\s*)*")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6}\s|={3,}\s*$|-{3,}\s*$|\*{3,}\s*$)")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One [n] of a sentence: the source, and the passage that supports the sentence."""
+
+    n: int
+    url: str
+    title: str
+    passage: str
+    score: float  # share of the sentence's content words in the passage
+    by_model: bool = False  # the model wrote this mark (and it names a passage of the step)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of the article: ``body``, then its marks, then ``tail`` (the sentence's closing
+    punctuation and the whitespace after it). ``sentence``: a sentence that needs a source."""
+
+    body: str
+    tail: str = ""
+    marks: tuple[Mark, ...] = ()
+    sentence: bool = False
+
+    @property
+    def text(self) -> str:
+        if not self.marks:
+            return self.body + self.tail
+        return self.body + " " + "".join(f"[{m.n}]" for m in self.marks) + self.tail
+
+
+@dataclass(frozen=True)
+class Cited:
+    """An article with its marks, piece by piece, and its counts."""
+
+    pieces: tuple[Piece, ...] = ()
+    removed: int = 0  # marks the model wrote that name no passage of their step
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.pieces)
+
+    @property
+    def sentences(self) -> int:
+        return sum(p.sentence for p in self.pieces)
+
+    @property
+    def supported(self) -> int:
+        return sum(p.sentence and bool(p.marks) for p in self.pieces)
+
+    def summary(self) -> str:
+        return summary(self.supported, self.sentences, self.removed)
+
+
+def summary(supported: int, sentences: int, removed: int) -> str:
+    """'7 of 9 sentences cited, 1 mark removed', for status lines, History and the CLI."""
+    line = f"{supported} of {sentences} sentences cited"
+    if removed:
+        line += f", {removed} mark{'s' if removed != 1 else ''} removed"
+    return line
+
+
+@dataclass
+class StepEvidence:
+    """What one step was checked against: its revised text ('' for a step that used passages
+    without revising), and the passages it was shown."""
+
+    i: int
+    text: str
+    passages: list[Passage] = field(default_factory=list)
+
+
+def evidence(events: Iterable[Event], *, undone: Iterable[int] = (),
+             taken: Iterable[int] = ()) -> list[StepEvidence]:
+    """The evidence of each step of the run's last draft, from its events: a revised step's
+    latest checked revision with the passages it was shown, a ``SourcesUsed`` step's passages.
+    ``undone``: steps whose revision the author took back (no evidence); ``taken``: steps whose
+    refused revision the author took by hand (the refused text, with all its step's passages)."""
+    undone, taken = set(undone), set(taken)
+    chosen: dict[int, list[Passage]] = {}
+    revised: dict[int, StepEvidence] = {}
+    loose: dict[int, StepEvidence] = {}
+    for e in events:
+        if isinstance(e, DraftReady):
+            chosen, revised, loose = {}, {}, {}
+        elif isinstance(e, PassagesChosen):
+            have = chosen.setdefault(e.i, [])
+            have += [p for p in e.passages if p not in have]
+        elif isinstance(e, StepRevised):
+            revised.pop(e.i, None)
+            if e.i in undone:
+                continue
+            if e.i in taken and e.guarded:
+                revised[e.i] = StepEvidence(e.i, e.rejected, list(chosen.get(e.i, [])))
+            elif e.checked:
+                urls = set(e.sources)
+                revised[e.i] = StepEvidence(e.i, e.after, [p for p in chosen.get(e.i, []) if p.url in urls])
+        elif isinstance(e, SourcesUsed):
+            urls = set(e.urls)
+            loose[e.i] = StepEvidence(e.i, "", [p for p in chosen.get(e.i, []) if p.url in urls])
+    return [*revised.values(), *loose.values()]
+
+
+def strip_marks(text: str) -> str:
+    """``text`` without any [n] mark."""
+    return _MARK.sub("", text)
+
+
+def cite(text: str, steps: list[StepEvidence], numbers: Mapping[str, int], *,
+         threshold: float = CITE_THRESHOLD) -> Cited:
+    """``text`` with marks: each sentence of it gets the marks the model wrote that name a
+    passage of its step (``numbers`` gives each source's number) and those of its best one or
+    two supporting sources; a mark naming anything else is removed and counted."""
+    titles: dict[str, str] = {}
+    for step in steps:
+        for p in step.passages:
+            titles.setdefault(p.url, p.title or p.url)
+    held = [(_norm(strip_marks(s.text)), s) for s in steps if s.text]
+    loose = [p for s in steps if not s.text for p in s.passages]
+    bags: dict[str, frozenset[str]] = {}  # a passage's text -> its content words
+    pieces: list[Piece] = []
+    removed = 0
+    in_fence = False
+    for line in text.splitlines(keepends=True):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            pieces.append(Piece(line))
+            continue
+        if in_fence or not line.strip() or _HEADING.match(line):
+            pieces.append(Piece(line))
+            continue
+        for body, tail, written in _sentences(line):
+            words = set(tokenize(body))
+            if not words and not written:
+                pieces.append(Piece(body + tail))
+                continue
+            key = _norm(body)
+            passages = [p for norm, s in held if key in norm for p in s.passages] if key else []
+            if not passages and key:
+                passages = loose
+            sentence = len(words) >= MIN_WORDS  # shorter pieces keep the model's marks, get none added
+            marks, dropped = _marks(words, passages, written, numbers, titles,
+                                    threshold if sentence else float("inf"), bags)
+            removed += dropped
+            pieces.append(Piece(body, tail, marks, sentence=sentence))
+    return Cited(tuple(pieces), removed)
+
+
+def _marks(words: set[str], passages: list[Passage], written: list[int], numbers: Mapping[str, int],
+           titles: Mapping[str, str], threshold: float,
+           bags: dict[str, frozenset[str]]) -> tuple[tuple[Mark, ...], int]:
+    """The marks of one sentence: the model's that name a passage of its step (else counted
+    as removed), then its best supporting sources."""
+    best: dict[str, tuple[float, Passage]] = {}  # url -> its best passage for this sentence
+    for p in passages:
+        if p.url not in numbers:
+            continue
+        bag = bags.get(p.text)
+        if bag is None:
+            bag = bags[p.text] = frozenset(tokenize(p.text))
+        score = len(words & bag) / len(words) if words else 0.0
+        if p.url not in best or score > best[p.url][0]:
+            best[p.url] = (score, p)
+    by_number = {numbers[url]: url for url in best}
+    marks: list[Mark] = []
+    dropped = 0
+    for n in dict.fromkeys(written):
+        url = by_number.get(n)
+        if url is None:
+            dropped += 1
+            continue
+        score, p = best[url]
+        marks.append(Mark(n, url, titles.get(url, url), p.text, round(score, 3), by_model=True))
+    ranked = sorted(best.items(), key=lambda item: (-item[1][0], numbers[item[0]]))
+    added = 0
+    for url, (score, p) in ranked:
+        if score < threshold or added >= MAX_MARKS:
+            break
+        added += 1
+        if all(m.url != url for m in marks):
+            marks.append(Mark(numbers[url], url, titles.get(url, url), p.text, round(score, 3)))
+    return tuple(sorted(marks, key=lambda m: m.n)), dropped
+
+
+def _sentences(line: str) -> list[tuple[str, str, list[int]]]:
+    """A line as (body, tail, numbers of the marks written in it) per sentence; the line's
+    list marker or quote prefix is a body of its own with no words."""
+    clean, found = _unmark(line)
+    prefix = _LINE_PREFIX.match(clean).end()
+    spans: list[tuple[int, int]] = []
+    start = prefix
+    for m in _SENTENCE_END.finditer(clean, prefix):
+        spans.append((start, m.end()))
+        start = m.end()
+    if clean[start:].strip() or not spans:
+        spans.append((start, len(clean)))
+    out: list[tuple[str, str, list[int]]] = [(clean[:prefix], "", [])] if prefix else []
+    ends = [end for _, end in spans]
+    for k, (a, b) in enumerate(spans):
+        b_full = spans[k + 1][0] if k + 1 < len(spans) else len(clean)
+        chunk = clean[a:b_full]
+        lead = len(chunk) - len(chunk.lstrip())
+        if lead:  # the whitespace between two sentences goes with the one before
+            if out:
+                body, tail, nums = out[-1]
+                out[-1] = (body, tail + chunk[:lead], nums)
+            else:
+                out.append((chunk[:lead], "", []))
+            chunk = chunk[lead:]
+        tail = _TAIL.search(chunk)
+        cut = tail.start() if tail else len(chunk)
+        if not chunk[:cut].strip():  # nothing but punctuation: keep it with what it follows
+            cut = len(chunk)
+        mine = [n for pos, n in found if (k == 0 or pos > ends[k - 1]) and (k + 1 == len(spans) or pos <= b)]
+        out.append((chunk[:cut], chunk[cut:], mine))
+    return out
+
+
+def _unmark(line: str) -> tuple[str, list[tuple[int, int]]]:
+    """``line`` without its marks, and (position in the clean line, number) for each number a
+    mark named."""
+    parts: list[str] = []
+    found: list[tuple[int, int]] = []
+    at = 0
+    length = 0
+    for m in _MARK.finditer(line):
+        parts.append(line[at:m.start()])
+        length += m.start() - at
+        for n in _numbers(m.group(1)):
+            found.append((length, n))
+        at = m.end()
+    parts.append(line[at:])
+    return "".join(parts), found
+
+
+def _numbers(inside: str) -> list[int]:
+    out: list[int] = []
+    for item in re.split(r"\s*[,;]\s*", inside.strip()):
+        ends = [int(x) for x in re.split(r"\s*[-–]\s*", item) if x.isdigit()]
+        if len(ends) == 2 and 0 <= ends[1] - ends[0] <= RANGE_MAX:
+            out += range(ends[0], ends[1] + 1)
+        elif ends:
+            out.append(ends[0])
+    return out
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())

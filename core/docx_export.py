@@ -1,0 +1,98 @@
+"""The article as a Word document (python-docx): the same content as ``core.report.to_markdown``
+(title, unsourced warning, the text with its [n] marks, the numbered sources, the snippet-only
+sources apart, the steps never checked), for authors who finish their articles in a word
+processor. Titles and the task are written as plain text runs: nothing in them is interpreted.
+
+The article's own Markdown is mapped to Word's structure where it is plain to see: "#" headings
+become headings, "- " and "1. " items list paragraphs, **bold** and *italic* runs; anything else
+is kept as the text it is.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+from common.types import Source
+from core.report import used_in
+
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
+_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.*)$")
+_EMPHASIS = re.compile(r"(\*\*[^*\n]+\*\*|__[^_\n]+__|\*[^*\n]+\*)")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # not allowed in XML: dropped
+
+
+def to_docx(task: str, text: str, sources: tuple[Source, ...] | list[Source], *, title: str | None = None,
+            unchecked: tuple[str, ...] | list[str] = (), unsourced: str = "", cited: str = "") -> bytes:
+    """The article as the bytes of a .docx file; the arguments are those of ``to_markdown``."""
+    from docx import Document  # python-docx: imported when a document is made
+
+    doc = Document()
+    doc.core_properties.title = _clean(title or task)[:250]
+    doc.add_heading(_clean(title or _one_line(task, 120)), level=1)
+    if unsourced:
+        warning = doc.add_paragraph()
+        warning.add_run("Unsourced: ").bold = True
+        warning.add_run(_clean(f"no part of this text was checked against retrieved text ({unsourced})."))
+    _write_body(doc, (cited or text).strip())
+    read = [s for s in sources if s.read]
+    snippets = [s for s in sources if not s.read]
+    if read:
+        doc.add_heading("Sources", level=2)
+        for s in read:
+            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{used_in(s)}"))
+    if snippets:
+        doc.add_heading("Search snippets only (page not read)", level=2)
+        for s in snippets:
+            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{used_in(s)}; the page was not read: "
+                                     f"{s.why or 'unknown reason'}"))
+    if unchecked and not unsourced:
+        doc.add_heading("Not checked against a source", level=2)
+        for line in unchecked:
+            doc.add_paragraph(_clean(line[0].upper() + line[1:]), style="List Bullet")
+    out = io.BytesIO()
+    doc.save(out)
+    return out.getvalue()
+
+
+def _write_body(doc, text: str) -> None:
+    for block in re.split(r"\n[ \t]*\n", text):
+        paragraph: list[str] = []  # lines of running text, joined into one paragraph
+        for line in (line for line in block.splitlines() if line.strip()):
+            heading, bullet, numbered = _HEADING.match(line), _BULLET.match(line), _NUMBERED.match(line)
+            if (heading or bullet or numbered) and paragraph:
+                _add_runs(doc.add_paragraph(), " ".join(paragraph))
+                paragraph = []
+            if heading:
+                doc.add_heading(_clean(heading.group(2)), level=min(len(heading.group(1)) + 1, 9))
+            elif bullet:
+                _add_runs(doc.add_paragraph(style="List Bullet"), bullet.group(1))
+            elif numbered:
+                _add_runs(doc.add_paragraph(style="List Number"), numbered.group(1))
+            else:
+                paragraph.append(line.strip())
+        if paragraph:
+            _add_runs(doc.add_paragraph(), " ".join(paragraph))
+
+
+def _add_runs(paragraph, text: str) -> None:
+    """``text`` as runs of ``paragraph``: **bold** and *italic* spans as such, the rest plain."""
+    for part in _EMPHASIS.split(text):
+        if not part:
+            continue
+        if (part.startswith("**") and part.endswith("**")) or (part.startswith("__") and part.endswith("__")):
+            paragraph.add_run(_clean(part[2:-2])).bold = True
+        elif part.startswith("*") and part.endswith("*") and len(part) > 2:
+            paragraph.add_run(_clean(part[1:-1])).italic = True
+        else:
+            paragraph.add_run(_clean(part))
+
+
+def _clean(text: str) -> str:
+    return _CONTROL.sub("", str(text))
+
+
+def _one_line(text: str, width: int) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= width else one[: width - 1] + "…"

@@ -1,0 +1,225 @@
+"""Inline citations (issue 10): one numbering per article, passages labelled with it in the
+prompts, marks by attribution, a model's own marks kept only when they name a passage of their
+step, only read pages listed as read, non-web URLs dropped, exports (Markdown, DOCX) with the
+marks. Pure functions first, then end to end: the openai SDK over HTTP to the fake model,
+SearXNG search and page fetching over HTTP, a real SQLite file."""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import replace
+
+import docx
+import pytest
+
+import app as app_module
+from common.events import Final, Note, PassagesChosen, QueryMade, SearchDone, StepRevised
+from common.types import Passage, Source, Task
+from core.citations import StepEvidence, cite, strip_marks
+from core.docx_export import to_docx
+from core.passages import format_passages
+from core.report import to_markdown
+from tests.fakes.scripts import RatAuthor, draft_steps, kind_of, sections
+from tests.helpers import collect, of
+from tests.test_app import cli
+
+JIN = Passage("Jin Yong was a Chinese wuxia novelist born in Haining in 1924.", "https://a.example/jin", "Jin Yong")
+MING = Passage("He founded the Ming Pao newspaper in Hong Kong in 1959.", "https://b.example/ming", "Ming Pao")
+NUMBERS = {JIN.url: 1, MING.url: 2}
+
+
+# -- pure ----------------------------------------------------------------------------------------
+def test_a_sentence_gets_the_mark_of_the_passage_that_supports_it_and_the_rest_is_unchanged():
+    text = "Jin Yong was a wuxia novelist born in Haining. He liked long walks by the sea every morning.\n"
+    cited = cite(text, [StepEvidence(1, text, [JIN, MING])], NUMBERS)
+    assert cited.text == ("Jin Yong was a wuxia novelist born in Haining [1]. "
+                          "He liked long walks by the sea every morning.\n")
+    assert (cited.sentences, cited.supported, cited.removed) == (2, 1, 0)
+    (mark,) = [m for p in cited.pieces for m in p.marks]
+    assert mark.url == JIN.url and mark.passage == JIN.text and not mark.by_model
+    assert strip_marks(cited.text) == text
+
+
+def test_a_copied_label_stays_and_an_invented_one_is_removed_and_counted():
+    text = ("He founded a newspaper, Ming Pao [2]. He wrote many novels [9]. "
+            "Then he retired from writing novels [1, 9].\n")
+    cited = cite(text, [StepEvidence(1, text, [JIN, MING])], NUMBERS)
+    assert "[9]" not in cited.text
+    assert cited.removed == 2, "[9] twice names no passage of the step"
+    assert "Ming Pao [2]." in cited.text
+    assert "retired from writing novels [1]." in cited.text, "a mark naming a passage of the step stays"
+    assert cited.supported == 2 and cited.sentences == 3
+
+
+def test_a_mark_naming_a_source_of_another_step_is_removed():
+    one, two = "Jin Yong was born in Haining in 1924 [1].", "He founded Ming Pao in Hong Kong [1]."
+    steps = [StepEvidence(1, one, [JIN]), StepEvidence(2, two, [MING])]
+    cited = cite(one + "\n\n" + two + "\n", steps, NUMBERS)
+    assert cited.text == ("Jin Yong was born in Haining in 1924 [1].\n\n"
+                          "He founded Ming Pao in Hong Kong [2].\n")
+    assert cited.removed == 1
+
+
+def test_an_edited_sentence_that_no_step_holds_gets_no_mark():
+    step = "Jin Yong was born in Haining in 1924."
+    cited = cite("Jin Yong, the novelist, was born in Haining in 1924.", [StepEvidence(1, step, [JIN])], NUMBERS)
+    assert cited.supported == 0 and cited.sentences == 1 and "[" not in cited.text
+
+
+def test_headings_and_short_lines_need_no_source():
+    text = "# Jin Yong\n\nAnswer: Haining\n\nJin Yong was born in Haining in 1924.\n"
+    cited = cite(text, [StepEvidence(1, text, [JIN])], NUMBERS)
+    assert cited.sentences == 1 and cited.supported == 1
+    assert cited.text.startswith("# Jin Yong\n\nAnswer: Haining\n\n")
+
+
+def test_passages_in_a_prompt_carry_the_article_numbers():
+    new = Passage("Other text.", "https://c.example/new", "New")
+    shown = format_passages([new, MING, new], {JIN.url: 1, MING.url: 2})
+    labels = re.findall(r"^\[(\d+)\] (\S+)", shown, flags=re.M)
+    assert labels == [("3", "New"), ("2", "Ming"), ("3", "New")]
+    assert format_passages([MING, JIN]).startswith("[1] Ming Pao"), "without numbers: by first appearance"
+
+
+def test_markdown_escapes_a_hostile_title_and_lists_snippets_apart():
+    sources = [Source(1, "https://a.example/x", "<script>alert(1)</script> [evil](javascript:x)", (1,)),
+               Source(2, "https://b.example/y", "Y", (2,), read=False, why="HTTP 404")]
+    md = to_markdown("Task", "Text.", sources, cited="Text [1][2].")
+    assert "<script>" not in md and "&lt;script&gt;" in md
+    assert "](javascript" not in md, "a title cannot open a link of its own"
+    assert "Text [1][2]." in md
+    read, snippets = md.split("## Search snippets only (page not read)")
+    assert "https://a.example/x" in read and "https://b.example/y" not in read
+    assert "2. [Y](https://b.example/y) — used in step 2; the page was not read: HTTP 404" in snippets
+
+
+# -- end to end --------------------------------------------------------------------------------
+TASK = Task("Write a short history of Python 3 and its ecosystem.")
+
+
+class CitingAuthor(RatAuthor):
+    """Revises each paragraph (rat-step) by adding the first sentence of the prompt's first
+    passage with the label it was given there; on the revisions in ``invent`` also a sentence
+    with a made-up [9]. Records each revision prompt's labels: {number: url}."""
+
+    def __init__(self, steps, invent=()):
+        super().__init__(steps)
+        self.invent, self.labels = set(invent), []
+
+    def __call__(self, body):
+        reply = super().__call__(body)
+        kind, prompt = self.calls[-1]
+        if kind != "revise-step":
+            return reply
+        self.labels.append({int(n): url for n, url in re.findall(r"^\[(\d+)\] .*? — (\S+)$", prompt, flags=re.M)})
+        passages = sections(prompt)["Existing Text in Wiki Web"]
+        first = re.search(r"^\[(\d+)\].*\n<passage>\n(.*?)(?:\n|</passage>)", passages, flags=re.M)
+        sentence = re.split(r"(?<=[.!?])\s", first.group(2).strip())[0].rstrip(".")
+        extra = f" {sentence} [{first.group(1)}]."
+        if len(self.labels) in self.invent:
+            extra += " Everyone agrees this was the most important event of the decade [9]."
+        return sections(prompt)["Paragraph to revise"] + extra
+
+
+async def test_a_run_numbers_its_sources_once_and_marks_point_to_what_each_step_read(services, llm):
+    author = CitingAuthor(draft_steps(3), invent={2})
+    llm.reply(author)
+    events = await collect(services.runner.start("rat-step", TASK))
+    final = events[-1]
+    assert isinstance(final, Final), events[-1]
+    numbers = {s.url: s.n for s in final.sources}
+    for labels in author.labels:  # every label the model was shown is its source's number (or a new one's)
+        for n, url in labels.items():
+            assert numbers.get(url, n) == n, f"{url} was labelled [{n}] but is source {numbers.get(url)}"
+    assert any(set(a) & set(b) for a in author.labels for b in author.labels if a is not b) or len(numbers) > 3
+    shown = {e.i: {p.url for p in e.passages} for e in of(events, PassagesChosen)}
+    paragraphs = final.cited.split("\n\n")
+    assert len(paragraphs) == 3
+    for i, paragraph in enumerate(paragraphs, start=1):
+        marks = {int(n) for n in re.findall(r"\[(\d+)\]", paragraph)}
+        assert marks, f"step {i} copied a labelled sentence: it is cited\n{final.cited}\n{final.text}"
+        by_number = {s.n: s.url for s in final.sources}
+        assert all(by_number[n] in shown[i] for n in marks), "each mark names a passage retrieved for its step"
+    assert "[9]" not in final.cited and final.marks_removed == 1
+    assert "[9]" in final.text, "the model's own text is kept as it wrote it"
+    assert final.supported >= 3 and final.sentences >= final.supported
+    assert all(s.read for s in final.sources)
+    stored = [e for e in services.store.events(events[0].run_id) if isinstance(e, Final)][-1]
+    assert stored.cited == final.cited and stored.marks_removed == 1, "the marks are stored with the run"
+
+
+async def test_resume_keeps_the_numbering(services, llm):
+    author = CitingAuthor(draft_steps(3))
+    llm.reply(author)
+    first = await collect(services.runner.start("rat-step", TASK),
+                          stop_after=lambda evs: len(of(evs, StepRevised)) == 2)
+    run_id = first[0].run_id
+    resumed = await collect(services.runner.resume(run_id))
+    final = resumed[-1]
+    assert isinstance(final, Final)
+    again = await collect(services.runner.start("rat-step", TASK))  # the same run without a stop
+    assert [(s.n, s.url) for s in final.sources] == [(s.n, s.url) for s in again[-1].sources]
+    assert final.cited == again[-1].cited
+
+
+async def test_a_step_with_only_snippets_lists_them_apart_with_the_reason(tmp_path, llm, web):
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path, llm, web)
+    settings = replace(settings, fetch=replace(settings.fetch, allow_private_urls=False))  # no page can be read
+    services = app_module.build(settings)
+    llm.reply(RatAuthor(draft_steps(2)))
+    events = await collect(services.runner.start("rat-step", TASK))
+    final = events[-1]
+    assert isinstance(final, Final) and final.sources
+    assert all(not s.read for s in final.sources), "no page was read: every source is a snippet"
+    assert all("private" in s.why.lower() or "loopback" in s.why.lower() or "local" in s.why.lower()
+               for s in final.sources), [s.why for s in final.sources]
+    md = to_markdown(TASK.prompt, final.text, final.sources, cited=final.cited)
+    assert "## Sources" not in md and "## Search snippets only (page not read)" in md
+
+
+async def test_results_that_are_not_web_pages_are_dropped_before_fetching(services, llm, web):
+    web.extra_results = [{"url": "file:///etc/passwd", "title": "passwd", "content": "root:x:0:0 Python 3"},
+                         {"url": "gopher://example.org/1", "title": "gopher", "content": "Python 3 history"}]
+    llm.reply(RatAuthor(draft_steps(1)))
+    events = await collect(services.runner.start("rat", TASK))
+    (search,) = of(events, SearchDone)
+    assert all(r.url.startswith("http") for r in search.results)
+    assert any("2 search result(s) with a URL that is not http(s) were dropped" in n.text for n in of(events, Note))
+    final = events[-1]
+    assert all(s.url.startswith("http") for s in final.sources)
+    assert not any(q for q in of(events, QueryMade) if "passwd" in q.query)
+
+
+async def test_docx_export_round_trip_from_the_cli(services, llm, env_for, tmp_path):
+    llm.reply(CitingAuthor(draft_steps(2)))
+    events = await collect(services.runner.start("rat-step", TASK))
+    final = events[-1]
+    data = to_docx(TASK.prompt, final.text, final.sources, cited=final.cited)
+    text = "\n".join(p.text for p in docx.Document(io.BytesIO(data)).paragraphs)
+    marks = set(re.findall(r"\[\d+\]", final.cited))
+    assert marks and all(m in text for m in marks)
+    assert all(s.url in text for s in final.sources)
+    out = tmp_path / "article.docx"
+    done = cli("show", events[0].run_id, "--out", str(out), env_extra=env_for(services))
+    assert done.returncode == 0, done.stderr
+    shown = "\n".join(p.text for p in docx.Document(str(out)).paragraphs)
+    assert all(m in shown for m in marks) and "Sources" in shown
+    md = tmp_path / "article.md"
+    assert cli("show", events[0].run_id, "--out", str(md), env_extra=env_for(services)).returncode == 0
+    assert all(m in md.read_text() for m in marks)
+
+
+@pytest.fixture
+def env_for(llm, web):
+    def env(services):
+        return {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test", "RAT_STUDIO_MODEL": "fake-model",
+                "RAT_STUDIO_SEARCH": "searxng", "RAT_STUDIO_SEARXNG_URL": web.searxng_url,
+                "RAT_STUDIO_ALLOW_PRIVATE_URLS": "1", "RAT_STUDIO_DB": str(services.store.path)}
+    return env
+
+
+def test_kind_of_knows_the_step_revision():  # the CitingAuthor depends on it
+    assert kind_of("##Existing Text in Wiki Web:\nx\n\n##Paragraph to revise:\ny") == "revise-step"
