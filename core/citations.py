@@ -8,7 +8,8 @@ holds the sentence (for RAT, where each revision rewrites the answer so far, eve
 it), else, for a sentence no revised step holds (a RAG answer, an author's edit), the passages a
 step used without revising (``SourcesUsed``). Support is word overlap: the share of the
 sentence's content words (``core.passages.tokenize``) found in the passage; a sentence is
-supported at ``threshold`` or more (``--cite-threshold``, default CITE_THRESHOLD).
+supported at ``threshold`` or more (``--cite-threshold``, default CITE_THRESHOLD), with at
+least MIN_SHARED words in common.
 
 Marks the model wrote itself stay only when they name a passage of that sentence's step; any
 other is removed and counted (``Cited.removed``). A sentence with no mark is unsupported: the
@@ -30,6 +31,7 @@ from core.passages import tokenize
 
 CITE_THRESHOLD = 0.6  # share of a sentence's content words a passage must hold to support it
 MIN_WORDS = 3  # a piece with fewer content words (a heading, "Answer: Paris") needs no source
+MIN_SHARED = 3  # content words a passage must share with a sentence to support it, whatever the share
 MAX_MARKS = 2  # marks attribution adds to one sentence (its best sources)
 RANGE_MAX = 10  # "[2-5]" in a model's text names each of 2..5 when the range is at most this long
 
@@ -122,14 +124,18 @@ def evidence(events: Iterable[Event], *, undone: Iterable[int] = (),
     refused revision the author took by hand (the refused text, with all its step's passages)."""
     undone, taken = set(undone), set(taken)
     chosen: dict[int, list[Passage]] = {}
+    by_url: dict[str, list[Passage]] = {}  # the passages of each URL chosen in any step of this draft
     revised: dict[int, StepEvidence] = {}
     loose: dict[int, StepEvidence] = {}
     for e in events:
         if isinstance(e, DraftReady):
-            chosen, revised, loose = {}, {}, {}
+            chosen, by_url, revised, loose = {}, {}, {}, {}
         elif isinstance(e, PassagesChosen):
             have = chosen.setdefault(e.i, [])
             have += [p for p in e.passages if p not in have]
+            for p in e.passages:
+                if p not in by_url.setdefault(p.url, []):
+                    by_url[p.url].append(p)
         elif isinstance(e, StepRevised):
             revised.pop(e.i, None)
             if e.i in undone:
@@ -137,12 +143,20 @@ def evidence(events: Iterable[Event], *, undone: Iterable[int] = (),
             if e.i in taken and e.guarded:
                 revised[e.i] = StepEvidence(e.i, e.rejected, list(chosen.get(e.i, [])))
             elif e.checked:
-                urls = set(e.sources)
-                revised[e.i] = StepEvidence(e.i, e.after, [p for p in chosen.get(e.i, []) if p.url in urls])
+                revised[e.i] = StepEvidence(e.i, e.after, _shown(e.sources, chosen.get(e.i, []), by_url))
         elif isinstance(e, SourcesUsed):
-            urls = set(e.urls)
-            loose[e.i] = StepEvidence(e.i, "", [p for p in chosen.get(e.i, []) if p.url in urls])
+            loose[e.i] = StepEvidence(e.i, "", _shown(e.urls, chosen.get(e.i, []), by_url))
     return [*revised.values(), *loose.values()]
+
+
+def _shown(urls: Iterable[str], own: list[Passage], by_url: Mapping[str, list[Passage]]) -> list[Passage]:
+    """The passages a step used: those chosen in the step itself for ``urls``; for a URL the step
+    chose none of (AAG's update step uses what its questions retrieved), that URL's passages
+    from the other steps of the draft."""
+    urls = list(dict.fromkeys(urls))
+    mine = [p for p in own if p.url in set(urls)]
+    have = {p.url for p in mine}
+    return mine + [p for url in urls if url not in have for p in by_url.get(url, [])]
 
 
 def strip_marks(text: str) -> str:
@@ -202,7 +216,8 @@ def _marks(words: set[str], passages: list[Passage], written: list[int], numbers
         bag = bags.get(p.text)
         if bag is None:
             bag = bags[p.text] = frozenset(tokenize(p.text))
-        score = len(words & bag) / len(words) if words else 0.0
+        shared = len(words & bag)
+        score = shared / len(words) if words and shared >= min(MIN_SHARED, len(words)) else 0.0
         if p.url not in best or score > best[p.url][0]:
             best[p.url] = (score, p)
     by_number = {numbers[url]: url for url in best}

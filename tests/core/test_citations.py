@@ -223,3 +223,23 @@ def env_for(llm, web):
 
 def test_kind_of_knows_the_step_revision():  # the CitingAuthor depends on it
     assert kind_of("##Existing Text in Wiki Web:\nx\n\n##Paragraph to revise:\ny") == "revise-step"
+
+
+def test_a_step_that_uses_passages_chosen_in_earlier_steps_is_checked_against_them():
+    """AAG's update step revises with what its questions retrieved (steps 2 and 3)."""
+    from common.events import DraftReady, PassagesChosen
+    from core.citations import evidence
+
+    answer = "Jin Yong was born in Haining in 1924 [1]. He founded Ming Pao in Hong Kong in 1959 [2]."
+    events = [DraftReady(steps=("plan",)), PassagesChosen(i=2, passages=(JIN,)), PassagesChosen(i=3, passages=(MING,)),
+              StepRevised(i=4, before="", after=answer, sources=(JIN.url, MING.url), article=answer)]
+    cited = cite(answer, evidence(events), NUMBERS)
+    assert cited.removed == 0 and cited.supported == 2
+    assert [m.url for p in cited.pieces for m in p.marks] == [JIN.url, MING.url]
+
+
+def test_two_common_words_do_not_make_a_citation():
+    text = "First step of the answer."
+    weak = Passage("The first step is to read the manual.", "https://c.example/manual", "Manual")
+    cited = cite(text, [StepEvidence(1, text, [weak])], {weak.url: 1})
+    assert cited.sentences == 1 and cited.supported == 0, "2 of 3 words shared: not enough"

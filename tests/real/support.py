@@ -155,6 +155,25 @@ def drafted(events: Sequence[Event]) -> DraftReady | None:
     return draft
 
 
+def _citation_problems(final: Final, events: Sequence[Event]) -> list[str]:
+    from core.citations import strip_marks
+
+    found = []
+    if final.cited and " ".join(strip_marks(final.cited).split()) != " ".join(strip_marks(final.text).split()):
+        found.append(f"6. the cited text is not the final text with marks: {_short(final.cited)}")
+    numbers = {s.n for s in final.sources}
+    marks = {int(n) for n in re.findall(r"\[(\d+)\]", final.cited)}
+    if marks - numbers:
+        found.append(f"6. marks {sorted(marks - numbers)} name no source of the run ({sorted(numbers)})")
+    from_pages = {p.url for e in events if isinstance(e, PassagesChosen) for p in e.passages if not p.snippet}
+    for s in final.sources:
+        if s.read and s.url not in from_pages:
+            found.append(f"6. source [{s.n}] {s.url} is listed as read but no passage of its page was used")
+    if not 0 <= final.supported <= final.sentences:
+        found.append(f"6. {final.supported} of {final.sentences} sentences supported")
+    return found
+
+
 def problems(app: app_module.App, method: str, events: Sequence[Event]) -> list[str]:
     """Each invariant the run broke, with the real text that broke it ([] when it kept them all):
 
@@ -165,7 +184,10 @@ def problems(app: app_module.App, method: str, events: Sequence[Event]) -> list[
        refused revision or a warning Note on a step that says why;
     4. no StepRevised has an empty ``after`` unless it was skipped, guarded or a Note explains;
     5. the stored run matches the events: the events themselves, the status (``unsourced`` when a
-       method that searches ends with no source at all), the final text or the error.
+       method that searches ends with no source at all), the final text or the error;
+    6. citations: the marked text is the final text plus marks (no word lost or added), each [n]
+       names a source of the run, a source listed as read had a passage of its page (not a
+       snippet) chosen, and the counts add up.
     """
     found: list[str] = []
     if not events or not isinstance(events[0], RunStarted):
@@ -196,6 +218,9 @@ def problems(app: app_module.App, method: str, events: Sequence[Event]) -> list[
                           f"{_short(worst.before, 160)} -> {_short(worst.after, 160)}") if worst else ""
                 found.append(f"3. the final text ({_chars(final.text)} characters) is shorter than the draft "
                              f"({_chars(joined)}) and no Note says why{detail}")
+
+    if final is not None:
+        found += _citation_problems(final, events)
 
     for e in events:
         if isinstance(e, StepRevised) and not e.after.strip() and not (e.skipped or getattr(e, "guarded", "")):
