@@ -1,5 +1,8 @@
 """The History tab: past runs (task, method, date, status, tokens, time); opening one shows it
-with the Writer's own panel, from its stored events; Replay plays those events again at a chosen
+with the Writer's own panel, from its stored events: its article with its [n] marks (each opens on
+the passage that supports its sentence) and sentences no source supports underlined, the counts
+("7 of 9 sentences cited", from the stored ``Final``; nothing for runs stored before citations)
+in its status line, and Markdown and .docx exports. Replay plays those events again at a chosen
 speed, for a live demo; a run that stopped (draft only, interrupted, failed) continues from here.
 """
 

@@ -21,6 +21,11 @@ A revision the guards refused (core.guards: empty, talk about the task, too much
 left its step as it stood; its card shows the refused reply, and in the two modes above the
 author can take it (``take_choices``): in paragraph mode for that paragraph alone, in
 cumulative mode as the answer up to that step, followed by the later steps as drafted.
+
+The article's citations (``core.citations``) are shown by ``cited_html``: each [n] mark is a
+``<details>`` that opens on the passage supporting its sentence and a link to its page, and a
+sentence no source supports is underlined with a marker. ``cited_view`` gives the ``Cited`` of
+the article as the author edited it, numbered like ``kept_sources`` so exports and the view agree.
 """
 
 from __future__ import annotations
@@ -50,9 +55,11 @@ from common.events import (
     TokenDelta,
 )
 from common.types import Passage, Source
+from core.citations import CITE_THRESHOLD, Cited, Mark
+from core.docx_export import to_docx
 from core.guards import strip_chatter
 from core.prompts import join_steps, normalise_answer
-from core.report import to_markdown, unsourced_cause
+from core.report import citation_line, to_markdown, unsourced_cause
 from core.sources import SourceBook, unchecked_reason
 from ui.diff import changed, diff_html
 
@@ -65,6 +72,8 @@ PARAGRAPH, CUMULATIVE = "paragraph", "cumulative"  # the two ways revisions can 
 DRAFT, STEPS, PROGRESS = "draft", "steps", "progress"  # the panels an event can change
 ALL_PANELS = frozenset({DRAFT, STEPS, PROGRESS})
 _STEP_LABEL = re.compile(r"^\s*step\s*\d+\s*[:.)-]\s*", re.I)  # "Step 2: ..." -> "..."
+PASSAGE_CHARS = 600  # characters of a supporting passage shown when its mark is opened
+UNSUPPORTED = "no source supports this sentence"
 
 CSS = """
 .rat-progress { padding: .6em .9em; border-radius: 8px; border: 1px solid var(--border-color-primary);
@@ -114,6 +123,23 @@ blockquote.rat-passage { margin: .3em 0; padding: .3em .6em; border-left: 3px so
 .rat-note { font-size: .85em; color: var(--body-text-color-subdued); }
 .rat-note.rat-warning { color: #b08800; }
 .rat-error { color: #d73a49; }
+.rat-cited { line-height: 1.65; padding: .2em .1em; }
+.rat-cited .rat-para { margin: 0 0 .8em; }
+.rat-cite-summary { color: var(--body-text-color-subdued); font-size: .85em; margin-bottom: .5em; }
+details.rat-cite { display: inline; }
+details.rat-cite::details-content { display: inline; }  /* a closed mark keeps its line */
+details.rat-cite:not([open])::details-content { display: none; }
+details.rat-cite > summary { display: inline; cursor: pointer; list-style: none; color: var(--color-accent);
+  font-size: .8em; vertical-align: super; line-height: 1; }
+details.rat-cite > summary::-webkit-details-marker { display: none; }
+details.rat-cite[open] > summary { font-weight: 700; }
+.rat-cite-box { display: block; margin: .3em 0 .6em; padding: .4em .7em; border-radius: 6px;
+  border-left: 3px solid var(--color-accent); background: var(--background-fill-secondary); font-size: .88em; }
+.rat-cite-passage { display: block; }
+.rat-cite-box .rat-meta { display: block; margin-top: .3em; }
+.rat-unsupported { text-decoration: underline dotted #d29922; text-decoration-thickness: 2px;
+  text-underline-offset: 3px; }
+.rat-nosource { color: #b08800; font-weight: 700; font-size: .8em; margin-left: 1px; cursor: help; }
 """
 
 
@@ -315,6 +341,8 @@ def progress_text(view: RunView, status: str = "") -> str:
         if refused:
             were = "s were" if refused != 1 else " was"
             done += f" {refused} revision{were} refused and the text kept (see the steps)."
+        if view.final.sentences:  # runs stored before citations have none: nothing to say
+            done += f" {citation_line(view.final)}."
         if view.final.unchecked:
             done += f" Not checked against a source: {'; '.join(view.final.unchecked)}."
         return done
@@ -559,14 +587,78 @@ def kept_sources(view: RunView, undone: Iterable[int] = (), taken: Iterable[int]
     undone, taken = chosen_edits(view, undone, taken)
     if not undone and not taken and view.final is not None:
         return view.final.sources
-    book = SourceBook()
+    return _kept_book(view, undone, taken).sources()
+
+
+def _kept_book(view: RunView, undone: set[int], taken: set[int],
+               threshold: float = CITE_THRESHOLD) -> SourceBook:
+    """The run's source book as if the ``undone`` steps had not been revised and the refused
+    revisions of ``taken`` steps had been accepted (with all the passages their step was shown)."""
+    book = SourceBook(threshold)
     for e in view.events:
         if isinstance(e, StepRevised) and e.i in undone:
             continue
         if isinstance(e, StepRevised) and e.i in taken:
-            e = replace(e, sources=tuple(dict.fromkeys(p.url for p in view.cards[e.i].passages)), guarded="")
+            e = replace(e, sources=tuple(dict.fromkeys(p.url for p in view.cards[e.i].passages)), guarded="",
+                        after=taken_text(e))
         book.see(e)
-    return book.sources()
+    return book
+
+
+def cited_view(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+               threshold: float = CITE_THRESHOLD) -> Cited:
+    """``text`` (the article as the author edited it) with its citations: each sentence marked
+    with the sources of the kept steps that support it, numbered as ``kept_sources`` numbers
+    them. ``threshold``: the share of a sentence's words a passage must hold (``core.citations``)."""
+    undone, taken = chosen_edits(view, undone, taken)
+    return _kept_book(view, undone, taken, threshold).cited(text, undone=undone, taken=taken)
+
+
+def mark_html(mark: Mark) -> str:
+    """One [n] mark: a ``<details>`` whose summary is "[n]" and which opens on the passage that
+    supports the sentence (escaped, at most PASSAGE_CHARS characters) and a link to its page."""
+    passage = re.sub(r"[ \t]*\r?\n\s*", "\n", mark.passage.strip())  # line breaks kept, blank lines not
+    if len(passage) > PASSAGE_CHARS:
+        passage = passage[:PASSAGE_CHARS - 1].rstrip() + "…"
+    title = " ".join((mark.title or mark.url).split())
+    by = " · cited by the model" if mark.by_model else ""
+    box = (f"<span class='rat-cite-box'><span class='rat-cite-passage'>{esc(passage).replace(chr(10), '<br>')}"
+           f"</span>"
+           f"<span class='rat-meta'>[{mark.n}] {link(mark.url, title)} · {mark.score:.0%} of the sentence's "
+           f"words{by}</span></span>")
+    html_ = (f"<details class='rat-cite'><summary title='Source {mark.n}: {esc(title)}'>[{mark.n}]</summary>"
+             f"{box}</details>")
+    return html_.replace("\r", " ").replace("\n", " ")  # paragraphs are told by the article's newlines
+
+
+def cited_html(cited: Cited, *, head: bool = True) -> str:
+    """The article with its citations, as HTML with no script: each [n] opens on its passage
+    and page (``mark_html``); a sentence that needs a source and has none is underlined, with a
+    marker and a tooltip. Blank lines separate paragraphs, single newlines break lines, and
+    everything is escaped. ``head``: a line with the counts above it."""
+    parts = []
+    for piece in cited.pieces:
+        if piece.marks:
+            marks = "".join(mark_html(m) for m in piece.marks)
+            parts.append(f"<span class='rat-sentence'>{esc(piece.body)} {marks}</span>{esc(piece.tail)}")
+        elif piece.sentence:
+            parts.append(f"<span class='rat-sentence rat-unsupported' title='{UNSUPPORTED}'>{esc(piece.body)}"
+                         f"<sup class='rat-nosource' title='{UNSUPPORTED}'>?</sup></span>{esc(piece.tail)}")
+        else:
+            parts.append(esc(piece.body + piece.tail))
+    text = "".join(parts).replace("\r\n", "\n").replace("\r", "\n").strip()
+    if not text:
+        return "<div class='rat-empty'>The article is empty.</div>"
+    paragraphs = "".join(f"<div class='rat-para'>{para.strip().replace(chr(10), '<br>')}</div>"
+                         for para in re.split(r"\n[ \t]*\n\s*", text))
+    top = ""
+    if head:
+        unsupported = cited.sentences - cited.supported
+        todo = (f" {unsupported} sentence{'s' if unsupported != 1 else ''} with no source "
+                f"<span class='rat-unsupported'>underlined</span>." if unsupported else "")
+        top = (f"<div class='rat-cite-summary'>{esc(cited.summary())}. Click a [n] to see the passage that "
+               f"supports its sentence.{todo}</div>")
+    return f"<div class='rat-cited'>{top}{paragraphs}</div>"
 
 
 def unchecked_steps(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> tuple[str, ...]:
@@ -581,17 +673,31 @@ def unchecked_steps(view: RunView, undone: Iterable[int] = (), taken: Iterable[i
     return tuple(lines)
 
 
-def export_markdown(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
-    """The article (as edited) as Markdown with its numbered sources and the steps that were
-    never checked against one."""
-    return to_markdown(view.task, text, kept_sources(view, undone, taken),
-                       unchecked=unchecked_steps(view, undone, taken))
+def _export(view: RunView, text: str, undone: Iterable[int], taken: Iterable[int], threshold: float) -> dict:
+    """What ``to_markdown`` and ``to_docx`` are given for the article as edited."""
+    return dict(task=view.task, text=text, sources=kept_sources(view, undone, taken),
+                unchecked=unchecked_steps(view, undone, taken),
+                cited=cited_view(view, text, undone, taken, threshold=threshold).text)
 
 
-def export_name(view: RunView) -> str:
+def export_markdown(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+                    threshold: float = CITE_THRESHOLD) -> str:
+    """The article (as edited) as Markdown with its [n] marks, its numbered sources and the
+    steps that were never checked against one."""
+    return to_markdown(**_export(view, text, undone, taken, threshold))
+
+
+def export_docx(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+                threshold: float = CITE_THRESHOLD) -> bytes:
+    """The same article as ``export_markdown``, as the bytes of a Word document."""
+    return to_docx(**_export(view, text, undone, taken, threshold))
+
+
+def export_name(view: RunView, suffix: str = "md") -> str:
+    """A file name for the article: the task's first words and the run id, ending in ``suffix``."""
     words = re.findall(r"[A-Za-z0-9]+", view.task)[:8]
     slug = "-".join(words).lower()[:60] or "article"
-    return f"{slug}-{view.run_id or 'run'}.md"
+    return f"{slug}-{view.run_id or 'run'}.{suffix.lstrip('.')}"
 
 
 # -- history and replay ---------------------------------------------------------------------------

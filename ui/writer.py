@@ -1,7 +1,8 @@
 """The Writer tab: a task, a method and a search provider; the run shown live as it happens (the
 draft on the left, each step's query, pages, passages and revision on the right); the author
 edits the draft's steps before revision ("Draft only", then Continue), undoes revisions, edits the
-article and exports it as Markdown with its sources.
+article, sees each sentence's sources (a [n] opens on the passage that supports it; a sentence no
+source supports is underlined) and exports it as Markdown or Word with its marks and sources.
 
 ``RunPanel`` is the view of one run and what an author does with it. The History tab uses the
 same panel for stored and replayed runs, so every run is shown by the same code. Rendering is
@@ -19,6 +20,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import aclosing
+from functools import partial
 from pathlib import Path
 
 import gradio as gr
@@ -54,6 +56,7 @@ UNDO_HELP = {
 TAKE_HELP = ("The model's revision of these steps was refused (see why in the step) and the text kept. "
              "Take it anyway to put the model's version in the article.")
 STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP}
+EDIT = {**PRIVATE, "queue": False, "show_progress": "hidden", "trigger_mode": "always_last"}  # per keystroke
 
 
 # -- helpers (no gradio state) --------------------------------------------------------------------
@@ -133,11 +136,12 @@ async def require_llm(clients: Clients) -> None:
 # -- the run panel --------------------------------------------------------------------------------
 class RunPanel:
     """The view of one run (live, stored or replayed), the draft editor and Continue, undoing
-    revisions, the editable article and its export."""
+    revisions, the editable article with its citations, and its export."""
 
     def __init__(self, runner: Runner, store, clients: Clients, *, hint: str = ""):
         self.runner, self.store, self.clients = runner, store, clients
         self.hint = hint
+        self.threshold = runner.settings.method.cite_threshold  # as the runner cites a run's Final
 
     def layout(self) -> None:
         empty = RunView()
@@ -164,13 +168,17 @@ class RunPanel:
                                          visible=False)
             self.article = gr.Textbox(label="Article (editable; undoing a step rebuilds it)", lines=12,
                                       max_lines=60, interactive=True, elem_classes="rat-article")
+            gr.Markdown("#### Article with its sources")
+            self.cited = gr.HTML("", js_on_load=None, elem_classes="rat-cited-panel")
             with gr.Row():
                 self.export_btn = gr.Button("Export Markdown", scale=0, min_width=220)
                 self.download = gr.DownloadButton("Download", visible=False, scale=0, min_width=320)
+                self.export_docx_btn = gr.Button("Export .docx", scale=0, min_width=220)
+                self.download_docx = gr.DownloadButton("Download", visible=False, scale=0, min_width=320)
 
     def outputs(self) -> list:
         return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
-                self.result_box, self.undo, self.take, self.article, self.download]
+                self.result_box, self.undo, self.take, self.article, self.cited, self.download, self.download_docx]
 
     def wire(self):
         """Bind the panel's own events; returns the Continue event (for a Stop button's cancels)."""
@@ -178,11 +186,13 @@ class RunPanel:
         cont = checked.success(self.on_continue, [self.state, self.editor], self.outputs(), **STREAM)
         for box in (self.undo, self.take):
             box.input(self.on_undo, [self.state, self.undo, self.take],
-                      [self.undo, self.take, self.article, self.steps, self.download], **PRIVATE)
-        self.export_btn.click(self.on_export, [self.state, self.article, self.undo, self.take], self.download,
-                              **PRIVATE)
-        self.article.input(lambda: gr.DownloadButton(visible=False), None, self.download, queue=False,
-                           show_progress="hidden", **PRIVATE)
+                      [self.undo, self.take, self.article, self.cited, self.steps, self.download,
+                       self.download_docx], **PRIVATE)
+        edited = [self.state, self.article, self.undo, self.take]
+        self.export_btn.click(partial(self.on_export, "md"), edited, [self.download, self.cited], **PRIVATE)
+        self.export_docx_btn.click(partial(self.on_export, "docx"), edited, [self.download_docx, self.cited],
+                                   **PRIVATE)
+        self.article.input(self.on_edit, edited, [self.cited, self.download, self.download_docx], **EDIT)
         return cont
 
     # -- rendering --------------------------------------------------------------------------------
@@ -222,9 +232,16 @@ class RunPanel:
                                           visible=bool(choices))
         takeable = render.take_choices(view)
         out[self.take] = gr.CheckboxGroup(choices=takeable, value=[], visible=bool(takeable))
-        out[self.article] = render.article_text(view) if done else ""
+        text = render.article_text(view) if done else ""
+        out[self.article] = text
+        out[self.cited] = self.cited_html(view, text) if done else ""
         out[self.download] = gr.DownloadButton(visible=False)
+        out[self.download_docx] = gr.DownloadButton(visible=False)
         return out
+
+    def cited_html(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
+        """The article as edited, with its [n] marks and its sentences no source supports."""
+        return render.cited_html(render.cited_view(view, text, undone, taken, threshold=self.threshold))
 
     async def follow(self, events: AsyncIterator[Event], view: RunView, *, live: bool = True) -> AsyncIterator[dict]:
         """Render a stream of events into this panel as they arrive: streamed tokens at most
@@ -232,7 +249,8 @@ class RunPanel:
         run's failure is also shown as a warning."""
         first = self.render(view, ALL_PANELS)
         first.update({self.editor_box: gr.Group(visible=False), self.result_box: gr.Column(visible=False),
-                      self.download: gr.DownloadButton(visible=False)})
+                      self.download: gr.DownloadButton(visible=False),
+                      self.download_docx: gr.DownloadButton(visible=False)})
         yield first
         dirty: set[str] = set()
         last = 0.0
@@ -288,20 +306,43 @@ class RunPanel:
         if view is None or view.final is None:
             return {}
         undone, taken_steps = render.chosen_edits(view, chosen or [], taken or [])
+        text = render.article_text(view, undone, taken_steps)
         return {self.undo: gr.CheckboxGroup(value=sorted(undone)),
                 self.take: gr.CheckboxGroup(value=sorted(taken_steps)),
-                self.article: render.article_text(view, undone, taken_steps),
+                self.article: text,
+                self.cited: self.cited_html(view, text, undone, taken_steps),
                 self.steps: render.steps_html(view, undone, taken_steps),
-                self.download: gr.DownloadButton(visible=False)}
+                self.download: gr.DownloadButton(visible=False),
+                self.download_docx: gr.DownloadButton(visible=False)}
 
-    def on_export(self, view: RunView | None, text: str, chosen: list[int], taken: list[int] | None = None):
+    def on_edit(self, view: RunView | None, text: str, chosen: list[int], taken: list[int] | None = None) -> dict:
+        """The author typed in the article: its citations follow, and the last export is gone.
+        (An export shows the citations of what it exported too: text put in the box some other
+        way than typing, e.g. by a script, fires no input event.)"""
+        hidden = {self.download: gr.DownloadButton(visible=False), self.download_docx: gr.DownloadButton(visible=False)}
+        if view is None or view.final is None:
+            return hidden
+        return {self.cited: self.cited_html(view, text or "", chosen or [], taken or []), **hidden}
+
+    def on_export(self, suffix: str, view: RunView | None, text: str, chosen: list[int],
+                  taken: list[int] | None = None) -> dict:
+        """The article as edited, with its marks and sources, as a Markdown file (``suffix``
+        "md") or a Word document ("docx"), offered by that format's download button; and its
+        citations. Raises gr.Error when there is nothing to export."""
         if view is None or view.final is None:
             raise gr.Error("Nothing to export yet: run a task to the end first.")
         if not (text or "").strip():
             raise gr.Error("The article is empty: write something, or undo fewer steps.")
-        path = Path(tempfile.mkdtemp(prefix="rat-export-")) / render.export_name(view)
-        path.write_text(render.export_markdown(view, text, chosen or [], taken or []), encoding="utf-8")
-        return gr.DownloadButton(f"Download {path.name}", value=str(path), visible=True)
+        chosen, taken = chosen or [], taken or []
+        path = Path(tempfile.mkdtemp(prefix="rat-export-")) / render.export_name(view, suffix)
+        if suffix == "docx":
+            path.write_bytes(render.export_docx(view, text, chosen, taken, threshold=self.threshold))
+        else:
+            path.write_text(render.export_markdown(view, text, chosen, taken, threshold=self.threshold),
+                            encoding="utf-8")
+        button = self.download_docx if suffix == "docx" else self.download
+        return {button: gr.DownloadButton(f"Download {path.name}", value=str(path), visible=True),
+                self.cited: self.cited_html(view, text, chosen, taken)}
 
 
 def stop_running(button: gr.Button, panel: RunPanel, events: list) -> None:

@@ -4,6 +4,7 @@ web and model text escaped), undoing revisions, export, history rows and the rep
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -416,3 +417,104 @@ def test_progress_says_what_was_refused_and_what_is_unsourced():
     assert text.startswith("Unsourced: no part of this text was checked against retrieved text (")
     assert "rat-unsourced" in render.progress_html(everything, "unsourced")
     assert render.take_choices(fold(rat_run("itrg-refine"))) == []
+
+
+# -- citations ------------------------------------------------------------------------------------
+def cited_run(method: str = "rat-step", *, title: str = "Page", extra: str = "It says more.", **kw) -> list:
+    """``rat_run`` where each step's passage holds that step's sentence (so each is cited)."""
+    def supported(e):
+        if isinstance(e, PassagesChosen):
+            return replace(e, passages=(Passage(f"{STEPS[e.i - 1]} {extra}", url(e.i), title, 1.0, 40),))
+        return e
+    return [supported(e) for e in rat_run(method, **kw)]
+
+
+def test_each_mark_opens_on_its_passage_and_page():
+    view = fold(cited_run())
+    cited = render.cited_view(view, render.article_text(view))
+    assert (cited.sentences, cited.supported) == (3, 3)
+    html = render.cited_html(cited)
+    marks = re.findall(r"<details class='rat-cite'>.*?</details>", html)
+    assert len(marks) == 3
+    assert "<summary title='Source 2: Page'>[2]</summary>" in marks[1]
+    assert f"{STEPS[1]} It says more." in marks[1], "the passage that supports the sentence"
+    assert f"<a href='{url(2)}' target='_blank' rel='noopener noreferrer nofollow'>Page</a>" in marks[1]
+    assert html.count("<div class='rat-para'>") == 3, "blank lines separate paragraphs"
+    assert "3 of 3 sentences cited" in html and "rat-unsupported" not in html
+
+
+def test_a_sentence_no_source_supports_is_marked():
+    view = fold(cited_run())
+    text = render.article_text(view) + "\nThe author added this claim about tortoises."
+    html = render.cited_html(render.cited_view(view, text))
+    claim = re.search(r"<span class='rat-sentence rat-unsupported' title='no source supports this sentence'>"
+                      r"The author added this claim about tortoises<sup class='rat-nosource'[^>]*>\?</sup></span>",
+                      html)
+    assert claim, html
+    assert "[r3]<br><span class='rat-sentence rat-unsupported'" in html, "a single newline breaks the line"
+    assert "3 of 4 sentences cited" in html and "1 sentence with no source" in html
+
+
+def test_a_long_passage_is_trimmed_and_an_empty_article_says_so():
+    view = fold(cited_run(extra="word " * 400))
+    html = render.cited_html(render.cited_view(view, render.article_text(view)))
+    passage = re.search(r"<span class='rat-cite-passage'>(.*?)</span>", html).group(1)
+    assert len(passage) <= render.PASSAGE_CHARS and passage.endswith("…")
+    assert "empty" in render.cited_html(render.cited_view(view, ""))
+
+
+@pytest.mark.parametrize("where", ["title", "passage", "text", "url"])
+def test_hostile_text_in_the_cited_article_is_escaped(where):
+    events = cited_run(title=XSS if where == "title" else "Page", extra=XSS if where == "passage" else "More.")
+    if where == "url":
+        events = [replace(e, passages=tuple(replace(p, url="javascript:alert(1)") for p in e.passages))
+                  if isinstance(e, PassagesChosen) else
+                  replace(e, sources=("javascript:alert(1)",) if e.sources else ()) if isinstance(e, StepRevised)
+                  else e for e in events]
+    view = fold(events)
+    text = render.article_text(view) + (f"\n\n{XSS} Python 3 was released in 2008." if where == "text" else "")
+    cited = render.cited_view(view, text)
+    assert cited.supported >= 3
+    html = render.cited_html(cited)
+    assert "<script" not in html and "javascript:" not in html.replace("rat-nolink'>javascript:", "")
+    if where == "url":
+        assert "href" not in html, "a page that is not http(s) is no link"
+    else:
+        assert "&lt;script&gt;" in html
+
+
+def test_progress_says_how_many_sentences_are_cited():
+    events = cited_run()
+    final = events[-1]
+    events[-1] = replace(final, sentences=3, supported=2, marks_removed=1)
+    assert render.progress_text(fold(events)) == "Done: 3 steps revised. 2 of 3 sentences cited, 1 mark removed."
+    assert "cited" not in render.progress_text(fold(rat_run())), "runs stored before citations say nothing"
+
+
+def test_exports_carry_the_marks_numbered_like_the_kept_sources():
+    view = fold(cited_run())
+    text = render.article_text(view, [1])  # step 1 undone: its sentence has no source, step 2's is [1]
+    md = render.export_markdown(view, text, [1])
+    assert f"{STEPS[0]}\n\n{STEPS[1].removesuffix('.')} [1]. [r2]\n\n{STEPS[2].removesuffix('.')} [2]. [r3]" in md
+    assert f"1. [Page]({url(2)}) — used in step 2" in md and f"2. [Page]({url(3)}) — used in step 3" in md
+    assert render.export_name(view, "docx") == "write-about-python-3-abc123.docx"
+
+    import io
+
+    from docx import Document
+
+    doc = Document(io.BytesIO(render.export_docx(view, text, [1])))
+    paragraphs = [p.text for p in doc.paragraphs]
+    assert paragraphs[0] == "Write about Python 3."
+    assert f"{STEPS[1].removesuffix('.')} [1]. [r2]" in paragraphs
+    assert any(p.startswith(f"[1] Page — {url(2)}") for p in paragraphs)
+
+
+def test_a_taken_revision_is_cited_from_the_passages_of_its_step():
+    view = fold(cited_run(refused=frozenset({2})))
+    kept = render.cited_view(view, render.article_text(view))
+    assert [bool(p.marks) for p in kept.pieces if p.sentence] == [True, False, True], "step 2 was never checked"
+    text = render.article_text(view, [], [2])
+    cited = render.cited_view(view, text, [], [2])
+    assert [m.n for p in cited.pieces for m in p.marks] == [1, 2, 3]
+    assert [s.n for s in render.kept_sources(view, [], [2])] == [1, 2, 3]

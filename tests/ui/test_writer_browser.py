@@ -19,7 +19,7 @@ import app as app_module
 from common.types import Task
 from tests.conftest import make_settings
 from tests.fakes.llm_server import FakeLLM
-from tests.fakes.scripts import RatAuthor, draft_steps, prompt_of, sections
+from tests.fakes.scripts import RatAuthor, draft_steps, kind_of, prompt_of, sections
 from tests.fakes.web_server import FakeWeb
 from tests.ui.browser import chromium, chromium_missing, serve
 
@@ -369,3 +369,80 @@ def test_a_refused_revision_is_shown_and_can_be_taken_by_hand(open_page, llm):
     writer.get_by_role("checkbox", name=re.compile("^Step 2: ")).check()  # only under "Take": no undo
     expect(article).to_have_value(f"{steps[0]} [revised]\n\n{talk}\n\n{steps[2]} [revised]")
     expect(card).to_contain_text("taken by hand in the article below")
+
+
+class Quoter(RatAuthor):
+    """RatAuthor whose first revision (RAT's, of the answer so far) ends with a sentence made of
+    the first words of the first passage it was shown: a sentence that passage supports."""
+
+    PASSAGE = re.compile(r"^\[(\d+)\] .*? — (\S+)\n<passage>\n(.*?)\n</passage>", re.S | re.M)
+
+    def __init__(self, steps: list[str]):
+        super().__init__(steps)
+        self.quote, self.url = "", ""
+
+    def __call__(self, body: dict) -> str:
+        reply = super().__call__(body)
+        prompt = prompt_of(body)
+        if kind_of(prompt) != "revise" or self.quote:
+            return reply
+        first = self.PASSAGE.search(prompt)
+        words = re.findall(r"[A-Za-z]+", first.group(3))[:14]
+        self.quote, self.url = " ".join(words).capitalize() + ".", first.group(2)
+        return f"{reply}\n\n{self.quote}"
+
+
+def test_a_mark_opens_on_its_passage_and_the_article_is_exported_as_docx(open_page, llm, services, tmp_path):
+    from docx import Document
+
+    author = Quoter(draft_steps(3))
+    llm.reply(author)
+    page, writer = open_page()
+    start(writer, "Write a cited history of Python 3 and its tools.")
+    progress = writer.locator(".rat-progress")
+    expect(progress).to_contain_text("Done: 3 steps revised.", timeout=TIMEOUT)
+    expect(progress).to_contain_text(re.compile(r"\d+ of \d+ sentences cited"))
+    assert author.quote, "the model was shown passages"
+
+    cited = writer.locator(".block.rat-cited-panel")
+    expect(cited.locator(".rat-cite-summary")).to_contain_text("sentences cited")
+    sentence = cited.locator("span.rat-sentence", has_text=author.quote.removesuffix("."))
+    mark = sentence.locator("details.rat-cite").first
+    box = mark.locator(".rat-cite-box")
+    expect(box).to_be_hidden()
+    mark.locator("summary").click()
+    expect(box).to_be_visible()
+    shown = " ".join(re.findall(r"[A-Za-z]+", box.locator(".rat-cite-passage").inner_text()))
+    assert author.quote.removesuffix(".").lower() in shown.lower(), "the passage the sentence was copied from"
+    expect(box.locator(f"a[href='{author.url}']")).to_be_visible()
+    screenshot(page, "writer-citations.png", top=cited)
+
+    # the author's own sentence has no source: the cited view follows the edited text
+    article = writer.get_by_role("textbox", name=re.compile("^Article"))
+    claim = "The author adds a bold claim about tortoises and their racing speed."
+    article.fill(article.input_value() + "\n\n" + claim.removesuffix("."))
+    article.press_sequentially(".")  # typed: Playwright's fill fires no input event Gradio listens to
+    expect(cited.locator("span.rat-unsupported", has_text=claim.removesuffix("."))).to_have_attribute(
+        "title", "no source supports this sentence")
+
+    writer.get_by_role("button", name="Export .docx").click()
+    download_btn = writer.get_by_role("button", name=re.compile(r"^Download .*\.docx$"))
+    expect(download_btn).to_be_visible(timeout=TIMEOUT)
+    with page.expect_download() as info:
+        download_btn.click()
+    path = tmp_path / info.value.suggested_filename
+    info.value.save_as(path)
+    text = "\n".join(p.text for p in Document(str(path)).paragraphs)
+    assert claim in text and re.search(r"\[\d+\]", text), text
+    assert "Sources" in text
+
+    # History shows the stored run with the same marks and counts
+    run = services.store.list_runs(limit=1)[0]
+    page.get_by_role("tab", name="History").click()
+    history = page.locator("#rat-tab-history")
+    history.get_by_label("Run", exact=True).fill(run.id)
+    history.get_by_role("button", name="Open").click()
+    expect(history.locator(".rat-progress")).to_contain_text(re.compile(r"\d+ of \d+ sentences cited"))
+    stored = history.locator(".block.rat-cited-panel span.rat-sentence", has_text=author.quote.removesuffix("."))
+    expect(stored.locator("details.rat-cite summary").first).to_be_visible()
+    expect(history.get_by_role("button", name="Export .docx")).to_be_visible()
