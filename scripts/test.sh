@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
+# llama-cpp-python (the tiny real model of tests/real) is built from source on first install. A
+# build tuned to the build machine's CPU (GGML_NATIVE, the default) crashed in its first decode on
+# a CPU with AMX/AVX-512 here; the portable build (AVX2) runs everywhere the tests do.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 "$PYTHON" -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 
 # The browser tests drive Debian's Chromium through Playwright (no browser download is possible).

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from common.events import Failed, Final
+from common.errors import LLMConnectionError
+from common.events import Failed, Final, LLMCalled
 from core.methods import METHODS
 from tests.real.support import QA, WRITING, problems, run
 
@@ -22,5 +23,10 @@ pytestmark = [pytest.mark.real_model, pytest.mark.timeout(240)]
 async def test_method_keeps_the_invariants_on_a_real_model(real_app, method, task):
     events = await run(real_app, method, task)
     assert isinstance(events[-1], Final | Failed)
+    end = events[-1]
+    assert not (isinstance(end, Failed) and end.error_type == LLMConnectionError.__name__), (
+        f"the real model could not be reached: the server died or never answered ({end.error}); "
+        "its log is in scripts/tiny_model.py's temp file")
+    assert any(isinstance(e, LLMCalled) for e in events), "the real model answered no call"
     broken = problems(real_app, method, events)
     assert not broken, f"{method} on {task.kind!r}:\n" + "\n".join(broken)
