@@ -147,7 +147,8 @@ class Runner:
                 if isinstance(event, Final):
                     status = RunStatus.UNSOURCED if _unsourced(method, event) else RunStatus.DONE
                     store(event, status=status, final_text=event.text, sources=[asdict(s) for s in event.sources],
-                          finished=_now())
+                          sentences=event.sentences, sentences_cited=event.supported,
+                          marks_removed=event.marks_removed, finished=_now())
                 else:
                     store(event)
                 yield event

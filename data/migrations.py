@@ -318,3 +318,12 @@ def m008_vote_corrections(db: sqlite_utils.Database) -> None:
         db.execute("begin")
     for sql in statements:
         db.execute(sql)
+
+
+@migration
+def m009_run_citations(db: sqlite_utils.Database) -> None:
+    """A finished run's citations beside its other counters (``core.citations``): its article's
+    sentences, how many of them a source supports, and the marks the model wrote that named no
+    passage of their step and were removed. Runs stored before are 0 (not counted)."""
+    for column in ("sentences", "sentences_cited", "marks_removed"):
+        db.execute(f"alter table runs add column {column} integer not null default 0")

@@ -121,6 +121,9 @@ class RunRow:
     steps_total: int = 0
     steps_sourced: int = 0  # steps whose text was checked against retrieved text
     steps_guarded: int = 0  # revisions refused by the guards (the text was kept)
+    sentences: int = 0  # the finished article's sentences (0: not counted, e.g. stored before citations)
+    sentences_cited: int = 0  # of them, supported by a source (they carry [n] marks)
+    marks_removed: int = 0  # the model's own marks that named no passage of their step
     owner: str = ""  # the runner driving it, "host:pid:token" (see new_owner)
     heartbeat: str = ""  # when that runner was last heard from
     created: str = ""

@@ -147,6 +147,9 @@ async def test_a_run_numbers_its_sources_once_and_marks_point_to_what_each_step_
     assert all(s.read for s in final.sources)
     stored = [e for e in services.store.events(events[0].run_id) if isinstance(e, Final)][-1]
     assert stored.cited == final.cited and stored.marks_removed == 1, "the marks are stored with the run"
+    run = services.store.get_run(events[0].run_id)
+    assert (run.sentences, run.sentences_cited, run.marks_removed) == (final.sentences, final.supported, 1), \
+        "History and the CLI's history read the counts from the run's row"
 
 
 async def test_resume_keeps_the_numbering(services, llm):
@@ -210,6 +213,8 @@ async def test_docx_export_round_trip_from_the_cli(services, llm, env_for, tmp_p
     md = tmp_path / "article.md"
     assert cli("show", events[0].run_id, "--out", str(md), env_extra=env_for(services)).returncode == 0
     assert all(m in md.read_text() for m in marks)
+    history = cli("history", env_extra=env_for(services))
+    assert f"{final.supported}/{final.sentences} cited" in history.stdout, history.stdout
 
 
 @pytest.fixture

@@ -301,10 +301,16 @@ def test_history_rows():
                  status=RunStatus.DONE, prompt_tokens=1000, completion_tokens=234, wall_seconds=12.34)
     (row,) = render.history_rows([run])
     assert row[0] == "abc" and row[1].endswith("…") and len(row[1]) == 80
-    assert row[2:] == ["rat", render.when(run.created), "done", "", "1,234", "12.3 s"]
+    assert row[2:] == ["rat", render.when(run.created), "done", "", "", "1,234", "12.3 s"]
     checked = RunRow(id="d", task_id=1, method="rat", status=RunStatus.UNSOURCED, steps_total=3, steps_sourced=0,
                      steps_guarded=2)
-    assert render.history_rows([checked])[0][4:6] == ["unsourced", "0/3, 2 refused"]
+    assert render.history_rows([checked])[0][4:7] == ["unsourced", "0/3, 2 refused", ""]
+    cited = RunRow(id="e", task_id=1, method="rat", status=RunStatus.DONE, sentences=9, sentences_cited=7,
+                   marks_removed=1)
+    assert render.history_rows([cited])[0][6] == "7/9, 1 mark removed"
+    assert render.cited_cell(replace(cited, marks_removed=0)) == "7/9"
+    assert render.cited_cell(replace(cited, marks_removed=2)) == "7/9, 2 marks removed"
+    assert len(row) == len(render.HISTORY_HEADERS)
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", row[3])
 
 

@@ -226,8 +226,9 @@ def cmd_history(args, app) -> int:
         print(json.dumps([r.to_dict() for r in runs], ensure_ascii=False, indent=2, default=str))
         return 0
     for r in runs:
+        cited = f"{r.sentences_cited}/{r.sentences} cited" if r.sentences else ""
         print(f"{r.id}  {r.created[:19]}  {r.method:<14} {r.status:<11} "
-              f"{r.tokens:>7} tok  {r.wall_seconds:>7.1f} s  {r.task[:60]}")
+              f"{r.tokens:>7} tok  {r.wall_seconds:>7.1f} s  {cited:>12}  {r.task[:60]}")
     return 0
 
 
