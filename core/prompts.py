@@ -72,7 +72,9 @@ Just output the revised answer directly. DO NOT add additional explanations or a
 
 # Ours (RAT step-scope, DESIGN.md): B.3 narrowed to one step. The steps already revised are
 # shown as read-only context so the model keeps continuity, but it rewrites only the current
-# step, so output tokens grow with the article instead of with its square.
+# step, so output tokens grow with the article instead of with its square. Unlike B.3, it asks
+# for [n] marks: the passages carry the article's source numbers (core.citations keeps a mark
+# only when it names a passage of the step).
 REVISE_STEP = prompt_template("""##Existing Text in Wiki Web:
 {content}
 
@@ -92,6 +94,7 @@ You need to check whether the paragraph is correct, given the question and the a
 If you find some errors in the paragraph, revise it to make it better.
 If you find some necessary details are ignored, add them to make the paragraph more plausible according to the related text.
 If you find the paragraph is right and does not need more details, just output it unchanged.
+After a sentence that uses the related text, put the number of its passage in brackets, like [2].
 **IMPORTANT**
 Output only the revised paragraph (it may keep its subtitle), not the answer so far.
 Do not repeat what the answer so far already says.

@@ -248,3 +248,13 @@ def test_two_common_words_do_not_make_a_citation():
     weak = Passage("The first step is to read the manual.", "https://c.example/manual", "Manual")
     cited = cite(text, [StepEvidence(1, text, [weak])], {weak.url: 1})
     assert cited.sentences == 1 and cited.supported == 0, "2 of 3 words shared: not enough"
+
+
+def test_rat_step_asks_for_marks_and_the_papers_prompts_keep_their_words():
+    from core import prompts
+
+    step = prompts.REVISE_STEP.format(content="[4] t — http://x\n<passage>\np\n</passage>", question="q",
+                                      context="", step="s")
+    assert "number of its passage in brackets, like [2]" in step
+    for paper in (prompts.DRAFT, prompts.QUERY, prompts.REVISE):  # B.1-B.3 as the paper wrote them
+        assert "brackets" not in paper and "[2]" not in paper
