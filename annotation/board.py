@@ -1,4 +1,5 @@
-"""Leaderboards kept up to date as votes arrive, for the arena and the leaderboard tab.
+"""Leaderboards kept up to date as votes arrive, for the arena and the leaderboard tab: the
+tallies, the agreement between people and the judge, and what each voter's votes look like.
 
 A ``Boards`` object holds one ``Tally`` per (source, task set) and, when asked, folds in only
 the votes recorded since it last looked. Because the TrueSkill draw probability is the observed
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from annotation.ratings import Tally, draw_probability, outcome, tally
+from annotation.ratings import Agreement, AgreementTally, Tally, draw_probability, outcome, tally
 from data import arena
 from data.store import Store
 
@@ -23,6 +24,9 @@ class Boards:
         self._tallies: dict[tuple[str, str | None], Tally] = {}
         self._counts: arena.BattleCounts | None = None
         self._corrections: dict[tuple[str, str | None], int] = {}  # the newest correction each tally saw
+        self._agreements: dict[str | None, tuple[int, int, AgreementTally]] = {}  # set -> (correction, judge id, ..)
+        self._voters: dict[str, arena.AnnotatorRow] = {}
+        self._voters_last = 0  # the newest vote _voters has seen
         self._lock = threading.Lock()
 
     def battle_counts(self) -> arena.BattleCounts:
@@ -50,6 +54,34 @@ class Boards:
             self._tallies[key] = current
             self._corrections[key] = corrected
             return current.copy()
+
+    def agreement(self, task_set: str | None = None) -> Agreement:
+        """People's votes against the judge's verdicts over ``task_set`` (None: all), up to date:
+        only people's votes since the last call are read; the judge's verdicts again when the
+        judge has voted since, everything again when a vote was corrected. Raises StoreError."""
+        with self._lock:
+            _, corrected, judged = arena.version(self.store)
+            seen_correction, seen_judge, state = self._agreements.get(task_set, (-1, -1, None))
+            if state is None or seen_correction != corrected:
+                state, seen_judge = AgreementTally(), -1
+            new = arena.vote_rows(self.store, "people", task_set, after_id=state.last_id)
+            if new:
+                state.add_people(new)
+                state.last_id = new[-1].id
+            if seen_judge != judged:
+                state.set_judge(arena.vote_rows(self.store, "judge", task_set))
+            self._agreements[task_set] = (corrected, judged, state)
+            return state.result()
+
+    def voters(self) -> list[arena.AnnotatorRow]:
+        """One row per annotator of people's votes (how many, A and B, median seconds), up to
+        date: only the annotators who voted since the last call are read again. Raises StoreError."""
+        with self._lock:
+            names, last = arena.voters_since(self.store, self._voters_last)
+            for row in arena.annotator_rows(self.store, names):
+                self._voters[row.annotator] = row
+            self._voters_last = last
+            return list(self._voters.values())
 
     def _rebuild(self, source: str, task_set: str | None, rows: list[arena.VoteRow] | None) -> Tally:
         rows = rows if rows is not None else arena.vote_rows(self.store, source, task_set)

@@ -242,6 +242,12 @@ def _fit_bt(w: np.ndarray, reg: float) -> np.ndarray:
     return theta - theta.mean()
 
 
+def warm_up() -> None:
+    """Import what a Bradley–Terry fit needs (scikit-learn takes a second or more), ahead of the
+    first fit (see ``annotation.service.Arena.warm_up``)."""
+    from sklearn.linear_model import LogisticRegression  # noqa: F401
+
+
 def to_elo(theta: np.ndarray) -> np.ndarray:
     return ELO_BASE + ELO_SCALE * theta
 
@@ -348,15 +354,42 @@ def _pair_key(v: VoteRecord) -> tuple:
     return v.task_id, frozenset((v.method_a, v.method_b))
 
 
+class AgreementTally:
+    """People's winners per task and method pair, folded in as votes arrive, against the judge's
+    verdicts (replaced whole when the judge votes again): ``result()`` costs one pass over the
+    pairs, not over the votes, so a leaderboard refresh after one vote reads one vote."""
+
+    def __init__(self):
+        self.people: dict[tuple, dict[str | None, int]] = {}  # pair key -> winner (None: draw) -> votes
+        self.verdicts: dict[tuple, str | None] = {}
+        self.last_id = 0  # the newest people's vote folded in (for callers that add votes as they come)
+
+    def add_people(self, votes: Iterable[VoteRecord]) -> AgreementTally:
+        """Fold in people's votes (method_a, method_b, choice, task_id). Raises ValueError for an
+        unknown choice."""
+        for v in votes:
+            winners = self.people.setdefault(_pair_key(v), {})
+            winner = _winner(v)
+            winners[winner] = winners.get(winner, 0) + 1
+        return self
+
+    def set_judge(self, judge: Iterable[VoteRecord]) -> AgreementTally:
+        """The judge's verdicts, in the order recorded (the latest per task and pair counts)."""
+        self.verdicts = {_pair_key(v): _winner(v) for v in judge}
+        return self
+
+    def result(self) -> Agreement:
+        compared = agreed = 0
+        for key, verdict in self.verdicts.items():
+            winners = self.people.get(key)
+            if winners:
+                compared += sum(winners.values())
+                agreed += winners.get(verdict, 0)
+        return Agreement(compared, agreed)
+
+
 def agreement(people: Iterable[VoteRecord], judge: Iterable[VoteRecord]) -> Agreement:
     """How many of people's votes name the same winner (or a draw) as the judge's verdict on the
     same task and method pair (the latest verdict when judged more than once). Records have
     method_a, method_b, choice and task_id. Raises ValueError for an unknown choice."""
-    verdicts = {_pair_key(v): _winner(v) for v in judge}
-    compared = agreed = 0
-    for v in people:
-        key = _pair_key(v)
-        if key in verdicts:
-            compared += 1
-            agreed += _winner(v) == verdicts[key]
-    return Agreement(compared, agreed)
+    return AgreementTally().add_people(people).set_judge(judge).result()

@@ -18,6 +18,7 @@ rates without them.
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -34,6 +35,8 @@ from annotation.pairing import next_battle
 from annotation.records import read_outputs, read_votes
 from data import arena
 from data.store import Store
+
+log = logging.getLogger(__name__)
 
 SOURCES = arena.SOURCES
 CHOICES = arena.CHOICES
@@ -165,6 +168,28 @@ class Arena:
         """The up-to-date tally (a private copy). Raises ValueError for an unknown source, StoreError."""
         return self.boards.tally(source, task_set)
 
+    def warm_up(self, bootstrap: int = 100) -> threading.Thread:
+        """Bring people's leaderboard over every task set (with ``bootstrap`` rounds, as the tab
+        asks for it), the agreement and the voter flags up to date in a background thread, and
+        import scikit-learn there: the server's start pays for reading every vote, not the first
+        annotator's pair or the first opening of the Leaderboard tab. A failure is logged; the
+        tab computes again when opened and shows it. Returns the started thread."""
+        def work() -> None:
+            started = time.perf_counter()
+            try:
+                ratings.warm_up()
+                self.leaderboard("people", bootstrap=bootstrap)
+                self.agreement(None)
+                self.flags()
+            except Exception as exc:  # noqa: BLE001 (a thread has no caller: log it, the tab will show it)
+                log.warning("leaderboard warm-up failed (the tab will try again when opened): %s", exc)
+                return
+            log.info("leaderboard warmed up in %.2f s", time.perf_counter() - started)
+
+        thread = threading.Thread(target=work, name="leaderboard-warm-up", daemon=True)
+        thread.start()
+        return thread
+
     def _keep(self, key: tuple, compute: Callable[[], Any]) -> Any:
         """``compute()``, or what it gave last time for ``key`` when no vote, correction or judge
         vote has been added since (arena.version): opening or refreshing the leaderboard with
@@ -205,7 +230,7 @@ class Arena:
 
     def _flags(self) -> dict[str, str]:
         flagged = {}
-        for r in arena.annotator_rows(self.store):
+        for r in self.boards.voters():
             if r.votes < FLAG_MIN_VOTES:
                 continue
             why = []
@@ -220,11 +245,7 @@ class Arena:
 
     def agreement(self, task_set: str | None = None) -> ratings.Agreement:
         """How often people's votes agree with the judge's verdict on the same task and pair."""
-        def compute() -> ratings.Agreement:
-            people, judged = (arena.vote_rows(self.store, s, task_set) for s in ("people", "judge"))
-            return ratings.agreement(people, judged)
-
-        return self._keep(("agreement", task_set), compute)
+        return self._keep(("agreement", task_set), lambda: self.boards.agreement(task_set))
 
     def methods(self) -> list[str]:
         """Every method that has an output or a vote, sorted."""

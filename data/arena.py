@@ -501,12 +501,17 @@ class AnnotatorRow(NamedTuple):
     median_seconds: float | None
 
 
-def annotator_rows(store: Store) -> list[AnnotatorRow]:
-    """One row per annotator of people's votes. Raises StoreError."""
+def annotator_rows(store: Store, only: Iterable[str] | None = None) -> list[AnnotatorRow]:
+    """One row per annotator of people's votes (of the annotators in ``only``, when given).
+    Raises StoreError."""
+    names = sorted(set(only)) if only is not None else None
+    where = f"where v.annotator in ({', '.join('?' * len(names))}) " if names else ""
+    if names == []:
+        return []
     rows = store.db.execute(
         "select v.annotator, v.choice, case when b.source = 'arena' "
         "then (julianday(v.created) - julianday(b.created)) * 86400 end "
-        "from votes v join battles b on b.id = v.battle_id order by v.annotator, v.id"
+        f"from votes v join battles b on b.id = v.battle_id {where}order by v.annotator, v.id", names or []
     ).fetchall()
     by: dict[str, list[tuple[str, float | None]]] = {}
     for annotator, choice, seconds in rows:
@@ -518,6 +523,14 @@ def annotator_rows(store: Store) -> list[AnnotatorRow]:
         out.append(AnnotatorRow(annotator, len(votes), sum(c == "a" for c, _ in votes),
                                 sum(c == "b" for c, _ in votes), median))
     return out
+
+
+def voters_since(store: Store, after_id: int) -> tuple[set[str], int]:
+    """The annotators with a people's vote of id > ``after_id``, and the newest vote's id
+    (``after_id`` when there is none). Raises StoreError."""
+    rows = store.db.execute("select annotator, max(id) from votes where id > ? group by annotator",
+                            [after_id]).fetchall()
+    return {r[0] for r in rows}, max((r[1] for r in rows), default=after_id)
 
 
 # -- the LLM judge ----------------------------------------------------------------------------

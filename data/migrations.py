@@ -327,3 +327,10 @@ def m009_run_citations(db: sqlite_utils.Database) -> None:
     passage of their step and were removed. Runs stored before are 0 (not counted)."""
     for column in ("sentences", "sentences_cited", "marks_removed"):
         db.execute(f"alter table runs add column {column} integer not null default 0")
+
+
+@migration
+def m010_votes_annotator(db: sqlite_utils.Database) -> None:
+    """People's votes by annotator: the leaderboard re-reads only the voters who voted since it
+    last looked (their median time and sides), not every vote."""
+    db.execute("create index votes_annotator on votes(annotator, id)")

@@ -24,7 +24,9 @@ def css() -> str:
     return render.CSS
 
 
-def build_app(settings: Settings, store, clients: Clients, runner: Runner) -> gr.Blocks:
+def build_app(settings: Settings, store, clients: Clients, runner: Runner, *, warm: bool = False) -> gr.Blocks:
+    """``warm``: bring the leaderboard up to date in the background now (``Arena.warm_up``), as
+    ``launch`` does, so that neither the first pair nor the first opening of its tab reads every vote."""
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.Markdown(f"# {TITLE}\nWrite long, sourced texts with a language model, step by step.")
         with gr.Tabs():
@@ -41,6 +43,8 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner) -> gr
                 # annotators' deployments serve nothing that spends the model
                 board = leaderboard.build(votes, None if settings.arena_only else clients)
             board.load_on(board_tab.select)  # computed when the tab opens, not on every page load
+            if warm:
+                votes.warm_up(leaderboard.BOOTSTRAP)
     demo.queue(default_concurrency_limit=settings.concurrency)
     return demo
 
@@ -49,7 +53,7 @@ def launch(settings: Settings, store, clients: Clients, runner: Runner, **overri
     """Start the UI on the settings' host and port (127.0.0.1 unless told otherwise). Blocks
     until the server stops, unless ``prevent_thread_lock=True`` is passed."""
     s = settings
-    demo = build_app(settings, store, clients, runner)
+    demo = build_app(settings, store, clients, runner, warm=True)
     options = dict(server_name=s.host, server_port=s.port, share=s.share, auth=s.auth,
                    show_error=True, footer_links=[], css=css())
     options.update(overrides)

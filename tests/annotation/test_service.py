@@ -54,3 +54,60 @@ def test_leaderboard_and_agreement(service, store):
     shared = service.agreement()
     assert (shared.compared, shared.agreed) == (1, 1)
     assert service.methods() == sorted(METHODS) and service.task_sets() == [""]
+
+
+def test_agreement_and_voters_kept_as_votes_arrive_equal_a_rebuild(store):
+    """The leaderboard's refresh reads only what is new: after people's votes, judge votes and a
+    correction, the kept agreement and voter rows are what reading everything again gives."""
+    from annotation import ratings
+    from annotation.board import Boards
+
+    seed_outputs(store, {"owls": {"rat": "r", "cot": "c", "direct": "d"}, "bats": {"rat": "r2", "cot": "c2"}},
+                 task_set="animals")
+    seed_outputs(store, {"ships": {"rat": "r3", "cot": "c3"}}, task_set="boats")
+    outputs = arena.arena_outputs(store)
+    boards, rng = Boards(store), random.Random(3)
+
+    def check() -> None:
+        for task_set in (None, "animals", "boats"):
+            people, judged = (arena.vote_rows(store, s, task_set) for s in ("people", "judge"))
+            assert boards.agreement(task_set) == ratings.agreement(people, judged), task_set
+        rows = sorted(boards.voters())
+        assert rows == sorted(arena.annotator_rows(store))
+
+    for step in range(40):
+        task = rng.choice(sorted({o.task_id for o in outputs}))
+        a, b = rng.sample([o for o in outputs if o.task_id == task], 2)
+        if step % 4 == 3:
+            arena.add_judge_vote(store, task_id=a.task_id, output_a=a.id, output_b=b.id, method_a=a.method,
+                                 method_b=b.method, choice=rng.choice(("a", "b", "tie")), n=1, detail={}, model="m")
+        else:
+            who = rng.choice(("ana", "bob", "cy"))
+            arena.record_vote(store, arena.create_battle(store, a.id, b.id, who), who, rng.choice(arena.CHOICES))
+        check()
+    assert boards.agreement().compared > 0, "the test compared something"
+    first = arena.vote_rows(store)[0]
+    arena.correct_vote(store, first.id, "void", "dan", "did not read")
+    check()
+
+
+def test_warm_up_computes_the_leaderboard_in_the_background_and_logs_a_failure(service, monkeypatch, caplog):
+    from annotation import ratings
+
+    shown = service.next_pair("ana")
+    service.vote(shown.battle_id, "ana", "a")
+    service.warm_up(bootstrap=5).join(timeout=60)
+
+    def computed_again(*args, **kwargs):
+        raise AssertionError("the first opening after the warm-up computed the leaderboard again")
+
+    monkeypatch.setattr(ratings, "rows", computed_again)
+    assert service.leaderboard("people", bootstrap=5).votes == 1
+    service.agreement(None)
+    service.flags()
+
+    monkeypatch.setattr(ratings, "rows", lambda *a, **k: (_ for _ in ()).throw(StoreError("disk gone: check it")))
+    fresh = Arena(service.store)
+    with caplog.at_level("WARNING", logger="annotation.service"):
+        fresh.warm_up(bootstrap=5).join(timeout=60)
+    assert "leaderboard warm-up failed (the tab will try again when opened): disk gone" in caplog.text
