@@ -116,6 +116,7 @@ class FakeLLM:
         self.tokens_per_second: float | None = None
         self.requests: list[dict] = []  # JSON bodies of every chat request, in arrival order
         self.arrivals: list[float] = []  # time.perf_counter() when each chat request arrived
+        self.first_chunks: list[float] = []  # time.time() when each stream's first content chunk was sent
         self.paths: list[str] = []  # "METHOD /path" of every request, models included
         self.streams_done = 0
         self._after_first: threading.Event | None = None
@@ -290,6 +291,9 @@ class FakeLLM:
                         due += count_tokens(piece) / fake.tokens_per_second
                         time.sleep(max(0.0, start + due - time.monotonic()))
                     self._event(chunk({"content": piece}))
+                    if n == 0:
+                        with fake._lock:
+                            fake.first_chunks.append(time.time())
                     if n == 0 and fake._after_first is not None:
                         fake._after_first.wait(WAIT_LIMIT)
                 self._event(chunk({}, reply.finish_reason))
