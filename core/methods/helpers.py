@@ -196,12 +196,30 @@ def revised(ctx: MethodContext, i: int, before: str, reply: str, passages: list[
     rev = guard_revision(before, reply, min_keep=ctx.settings.min_keep, cut=getattr(reply, "cut", False))
     article = article_of or (lambda text: text)
     if not rev.problem:
-        return [StepRevised(i=i, before=before, after=rev.text, sources=urls_of(passages), article=article(rev.text))]
+        step = StepRevised(i=i, before=before, after=rev.text, sources=urls_of(passages), article=article(rev.text))
+        shorter = shrink_note(i, before, rev.text)
+        return [shorter, step] if shorter else [step]
     note = Note(i=i, level="warning", text=f"The model's revision of step {i} was not used: it {rev.problem}. "
                                            "The text is kept as it stood; the refused revision is shown with "
                                            "the step and can be taken by hand.")
     return [note, StepRevised(i=i, before=before, after=before, article=article(before),
                               guarded=rev.problem, rejected=rev.rejected)]
+
+
+SHRINK_WARNING = 0.9  # an accepted revision keeping less than this share of characters is a warning
+
+
+def shrink_note(i: int, before: str, after: str) -> Note | None:
+    """The Note that a revision the guards let through is shorter than the text it replaced,
+    so that no text leaves a run unsaid: a warning below ``SHRINK_WARNING`` of the characters,
+    information above it; None when nothing was shortened."""
+    kept, had = len(after.strip()), len(before.strip())
+    if not had or kept >= had:
+        return None
+    share = kept / had
+    return Note(i=i, level="warning" if share < SHRINK_WARNING else "info",
+                text=f"The model's revision of step {i} is shorter than the text it replaced ({kept:,} of {had:,} "
+                     f"characters, {share:.0%}); the step's diff shows what it left out.")
 
 
 ANSWER_ROOM = 1024  # tokens of the context window kept for the answer (a quarter of a small window)

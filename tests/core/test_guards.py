@@ -102,6 +102,22 @@ def test_a_refused_revision_becomes_a_note_and_a_step_that_keeps_its_text():
     assert used.sources == ("http://127.0.0.1/pages/jin",) and used.checked
 
 
+def test_a_shorter_revision_is_used_and_says_how_much_it_left_out():
+    """The real model's revision of issue 9's CI failure: kept (79% is above --min-keep) but a
+    warning says what share of the step is left, so that no text leaves the run unsaid."""
+    ctx = method_context(FakeModel(), min_keep=0.4)
+    first, second = ARTICLE.split("\n\n")
+    note, step = revised(ctx, 3, ARTICLE, second, [])
+    assert isinstance(step, StepRevised) and step.after == second and not step.guarded
+    assert isinstance(note, Note) and note.i == 3 and note.level == "warning"
+    assert f"{len(second):,} of {len(ARTICLE):,} characters" in note.text and "step 3" in note.text
+    trimmed = ARTICLE.replace(" in 1924", "")
+    note, step = revised(ctx, 3, ARTICLE, trimmed, [])
+    assert step.after == trimmed and note.level == "info" and "shorter" in note.text
+    (step,) = revised(ctx, 3, ARTICLE, REVISED, [])
+    assert step.after == REVISED
+
+
 def test_a_revision_cut_at_the_token_limit_is_refused_even_when_long():
     cut_short = REVISED[: len(REVISED) - 40]  # ends mid-sentence: the model ran out of tokens
     rev = guard_revision(ARTICLE, cut_short, cut=True)

@@ -134,11 +134,13 @@ def _chars(text: str) -> int:
 
 
 def _loss_notes(events: Sequence[Event]) -> list[str]:
-    """What could explain text lost in a run: refused revisions (StepRevised.guarded) and
-    warning Notes on a step other than a replaced query or a retried call."""
+    """What could explain text lost in a run: refused revisions (StepRevised.guarded), warning
+    Notes on a step other than a replaced query or a retried call, and the Notes that a used
+    revision is shorter than the text it replaced (information when it kept 90% or more)."""
     why = [f"step {e.i} guarded: {g}" for e in events
            if isinstance(e, StepRevised) and (g := getattr(e, "guarded", ""))]
-    why += [e.text for e in events if isinstance(e, Note) and e.level == "warning" and e.i >= 1
+    why += [e.text for e in events if isinstance(e, Note) and e.i >= 1
+            and (e.level == "warning" or " is shorter than the text it replaced " in e.text)
             and not e.text.startswith("The model's query") and " call failed: " not in e.text]
     return why
 
