@@ -44,9 +44,12 @@ class Clients:
         return SearchChain(build_providers(s, corpus_db_path=self.corpus_db), retries=s.retries,
                            backoff=s.backoff, cache=self.cache)
 
-    def fetcher(self) -> Fetcher:
+    def fetcher(self, *, metadata: bool = False) -> Fetcher:
+        """The page reader, caching in the store; ``metadata``: also the pages' author, date, site
+        and description (``fetch`` shows them; a run shows only titles, and its search results
+        name the pages), at about twice the extraction work."""
         from core.extract import warm_up
         from core.fetch import Fetcher  # httpx and the extractor are imported when a page is first read
 
         warm_up()  # the extraction workers start while the model drafts, not when the first page arrives
-        return Fetcher(self.settings.fetch, cache=self.cache)
+        return Fetcher(self.settings.fetch, cache=self.cache, metadata=metadata)

@@ -46,16 +46,20 @@ class Extracted:
 
 
 def extract_html(html: str | bytes, *, url: str | None = None, keep_all_text: bool = False,
-                 label: str | None = None) -> Extracted:
+                 label: str | None = None, metadata: bool = True) -> Extracted:
     """The main text of an HTML page as Markdown (trafilatura), with its title and metadata.
 
     ``url`` is the page's address (it helps trafilatura with metadata). A page with too little
     "main" text gives ``text=""``, unless ``keep_all_text``: then all its visible text is kept
     (the corpus wants every file it holds to be findable; the fetcher wants only articles).
     Bytes are decoded by trafilatura. The title is the page's metadata title, else its <title>.
-    ``label`` names the document in an error message (default: ``url``).
+    ``label`` names the document in an error message (default: ``url``). Without ``metadata``,
+    only the text, and the title of the <title> element: about half the work per page (the
+    runs' path, where only the title is shown and the search result names the page).
 
     Raises ExtractionError when trafilatura or lxml fail on the input."""
+    if not metadata:
+        return _extract_text(html, url=url, keep_all_text=keep_all_text, label=label)
     import trafilatura  # imported on first use: it takes a while to load
     from trafilatura.metadata import extract_metadata
 
@@ -76,6 +80,21 @@ def extract_html(html: str | bytes, *, url: str | None = None, keep_all_text: bo
         return Extracted(_html_title(html), "")
     metadata = {name: value for name in METADATA_FIELDS if (value := getattr(document, name, None))}
     return Extracted((document.title or _html_title(html)).strip(), text, metadata)
+
+
+def _extract_text(html: str | bytes, *, url: str | None, keep_all_text: bool, label: str | None) -> Extracted:
+    import trafilatura
+
+    try:
+        with _EXTRACTING:
+            text = trafilatura.extract(html, url=url, output_format="markdown", include_comments=False,
+                                       include_tables=True, with_metadata=False) or ""
+            if not text.strip() and keep_all_text:
+                text = trafilatura.html2txt(html) or ""
+    except Exception as exc:  # trafilatura and lxml raise many types on broken input
+        raise ExtractionError(f"Could not extract the text of {label or url or 'a page'}: {exc}; "
+                              "the page may be malformed.") from exc
+    return Extracted(_html_title(html), text.strip())
 
 
 def pdf_supported() -> bool:
@@ -166,11 +185,11 @@ def _ready() -> bool:
 
 
 async def extract_html_async(html: str | bytes, *, url: str | None = None, keep_all_text: bool = False,
-                             label: str | None = None) -> Extracted:
+                             label: str | None = None, metadata: bool = True) -> Extracted:
     """:func:`extract_html` in a worker process. Raises ExtractionError, also when the worker
     died (the pool is started anew for the next page)."""
     pool = _get_pool()
-    job = partial(extract_html, html, url=url, keep_all_text=keep_all_text, label=label)
+    job = partial(extract_html, html, url=url, keep_all_text=keep_all_text, label=label, metadata=metadata)
     try:
         return await asyncio.get_running_loop().run_in_executor(pool, job)
     except BrokenProcessPool as exc:

@@ -70,8 +70,10 @@ class Fetcher:
         cache: PageCache | None = None,
         client: httpx.AsyncClient | None = None,
         resolver: Resolver | None = None,
+        metadata: bool = True,
     ):
         self.settings = settings
+        self.metadata = metadata  # False: text and <title> only (core.extract), half the work per page
         self._cache = cache
         self._resolver = resolver
         self._own_client = client is None
@@ -121,7 +123,7 @@ class Fetcher:
         if media == "text/plain":
             title, text, metadata = "", decoded.lstrip("\ufeff").strip(), {}
         else:
-            page = await extract_html_async(decoded, url=str(final_url), label=url)
+            page = await extract_html_async(decoded, url=str(final_url), label=url, metadata=self.metadata)
             title, text, metadata = page.title, page.text, page.metadata
         if not text.strip():
             raise ExtractionError(
@@ -211,6 +213,8 @@ class Fetcher:
         data = self._cache.get_page(url)
         if not data or data.get("status", "ok") != "ok":
             return None
+        if self.metadata and data.get("metadata") == {} and data.get("content_type") != "text/plain":
+            return None  # read by a run, which kept no metadata: read it again for a reader that shows it
         fields = {key: value for key, value in data.items() if key in _PAGE_FIELDS}
         page = Page(**{**fields, "url": url, "status": "ok"})
         return dataclasses.replace(page, cached=True, seconds=time.monotonic() - started)

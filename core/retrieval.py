@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Iterable
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -53,7 +54,10 @@ async def retrieve(ctx: Any, i: int, query: str, *, k: int | None = None,
         return
 
     pages: list[Page] = []
+    named = {r.url: r.title.strip() for r in results if r.title.strip()}  # as the result list showed it
     async for page in read_pages(ctx, [r.url for r in results]):
+        if page.url in named:  # a run's pages are read without metadata: their <title> has the site's name too
+            page = replace(page, title=named[page.url])
         pages.append(page)
         yield PageRead(i=i, url=page.url, title=page.title, status=page.status, error=page.error,
                        chars=len(page.text), seconds=round(page.seconds, 4), cached=page.cached)

@@ -258,3 +258,17 @@ def test_rat_step_asks_for_marks_and_the_papers_prompts_keep_their_words():
     assert "number of its passage in brackets, like [2]" in step
     for paper in (prompts.DRAFT, prompts.QUERY, prompts.REVISE):  # B.1-B.3 as the paper wrote them
         assert "brackets" not in paper and "[2]" not in paper
+
+
+async def test_a_runs_pages_are_named_as_the_search_results_named_them(services, llm):
+    """A run reads pages without metadata (half the extraction work); their <title> elements
+    carry the site's name, so the title shown is the search result's."""
+    from common.events import PageRead
+
+    llm.reply(RatAuthor(draft_steps(3)))
+    events = await collect(services.runner.start("rat-step", TASK))
+    named = {r.url: r.title for e in of(events, SearchDone) for r in e.results}
+    read = [e for e in of(events, PageRead) if e.status == "ok"]
+    assert read and all(e.title == named[e.url] for e in read), [(e.title, named[e.url]) for e in read]
+    final = events[-1]
+    assert isinstance(final, Final) and all(s.title == named[s.url] for s in final.sources)

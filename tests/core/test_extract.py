@@ -25,6 +25,15 @@ def test_html_gives_markdown_title_and_metadata_without_front_matter():
     assert extract_html(PAGE) == extract_html(PAGE.decode("utf-8")), "bytes are decoded the same way"
 
 
+def test_without_metadata_the_same_text_and_the_title_element():
+    url = "https://blog.python.org/2016/12/python-360-is-now-available.html"
+    full, plain = extract_html(PAGE, url=url), extract_html(PAGE, url=url, metadata=False)
+    assert plain.text == full.text and plain.metadata == {}
+    assert plain.title == "Python Insider: Python 3.6.0 is now available!", "the <title> element, site name and all"
+    bare = "<html><head><title>Menu &amp; more</title></head><body><nav><a href='/'>Home</a></nav></body></html>"
+    assert extract_html(bare, keep_all_text=True, metadata=False) == extract_module.Extracted("Menu & more", "Home")
+
+
 def test_without_main_text_all_visible_text_is_kept_only_when_asked(monkeypatch):
     import trafilatura
 

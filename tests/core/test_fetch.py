@@ -303,6 +303,21 @@ async def test_a_cached_page_makes_no_request(web):
     assert second.metadata == first.metadata
 
 
+async def test_a_page_a_run_read_without_metadata_is_read_again_for_a_reader_that_shows_it(web):
+    cache = DictCache()
+    url = web.page_url("blog.python.org.html")
+    async with Fetcher(LOCAL, cache=cache, metadata=False) as run_reader:
+        plain = await run_reader.fetch(url)
+    assert plain.metadata == {} and plain.title.startswith("Python Insider:")
+    async with Fetcher(LOCAL, cache=cache) as shower:
+        full = await shower.fetch(url)
+        again = await shower.fetch(url)
+    assert not full.cached and full.metadata.get("date") and full.title == "Python 3.6.0 is now available!"
+    assert again.cached and again.metadata == full.metadata
+    async with Fetcher(LOCAL, cache=cache, metadata=False) as run_reader:
+        assert (await run_reader.fetch(url)).cached, "a page with metadata serves a run too"
+
+
 async def test_a_cache_that_keeps_only_some_fields_still_hits(web):
     class StoreLike(DictCache):  # like data/store.py: no status, a timestamp of its own
         def put_page(self, page):

@@ -177,7 +177,7 @@ def write_article(out: str | None, task: str, text: str, sources, **how) -> None
 
 def cmd_fetch(args, app) -> int:
     async def go():
-        fetcher = app.clients.fetcher()
+        fetcher = app.clients.fetcher(metadata=True)
         try:
             return await fetcher.fetch(args.url)
         finally:
