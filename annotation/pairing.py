@@ -56,22 +56,33 @@ def choose_pair(
     rng: random.Random,
 ) -> tuple[OutputRow, OutputRow] | None:
     """The pair to show next by the key in the module docstring, in random A/B order;
-    None when every candidate pair was already seen."""
-    memo: dict[frozenset[str], float] = {}
+    None when every candidate pair was already seen.
 
-    def key(pair: tuple[OutputRow, OutputRow]) -> tuple:
-        x, y = pair
-        methods = frozenset((x.method, y.method))
-        if methods not in memo:
-            memo[methods] = quality(x.method, y.method)
-        ids = frozenset((x.id, y.id))
-        return (method_battles.get(methods, 0), -round(memo[methods], 9), output_battles.get(ids, 0), rng.random())
-
-    fresh = [(x, y) for x, y in candidate_pairs(outputs) if frozenset((x.id, y.id)) not in seen]
-    if not fresh:
-        return None
-    x, y = min(fresh, key=key)
-    return (y, x) if rng.random() < 0.5 else (x, y)
+    The first two parts of the key belong to the pair's methods, so method pairs are ranked
+    first (a dozen methods: 66 of them) and only the outputs of the best ones that still have a
+    pair this annotator has not seen are looked at (not the thousands of pairs of outputs); those
+    are ranked by the third part, and the fourth, a random tie-break, is a uniform choice among
+    the pairs left."""
+    by_task: dict[int, dict[str, list[OutputRow]]] = defaultdict(lambda: defaultdict(list))
+    for o in outputs:
+        by_task[o.task_id][o.method].append(o)
+    methods = sorted({o.method for o in outputs})
+    method_key = {(a, b): (method_battles.get(frozenset((a, b)), 0), -round(quality(a, b), 9))
+                  for a, b in combinations(methods, 2)}
+    for key in sorted(set(method_key.values())):
+        pairs = [
+            (x, y, ids)
+            for (a, b), k in method_key.items() if k == key
+            for per_method in by_task.values()
+            for x in per_method.get(a, ())
+            for y in per_method.get(b, ())
+            if (ids := frozenset((x.id, y.id))) not in seen
+        ]
+        if pairs:
+            fewest = min(output_battles.get(ids, 0) for _, _, ids in pairs)
+            x, y, _ = rng.choice([p for p in pairs if output_battles.get(p[2], 0) == fewest])
+            return (y, x) if rng.random() < 0.5 else (x, y)
+    return None
 
 
 def quality_from(t: Tally) -> Callable[[str, str], float]:

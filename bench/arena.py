@@ -23,6 +23,7 @@ import gradio as gr
 import httpx
 
 from annotation.service import Arena, VoteLimits
+from common.settings import Settings
 from data import arena
 from data.store import Store, now
 from tests.helpers import free_port
@@ -109,7 +110,7 @@ def _serve(path: str, votes: int, ready) -> None:
     store = seeded_store(Path(path), votes)
     with gr.Blocks() as demo:
         arena_tab.build(Arena(store, limits=UNLIMITED))
-    demo.queue(default_concurrency_limit=8)
+    demo.queue(default_concurrency_limit=Settings().concurrency)  # as the app serves it
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
     ready.put((port, {blk.fn.__name__: (i, blk.targets[0][0]) for i, blk in demo.fns.items()
@@ -127,6 +128,7 @@ def over_http(voters: int, rounds: int, tmp: Path, votes: int, think: float = 0.
     store = Store(path)
     before = len(arena.vote_rows(store))
     latencies: list[float] = []
+    nexts: list[float] = []
     cast = errors = 0
     lock = threading.Lock()
 
@@ -142,7 +144,10 @@ def over_http(voters: int, rounds: int, tmp: Path, votes: int, think: float = 0.
                 with lock:
                     latencies.append(took)
                     cast += 1
+                started = time.perf_counter()
                 client.call("next", None)
+                with lock:
+                    nexts.append(time.perf_counter() - started)
                 time.sleep(think * random.uniform(0.5, 1.5))  # reading the next pair
         except Exception as exc:  # counted and shown: a bench reports, it does not stop
             with lock:
@@ -159,7 +164,7 @@ def over_http(voters: int, rounds: int, tmp: Path, votes: int, think: float = 0.
     stored = len(arena.vote_rows(store)) - before
     server.terminate()
     store.close()
-    return {"latencies": latencies, "cast": cast, "stored": stored, "errors": errors, "wall": wall}
+    return {"latencies": latencies, "nexts": nexts, "cast": cast, "stored": stored, "errors": errors, "wall": wall}
 
 
 def ms(values: list[float], q: float) -> float:
@@ -187,7 +192,8 @@ def main() -> None:
             r = over_http(args.voters, args.rounds, Path(tmp) / f"think{think}", votes=10_000, think=think)
             print(f"{args.voters} voters over HTTP (Gradio queue), {args.rounds} votes each, reading {think:g} s, "
                   f"10,000 votes stored: vote p50 {ms(r['latencies'], .5):.0f} ms, "
-                  f"p95 {ms(r['latencies'], .95):.0f} ms, max {ms(r['latencies'], 1):.0f} ms; {r['cast']} cast, "
+                  f"p95 {ms(r['latencies'], .95):.0f} ms, max {ms(r['latencies'], 1):.0f} ms; next pair p50 "
+                  f"{ms(r['nexts'], .5):.0f} ms, p95 {ms(r['nexts'], .95):.0f} ms; {r['cast']} cast, "
                   f"{r['stored']} stored, {r['cast'] - r['stored']} lost, {r['errors']} voters failed; "
                   f"{r['wall']:.1f} s in all")
         print("(a vote's time is from the click's request to its result: the queue's wait included)")

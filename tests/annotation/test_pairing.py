@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from itertools import combinations
 
 import pytest
 
@@ -41,6 +42,41 @@ def test_at_equal_battles_the_closer_match_comes_first():
     quality = {frozenset(("rat", "cot")): 0.2, frozenset(("rat", "direct")): 0.1, frozenset(("cot", "direct")): 0.4}
     x, y = pairing.choose_pair(rows, set(), {}, {}, lambda a, b: quality[frozenset((a, b))], random.Random(0))
     assert {x.method, y.method} == {"cot", "direct"}
+
+
+def test_among_the_best_method_pairs_the_least_shown_outputs_come_first_then_any():
+    rows = outputs((1, 1, "rat"), (2, 1, "cot"), (3, 2, "rat"), (4, 2, "cot"), (5, 3, "rat"), (6, 3, "cot"))
+    shown = {frozenset((1, 2)): 2, frozenset((3, 4)): 0, frozenset((5, 6)): 0}
+    chosen = {frozenset((x.id, y.id)) for seed in range(40)
+              for x, y in [pairing.choose_pair(rows, set(), {}, shown, even, random.Random(seed))]}
+    assert chosen == {frozenset((3, 4)), frozenset((5, 6))}  # never the twice-shown pair; both of the others
+
+
+def test_the_choice_minimises_the_whole_key_on_random_arenas():
+    methods = ["rat", "cot", "direct", "rag-1", "aag"]
+    for seed in range(30):
+        rng = random.Random(seed)
+        rows = outputs(*[(10 * t + k, t, m) for t in range(4) for k, m in enumerate(methods) if rng.random() < 0.8])
+        pairs = [frozenset((x.id, y.id)) for x, y in pairing.candidate_pairs(rows)]
+        seen = {p for p in pairs if rng.random() < 0.3}
+        m_battles = {frozenset(p): rng.randrange(3) for p in combinations(methods, 2)}
+        o_battles = {p: rng.randrange(3) for p in pairs}
+        quality = {m: rng.choice([0.1, 0.2, 0.3]) for m in m_battles}
+
+        def q(a, b, quality=quality):
+            return quality[frozenset((a, b))]
+
+        def key(x, y, m_battles=m_battles, o_battles=o_battles, q=q):
+            return (m_battles[frozenset((x.method, y.method))], -q(x.method, y.method),
+                    o_battles[frozenset((x.id, y.id))])
+
+        fresh = [(x, y) for x, y in pairing.candidate_pairs(rows) if frozenset((x.id, y.id)) not in seen]
+        got = pairing.choose_pair(rows, seen, m_battles, o_battles, q, rng)
+        if not fresh:
+            assert got is None
+            continue
+        assert frozenset((got[0].id, got[1].id)) not in seen
+        assert key(*got) == min(key(x, y) for x, y in fresh)
 
 
 def test_seen_pairs_are_never_chosen_and_ab_order_is_random():
