@@ -58,43 +58,31 @@ def extract_html(html: str | bytes, *, url: str | None = None, keep_all_text: bo
     runs' path, where only the title is shown and the search result names the page).
 
     Raises ExtractionError when trafilatura or lxml fail on the input."""
-    if not metadata:
-        return _extract_text(html, url=url, keep_all_text=keep_all_text, label=label)
     import trafilatura  # imported on first use: it takes a while to load
     from trafilatura.metadata import extract_metadata
 
+    document = None
     try:
         with _EXTRACTING:
-            document = trafilatura.extract_with_metadata(
-                html, url=url, output_format="markdown", include_comments=False, include_tables=True
-            )
-            if document is None and keep_all_text:  # no main text: the metadata alone
-                document = extract_metadata(html, url)
-            text = _strip_front_matter(document.text or "") if document is not None else ""
+            if metadata:
+                document = trafilatura.extract_with_metadata(
+                    html, url=url, output_format="markdown", include_comments=False, include_tables=True
+                )
+                if document is None and keep_all_text:  # no main text: the metadata alone
+                    document = extract_metadata(html, url)
+                text = _strip_front_matter(document.text or "") if document is not None else ""
+            else:
+                text = (trafilatura.extract(html, url=url, output_format="markdown", include_comments=False,
+                                            include_tables=True, with_metadata=False) or "").strip()
             if not text and keep_all_text:
                 text = (trafilatura.html2txt(html) or "").strip()
     except Exception as exc:  # trafilatura and lxml raise many types on broken input
         raise ExtractionError(f"Could not extract the text of {label or url or 'a page'}: {exc}; "
                               "the page may be malformed.") from exc
     if document is None:
-        return Extracted(_html_title(html), "")
-    metadata = {name: value for name in METADATA_FIELDS if (value := getattr(document, name, None))}
-    return Extracted((document.title or _html_title(html)).strip(), text, metadata)
-
-
-def _extract_text(html: str | bytes, *, url: str | None, keep_all_text: bool, label: str | None) -> Extracted:
-    import trafilatura
-
-    try:
-        with _EXTRACTING:
-            text = trafilatura.extract(html, url=url, output_format="markdown", include_comments=False,
-                                       include_tables=True, with_metadata=False) or ""
-            if not text.strip() and keep_all_text:
-                text = trafilatura.html2txt(html) or ""
-    except Exception as exc:  # trafilatura and lxml raise many types on broken input
-        raise ExtractionError(f"Could not extract the text of {label or url or 'a page'}: {exc}; "
-                              "the page may be malformed.") from exc
-    return Extracted(_html_title(html), text.strip())
+        return Extracted(_html_title(html), text)
+    found = {name: value for name in METADATA_FIELDS if (value := getattr(document, name, None))}
+    return Extracted((document.title or _html_title(html)).strip(), text, found)
 
 
 def pdf_supported() -> bool:
