@@ -48,6 +48,7 @@ class Revision:
     text: str
     problem: str = ""
     rejected: str = ""
+    kept: float = 1.0  # of a used revision: the share of the old text's characters it has (below 1: shorter)
 
 
 def strip_chatter(reply: str) -> str:
@@ -84,7 +85,8 @@ def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: 
     reply without chatter, or ``before`` itself (with the problem and the refused reply) when
     the reply is empty, talks about the task, keeps less than ``min_keep`` of the characters
     of ``before``, or was ``cut`` short by the token limit (its end is missing). With nothing
-    before (a first answer), the reply is used as it is."""
+    before (a first answer), the reply is used as it is. A used revision's ``kept`` is the share
+    of ``before``'s characters it has (capped at 1), for the note that it is shorter."""
     text = normalise_answer(strip_chatter(reply))
     if not before.strip():  # writing from nothing: there is no text to protect
         return Revision(text=text or normalise_answer(reply))
@@ -95,10 +97,11 @@ def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: 
         problem = "talks about the task instead of revising the text"
     elif cut:
         problem = "was cut short at the token limit, so its end is missing (raise --max-tokens)"
-    elif len(text) < min_keep * len(before.strip()):
-        share = len(text) / len(before.strip())
-        problem = (f"keeps {share:.0%} of the text it replaces ({len(text):,} of {len(before.strip()):,} "
+    had = len(before.strip())
+    share = len(text) / had
+    if not problem and share < min_keep:
+        problem = (f"keeps {share:.0%} of the text it replaces ({len(text):,} of {had:,} "
                    f"characters; a revision must keep at least {min_keep:.0%}, see --min-keep)")
     if problem:
         return Revision(text=before, problem=problem, rejected=reply.strip())
-    return Revision(text=text)
+    return Revision(text=text, kept=min(share, 1.0))

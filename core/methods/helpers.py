@@ -36,7 +36,7 @@ from common.events import DraftReady, Event, LLMCalled, Note, StepRevised, Token
 from common.settings import DEFAULT_CONTEXT_TOKENS
 from common.types import Passage, Task
 from core import prompts
-from core.guards import guard_revision
+from core.guards import Revision, guard_revision
 from core.methods.base import MethodContext, Param, declared_param
 from core.passages import count_tokens, format_passages
 from core.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
@@ -197,8 +197,7 @@ def revised(ctx: MethodContext, i: int, before: str, reply: str, passages: list[
     article = article_of or (lambda text: text)
     if not rev.problem:
         step = StepRevised(i=i, before=before, after=rev.text, sources=urls_of(passages), article=article(rev.text))
-        shorter = shrink_note(i, before, rev.text)
-        return [shorter, step] if shorter else [step]
+        return [shrink_note(i, before, rev), step] if rev.kept < 1 else [step]
     note = Note(i=i, level="warning", text=f"The model's revision of step {i} was not used: it {rev.problem}. "
                                            "The text is kept as it stood; the refused revision is shown with "
                                            "the step and can be taken by hand.")
@@ -207,19 +206,16 @@ def revised(ctx: MethodContext, i: int, before: str, reply: str, passages: list[
 
 
 SHRINK_WARNING = 0.9  # an accepted revision keeping less than this share of characters is a warning
+SHORTER = "is shorter than the text it replaced"  # in the Note on such a revision
 
 
-def shrink_note(i: int, before: str, after: str) -> Note | None:
-    """The Note that a revision the guards let through is shorter than the text it replaced,
-    so that no text leaves a run unsaid: a warning below ``SHRINK_WARNING`` of the characters,
-    information above it; None when nothing was shortened."""
-    kept, had = len(after.strip()), len(before.strip())
-    if not had or kept >= had:
-        return None
-    share = kept / had
-    return Note(i=i, level="warning" if share < SHRINK_WARNING else "info",
-                text=f"The model's revision of step {i} is shorter than the text it replaced ({kept:,} of {had:,} "
-                     f"characters, {share:.0%}); the step's diff shows what it left out.")
+def shrink_note(i: int, before: str, rev: Revision) -> Note:
+    """The Note that a revision the guards let through (``rev.kept`` below 1) is shorter than the
+    text it replaced, so that no text leaves a run unsaid: a warning below ``SHRINK_WARNING`` of
+    the characters, information above it."""
+    return Note(i=i, level="warning" if rev.kept < SHRINK_WARNING else "info",
+                text=f"The model's revision of step {i} {SHORTER} ({len(rev.text):,} of {len(before.strip()):,} "
+                     f"characters, {rev.kept:.0%}); the step's diff shows what it left out.")
 
 
 ANSWER_ROOM = 1024  # tokens of the context window kept for the answer (a quarter of a small window)

@@ -36,6 +36,7 @@ from common.settings import FetchSettings, LLMSettings, MethodSettings, SearchSe
 from common.types import RunStatus, Task
 from core.clients import Clients
 from core.methods import METHODS
+from core.methods.helpers import SHORTER
 from tests.helpers import collect
 
 #: Most tokens per call, by role: enough for a few paragraphs, never a rambling run to the end
@@ -140,7 +141,7 @@ def _loss_notes(events: Sequence[Event]) -> list[str]:
     why = [f"step {e.i} guarded: {g}" for e in events
            if isinstance(e, StepRevised) and (g := getattr(e, "guarded", ""))]
     why += [e.text for e in events if isinstance(e, Note) and e.i >= 1
-            and (e.level == "warning" or " is shorter than the text it replaced " in e.text)
+            and (e.level == "warning" or SHORTER in e.text)
             and not e.text.startswith("The model's query") and " call failed: " not in e.text]
     return why
 
