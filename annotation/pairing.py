@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from itertools import combinations
+from itertools import combinations, product
 
 from annotation.errors import NoPairLeft
 from annotation.ratings import Tally
@@ -36,15 +36,20 @@ HOW_TO_MAKE_MORE = (
 
 def candidate_pairs(outputs: Sequence[OutputRow]) -> list[tuple[OutputRow, OutputRow]]:
     """Every pair of outputs of one task from two methods."""
-    by_task: dict[int, list[OutputRow]] = defaultdict(list)
+    return [pair for sides in _by_methods(outputs).values() for xs, ys in sides for pair in product(xs, ys)]
+
+
+def _by_methods(outputs: Sequence[OutputRow]) -> dict[tuple[str, str], list[tuple[list[OutputRow], list[OutputRow]]]]:
+    """The candidate pairs by their two methods (in name order), each task's as the two lists
+    of outputs whose product they are (built only where they are looked at)."""
+    by_task: dict[int, dict[str, list[OutputRow]]] = defaultdict(lambda: defaultdict(list))
     for o in outputs:
-        by_task[o.task_id].append(o)
-    return [
-        (x, y)
-        for group in by_task.values()
-        for x, y in combinations(group, 2)
-        if x.method != y.method
-    ]
+        by_task[o.task_id][o.method].append(o)
+    grouped: dict[tuple[str, str], list[tuple[list[OutputRow], list[OutputRow]]]] = defaultdict(list)
+    for per_method in by_task.values():
+        for a, b in combinations(sorted(per_method), 2):
+            grouped[(a, b)].append((per_method[a], per_method[b]))
+    return grouped
 
 
 def choose_pair(
@@ -58,29 +63,19 @@ def choose_pair(
     """The pair to show next by the key in the module docstring, in random A/B order;
     None when every candidate pair was already seen.
 
-    The first two parts of the key belong to the pair's methods, so method pairs are ranked
-    first (a dozen methods: 66 of them) and only the outputs of the best ones that still have a
-    pair this annotator has not seen are looked at (not the thousands of pairs of outputs); those
-    are ranked by the third part, and the fourth, a random tie-break, is a uniform choice among
-    the pairs left."""
-    by_task: dict[int, dict[str, list[OutputRow]]] = defaultdict(lambda: defaultdict(list))
-    for o in outputs:
-        by_task[o.task_id][o.method].append(o)
-    methods = sorted({o.method for o in outputs})
-    method_key = {(a, b): (method_battles.get(frozenset((a, b)), 0), -round(quality(a, b), 9))
-                  for a, b in combinations(methods, 2)}
+    The first two parts of the key belong to the pair's methods, so they are computed once per
+    method pair (a dozen methods: 66), and only the pairs of the best method pairs that still
+    hold one this annotator has not seen are looked at, not the thousands of pairs of outputs;
+    those are ranked by the third part, and the fourth, a random tie-break, is a uniform choice
+    among the pairs left."""
+    grouped = _by_methods(outputs)
+    method_key = {(a, b): (method_battles.get(frozenset((a, b)), 0), -round(quality(a, b), 9)) for a, b in grouped}
     for key in sorted(set(method_key.values())):
-        pairs = [
-            (x, y, ids)
-            for (a, b), k in method_key.items() if k == key
-            for per_method in by_task.values()
-            for x in per_method.get(a, ())
-            for y in per_method.get(b, ())
-            if (ids := frozenset((x.id, y.id))) not in seen
-        ]
-        if pairs:
-            fewest = min(output_battles.get(ids, 0) for _, _, ids in pairs)
-            x, y, _ = rng.choice([p for p in pairs if output_battles.get(p[2], 0) == fewest])
+        fresh = [(x, y, ids) for methods, k in method_key.items() if k == key for xs, ys in grouped[methods]
+                 for x, y in product(xs, ys) if (ids := frozenset((x.id, y.id))) not in seen]
+        if fresh:
+            fewest = min(output_battles.get(ids, 0) for _, _, ids in fresh)
+            x, y, _ = rng.choice([p for p in fresh if output_battles.get(p[2], 0) == fewest])
             return (y, x) if rng.random() < 0.5 else (x, y)
     return None
 

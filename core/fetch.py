@@ -214,7 +214,9 @@ class Fetcher:
         if not data or data.get("status", "ok") != "ok":
             return None
         if self.metadata and data.get("metadata") == {} and data.get("content_type") != "text/plain":
-            return None  # read by a run, which kept no metadata: read it again for a reader that shows it
+            # read by a run, which kept no metadata: read it again for a reader that shows it (a page
+            # that has none is read again too; only `fetch`, one page at a time, asks for metadata)
+            return None
         fields = {key: value for key, value in data.items() if key in _PAGE_FIELDS}
         page = Page(**{**fields, "url": url, "status": "ok"})
         return dataclasses.replace(page, cached=True, seconds=time.monotonic() - started)
