@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core.passages import echoed_heading
 from core.prompts import normalise_answer
 
 MIN_KEEP = 0.4  # the default share of characters a revision must keep (--min-keep)
@@ -51,10 +52,32 @@ class Revision:
     kept: float = 1.0  # of a used revision: the share of the old text's characters it has (below 1: shorter)
 
 
+#: Headings of our prompts under which a reply that reads the prompt back has the answer itself
+#: ("##Answer:\n<text>"); what it repeats under the others (the instruction, the question, the
+#: retrieved text, the answer so far) is the prompt, not the revision.
+_ANSWER_HEADINGS = frozenset({"answer", "paragraph to revise", "current answer", "refined document"})
+
+
+def strip_prompt_echo(reply: str) -> str:
+    """The reply without the parts of the prompt it repeats: each line that repeats one of our
+    prompts' headings is dropped, and so is what follows it up to the next such line, unless the
+    heading is one the answer goes under (:data:`_ANSWER_HEADINGS`)."""
+    kept, keeping = [], True
+    for line in reply.split("\n"):
+        label = echoed_heading(line)
+        if label is None:
+            if keeping:
+                kept.append(line)
+        else:
+            keeping = label in _ANSWER_HEADINGS
+    return "\n".join(kept)
+
+
 def strip_chatter(reply: str) -> str:
-    """The reply without an announcing preamble or a closing postscript. Never returns less
-    than nothing: a reply that is all chatter comes back empty."""
-    text = reply.strip()
+    """The reply without the prompt it repeats (:func:`strip_prompt_echo`), an announcing
+    preamble or a closing postscript. Never returns less than nothing: a reply that is all
+    chatter comes back empty."""
+    text = strip_prompt_echo(reply).strip()
     for _ in range(3):  # "Sure! Here is the revised answer:" is two openers
         lines = text.split("\n", 1)
         if _HEADING_ONLY.match(lines[0]):

@@ -308,5 +308,20 @@ def _imitates_heading(line: str) -> bool:
     return known and emphasised
 
 
+def echoed_heading(line: str) -> str | None:
+    """The label of a heading of our prompts that ``line`` repeats on its own ("##Instruction:",
+    "**Question:**", "Answer so far (already revised, read-only):"), else None. In a model's
+    reply such a line is the prompt read back, not text of the answer ("Answer: Paris" is not one:
+    something follows its colon)."""
+    match = _LINE.match(unicodedata.normalize("NFKC", line).strip())
+    if match is None:
+        return None
+    label, colon, after = match.group("rest").partition(":")
+    key = _label_key(label)
+    if key not in _LABELS or after.strip(" *_#\t\r"):
+        return None
+    return key if "#" in match.group("marks") or colon or label.strip(" *_").isupper() else None
+
+
 def _label_key(label: str) -> str:
     return " ".join(label.strip(" \t\r*_#=`~").lower().split())

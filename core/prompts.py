@@ -213,6 +213,11 @@ _QUERY_LABEL = re.compile(r"^\s*(?:\*\*)?(?:(?:search\s+)?query|question|content
 #: A line that only echoes a heading of our prompts ("##Question:", "### Instruction:", a bare "###").
 _PROMPT_LABEL = re.compile(r"^\s*#+\s*(?:(?:question|instruction|content|answer|query|response)\s*:?)?\s*$", re.I)
 MAX_QUERY_WORDS = 30
+#: A query whose words are at least this share of one line of B.2's instruction reads the prompt back
+#: ("This summarization will be used as a query to search with Bing results.", SmolLM2's).
+ECHO_SHARE = 0.7
+_QUERY_INSTRUCTION = [set(re.findall(r"[a-z0-9]+", line.lower()))
+                      for line in QUERY.partition("##Instruction:")[2].splitlines() if len(line.split()) >= 4]
 
 
 def clean_query(text: str, limit: int = 300) -> str:
@@ -242,6 +247,9 @@ def query_problem(query: str, *, question: str, content: str) -> str:
     copies = [question] + [line for line in content.splitlines() if len(line.split()) >= 6]
     if any(flat == " ".join(text.split()).lower() for text in copies):
         return "copies the prompt"
+    words = re.findall(r"[a-z0-9]+", flat)
+    if len(words) >= 6 and any(sum(w in line for w in words) >= ECHO_SHARE * len(words) for line in _QUERY_INSTRUCTION):
+        return "repeats the prompt's instruction"
     return ""
 
 

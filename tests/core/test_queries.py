@@ -38,6 +38,10 @@ def test_clean_query_drops_labels_fences_and_quotes(reply, expected):
     (" ".join(["Jin"] * (MAX_QUERY_WORDS + 1)), "words long"),
     (QUESTION, "copies the prompt"),
     ("He co-founded the newspaper Ming Pao in Hong Kong in 1959.", "copies the prompt"),
+    # SmolLM2's queries in a rat-step run (issue 9's review): B.2's instruction read back
+    ("This summarization will be used as a query to search with Bing results.", "repeats the prompt's instruction"),
+    ("I wanted to verify the content correctness of the given question, especially the final sentences.",
+     "repeats the prompt's instruction"),
 ])
 def test_a_query_that_is_not_one_falls_back_to_the_step(reply, problem):
     query, why = choose_query(reply, STEP, question=QUESTION, content=STEP)
@@ -48,6 +52,8 @@ def test_a_query_that_is_not_one_falls_back_to_the_step(reply, problem):
 def test_a_good_query_is_kept_as_written():
     assert choose_query("Jin Yong Ming Pao founding", STEP, question=QUESTION, content=STEP) == (
         "Jin Yong Ming Pao founding", "")
+    for query in ("Jin Yong search engine query", "history of the search engine Bing and its query syntax"):
+        assert choose_query(query, STEP, question=QUESTION, content=STEP) == (query, ""), "words of B.2, not its lines"
 
 
 async def test_rat_searches_the_steps_words_and_says_why(web):
