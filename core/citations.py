@@ -292,6 +292,11 @@ def _unmark(line: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(parts), found
 
 
+def cited_numbers(text: str) -> set[int]:
+    """The source numbers the [n] marks of ``text`` name."""
+    return {n for line in text.splitlines() for _, n in _unmark(line)[1]}
+
+
 def _numbers(inside: str) -> list[int]:
     out: list[int] = []
     for item in re.split(r"\s*[,;]\s*", inside.strip()):

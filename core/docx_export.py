@@ -14,6 +14,7 @@ import io
 import re
 
 from common.types import Source
+from core.citations import cited_numbers
 from core.report import used_in
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -38,15 +39,16 @@ def to_docx(task: str, text: str, sources: tuple[Source, ...] | list[Source], *,
     _write_body(doc, (cited or text).strip())
     read = [s for s in sources if s.read]
     snippets = [s for s in sources if not s.read]
+    marked = cited_numbers(cited) if cited else None
     if read:
         doc.add_heading("Sources", level=2)
         for s in read:
-            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{used_in(s)}"))
+            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{used_in(s, marked)}"))
     if snippets:
         doc.add_heading("Search snippets only (page not read)", level=2)
         for s in snippets:
-            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{used_in(s)}; the page was not read: "
-                                     f"{s.why or 'unknown reason'}"))
+            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{used_in(s, marked)}; the page was "
+                                     f"not read: {s.why or 'unknown reason'}"))
     if unchecked and not unsourced:
         doc.add_heading("Not checked against a source", level=2)
         for line in unchecked:

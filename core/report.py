@@ -21,7 +21,7 @@ from common.events import (
     StepStarted,
 )
 from common.types import Source
-from core.citations import summary
+from core.citations import cited_numbers, summary
 
 
 def _short(text: str, width: int = 90) -> str:
@@ -90,14 +90,16 @@ def to_markdown(task: str, text: str, sources: tuple[Source, ...] | list[Source]
     parts += [(cited or text).strip(), ""]
     read = [s for s in sources if s.read]
     snippets = [s for s in sources if not s.read]
+    marked = cited_numbers(cited) if cited else None
     if read:
         parts += ["## Sources", ""]
-        parts += [f"{s.n}. [{escape_text(s.title or s.url)}]({link_target(s.url)}){used_in(s)}" for s in read]
+        parts += [f"{s.n}. [{escape_text(s.title or s.url)}]({link_target(s.url)}){used_in(s, marked)}"
+                  for s in read]
         parts.append("")
     if snippets:
         parts += ["## Search snippets only (page not read)", ""]
-        parts += [f"{s.n}. [{escape_text(s.title or s.url)}]({link_target(s.url)}){used_in(s)}; the page was not "
-                  f"read: {escape_text(s.why or 'unknown reason')}" for s in snippets]
+        parts += [f"{s.n}. [{escape_text(s.title or s.url)}]({link_target(s.url)}){used_in(s, marked)}; the page "
+                  f"was not read: {escape_text(s.why or 'unknown reason')}" for s in snippets]
         parts.append("")
     if unchecked and not unsourced:
         parts += ["## Not checked against a source", ""]
@@ -106,12 +108,15 @@ def to_markdown(task: str, text: str, sources: tuple[Source, ...] | list[Source]
     return "\n".join(parts)
 
 
-def used_in(source: Source) -> str:
-    """' — used in steps 2, 3' ('' for a source no step names)."""
+def used_in(source: Source, marked: set[int] | None = None) -> str:
+    """' — used in steps 2, 3' ('' for a source no step names). With ``marked`` (the numbers
+    the text's [n] marks name), a source no mark names says so: a step was checked against the
+    page, but no sentence of the text matches it closely enough to be cited."""
+    uncited = "; no sentence cites it" if marked is not None and source.n not in marked else ""
     if not source.steps:
-        return ""
+        return f" — {uncited[2:]}" if uncited else ""
     label = "step" if len(source.steps) == 1 else "steps"
-    return f" — used in {label} " + ", ".join(str(x) for x in source.steps)
+    return f" — used in {label} " + ", ".join(str(x) for x in source.steps) + uncited
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")

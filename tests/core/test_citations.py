@@ -94,6 +94,20 @@ def test_markdown_escapes_a_hostile_title_and_lists_snippets_apart():
     assert "2. [Y](https://b.example/y) — used in step 2; the page was not read: HTTP 404" in snippets
 
 
+def test_a_source_no_sentence_cites_says_so():
+    sources = [Source(1, "https://a.example/x", "X", (1, 3)), Source(2, "https://b.example/y", "Y", (2,)),
+               Source(3, "https://c.example/z", "Z", ())]
+    md = to_markdown("Task", "One. Two.", sources, cited="One [2-3]. Two.")
+    assert "1. [X](https://a.example/x) — used in steps 1, 3; no sentence cites it" in md
+    assert "2. [Y](https://b.example/y) — used in step 2\n" in md
+    assert "3. [Z](https://c.example/z)\n" in md
+    assert "cites" not in to_markdown("Task", "One.", sources), "without attribution nothing is claimed"
+    doc = docx.Document(io.BytesIO(to_docx("Task", "One. Two.", sources, cited="One [2].")))
+    lines = [p.text for p in doc.paragraphs]
+    assert "[1] X — https://a.example/x — used in steps 1, 3; no sentence cites it" in lines
+    assert "[3] Z — https://c.example/z — no sentence cites it" in lines
+
+
 # -- end to end --------------------------------------------------------------------------------
 TASK = Task("Write a short history of Python 3 and its ecosystem.")
 

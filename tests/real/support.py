@@ -174,6 +174,15 @@ def _citation_problems(final: Final, events: Sequence[Event]) -> list[str]:
             found.append(f"6. source [{s.n}] {s.url} is listed as read but no passage of its page was used")
     if not 0 <= final.supported <= final.sentences:
         found.append(f"6. {final.supported} of {final.sentences} sentences supported")
+    from core.citations import cited_numbers
+    from core.report import to_markdown
+
+    listed = to_markdown("task", final.text, final.sources, cited=final.cited or final.text)
+    named = cited_numbers(final.cited)
+    for s in final.sources:
+        line = next((x for x in listed.splitlines() if x.startswith(f"{s.n}. [")), "")
+        if s.n not in named and "no sentence cites it" not in line:
+            found.append(f"6. source [{s.n}] is listed as if cited, but no sentence of the text names it: {line}")
     return found
 
 
@@ -190,7 +199,7 @@ def problems(app: app_module.App, method: str, events: Sequence[Event]) -> list[
        method that searches ends with no source at all), the final text or the error;
     6. citations: the marked text is the final text plus marks (no word lost or added), each [n]
        names a source of the run, a source listed as read had a passage of its page (not a
-       snippet) chosen, and the counts add up.
+       snippet) chosen, the counts add up, and the exported list says which sources no sentence cites.
     """
     found: list[str] = []
     if not events or not isinstance(events[0], RunStarted):
