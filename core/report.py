@@ -153,9 +153,10 @@ def unsourced_cause(events: list[Event]) -> str:
     if pages and not any(p.status == "ok" for p in pages):
         return (f"no page could be read ({len(pages)} tried; last: {pages[-1].error}): try another search "
                 "provider, or --corpus with local files")
-    if guarded:
+    if guarded:  # --min-keep is named only where it refused a revision: it cannot help a talk or a cut reply
+        also = ", or lower --min-keep" if any("--min-keep" in e.guarded for e in guarded) else ""
         return (f"the model's revisions were refused at {len(guarded)} step(s), e.g. it {guarded[-1].guarded}: "
-                "try a larger model, or lower --min-keep")
+                f"try a larger model{also}")
     if not searches:
         return "no search was made: the method found nothing to look up"
     return "no retrieved text was used: see the steps' notes"

@@ -70,8 +70,17 @@ async def test_when_every_revision_is_refused_the_run_is_unsourced_and_keeps_the
     assert events[-1].sources == () and len(events[-1].unchecked) == 3
     assert (run.steps_sourced, run.steps_guarded) == (0, 3)
     cause = unsourced_cause(services.store.events(run.id))
-    assert cause.startswith("the model's revisions were refused at 3 step(s)") and "--min-keep" in cause
+    assert cause.startswith("the model's revisions were refused at 3 step(s)") and "try a larger model" in cause
+    assert "--min-keep" not in cause, "a lower --min-keep would not take a reply that is talk about the task"
     assert arena.sync_run_outputs(services.store) == 0, "an unsourced RAT output is not rated as RAT"
+
+
+def test_the_unsourced_cause_names_min_keep_only_where_it_refused_a_revision():
+    cut = StepRevised(1, "Step one.", "Step one.", guarded="was cut short at the token limit (raise --max-tokens)")
+    short = StepRevised(2, "Step two.", "Step two.", guarded="keeps 30% of the text it replaces (lower --min-keep "
+                                                              "to take it)")
+    assert "--min-keep" not in unsourced_cause([cut])
+    assert unsourced_cause([short, cut]).endswith("try a larger model, or lower --min-keep")
 
 
 async def test_unreachable_search_ends_unsourced_with_the_cause(tmp_path, llm, web):
