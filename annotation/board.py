@@ -47,7 +47,10 @@ class Boards:
                 current = None  # a vote was corrected: the old tally counts it as it was cast
             new = arena.vote_rows(self.store, source, task_set, after_id=current.last_id if current else 0)
             if current is None or (new and not _same_draw_rate(current, new)):
-                current = self._rebuild(source, task_set, new if current is None else None)
+                rows = new if current is None else arena.vote_rows(self.store, source, task_set)
+                current = self._rebuild(rows)
+                if source == "people":
+                    self._seed_agreement(task_set, rows, corrected)
             elif new:
                 current.add_all(new)
                 current.last_id = new[-1].id
@@ -78,16 +81,29 @@ class Boards:
         date: only the annotators who voted since the last call are read again. Raises StoreError."""
         with self._lock:
             names, last = arena.voters_since(self.store, self._voters_last)
-            for row in arena.annotator_rows(self.store, names):
+            # the first time, everyone: one scan of the votes is faster than looking each voter up
+            for row in arena.annotator_rows(self.store, names if self._voters else None):
                 self._voters[row.annotator] = row
             self._voters_last = last
             return list(self._voters.values())
 
-    def _rebuild(self, source: str, task_set: str | None, rows: list[arena.VoteRow] | None) -> Tally:
-        rows = rows if rows is not None else arena.vote_rows(self.store, source, task_set)
+    def _rebuild(self, rows: list[arena.VoteRow]) -> Tally:
         fresh = tally(rows)
         fresh.last_id = rows[-1].id if rows else 0
         return fresh
+
+    def _seed_agreement(self, task_set: str | None, rows: list[arena.VoteRow], corrected: int) -> None:
+        """Start the agreement over ``task_set`` from people's votes just read for a rebuild (every
+        one, with ``corrected`` the newest correction), unless it is kept and up to date: a cold
+        start reads 100,000 votes once, not once for the tally and again for the agreement. The
+        judge's verdicts are read when the agreement is asked for."""
+        seen_correction, _, state = self._agreements.get(task_set, (-1, -1, None))
+        if state is not None and seen_correction == corrected:
+            return
+        state = AgreementTally()
+        state.add_people(rows)
+        state.last_id = rows[-1].id if rows else 0
+        self._agreements[task_set] = (corrected, -1, state)
 
 
 def _same_draw_rate(t: Tally, new: list[arena.VoteRow]) -> bool:

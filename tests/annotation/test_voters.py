@@ -90,3 +90,21 @@ def test_flags_name_voters_too_fast_or_always_on_one_side_and_the_board_can_leav
     everyone = service.leaderboard(bootstrap=0)
     trusted = service.leaderboard(bootstrap=0, leave_out_flagged=True)
     assert everyone.votes == 4 * n - 1 and trusted.votes == 2 * n - 1
+
+
+def test_annotator_rows_count_each_voter_and_take_the_median_of_the_arena_votes_only(store):
+    seed_outputs(store, {"Describe owls": {"rat": "Owls are birds.", "cot": "Owls hunt."}})
+    for choice, seconds in [("a", 5), ("b", 1), ("a", 9), ("tie", 3)]:
+        _votes(store, "even", [choice], seconds=seconds)
+    for choice, seconds in [("b", 2), ("b", 8), ("both_bad", 4)]:
+        _votes(store, "odd", [choice], seconds=seconds)
+    arena.import_votes(store, [{"prompt": "Describe owls", "kind": "writing", "task_set": "", "method_a": "rat",
+                                "method_b": "cot", "choice": "a", "annotator": "odd", "line": 1}])
+    rows = {r.annotator: r for r in arena.annotator_rows(store)}
+    assert set(rows) == {"even", "odd"}
+    assert (rows["even"].votes, rows["even"].a, rows["even"].b) == (4, 2, 1)
+    assert (rows["odd"].votes, rows["odd"].a, rows["odd"].b) == (4, 1, 2), "the imported vote counts, untimed"
+    assert rows["even"].median_seconds == pytest.approx(5, abs=0.01), "the upper median of 1, 3, 5, 9"
+    assert rows["odd"].median_seconds == pytest.approx(4, abs=0.01), "the median of 2, 4, 8 (not the import)"
+    assert [r.annotator for r in arena.annotator_rows(store, ["odd"])] == ["odd"]
+    assert arena.annotator_rows(store, []) == []
