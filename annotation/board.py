@@ -67,10 +67,7 @@ class Boards:
             seen_correction, seen_judge, state = self._agreements.get(task_set, (-1, -1, None))
             if state is None or seen_correction != corrected:
                 state, seen_judge = AgreementTally(), -1
-            new = arena.vote_rows(self.store, "people", task_set, after_id=state.last_id)
-            if new:
-                state.add_people(new)
-                state.last_id = new[-1].id
+            _add_people(state, arena.vote_rows(self.store, "people", task_set, after_id=state.last_id))
             if seen_judge != judged:
                 state.set_judge(arena.vote_rows(self.store, "judge", task_set))
             self._agreements[task_set] = (corrected, judged, state)
@@ -100,10 +97,15 @@ class Boards:
         seen_correction, _, state = self._agreements.get(task_set, (-1, -1, None))
         if state is not None and seen_correction == corrected:
             return
-        state = AgreementTally()
+        self._agreements[task_set] = (corrected, -1, _add_people(AgreementTally(), rows))
+
+
+def _add_people(state: AgreementTally, rows: list[arena.VoteRow]) -> AgreementTally:
+    """``state`` with people's votes ``rows`` (in id order) folded in and its last id moved on."""
+    if rows:
         state.add_people(rows)
-        state.last_id = rows[-1].id if rows else 0
-        self._agreements[task_set] = (corrected, -1, state)
+        state.last_id = rows[-1].id
+    return state
 
 
 def _same_draw_rate(t: Tally, new: list[arena.VoteRow]) -> bool:

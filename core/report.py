@@ -112,11 +112,13 @@ def used_in(source: Source, marked: set[int] | None = None) -> str:
     """' — used in steps 2, 3' ('' for a source no step names). With ``marked`` (the numbers
     the text's [n] marks name), a source no mark names says so: a step was checked against the
     page, but no sentence of the text matches it closely enough to be cited."""
-    uncited = "; no sentence cites it" if marked is not None and source.n not in marked else ""
-    if not source.steps:
-        return f" — {uncited[2:]}" if uncited else ""
-    label = "step" if len(source.steps) == 1 else "steps"
-    return f" — used in {label} " + ", ".join(str(x) for x in source.steps) + uncited
+    said = []
+    if source.steps:
+        label = "step" if len(source.steps) == 1 else "steps"
+        said.append(f"used in {label} " + ", ".join(str(x) for x in source.steps))
+    if marked is not None and source.n not in marked:
+        said.append("no sentence cites it")
+    return " — " + "; ".join(said) if said else ""
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")

@@ -34,9 +34,11 @@ from common.events import (
 )
 from common.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
 from common.types import RunStatus, Task
+from core.citations import cited_numbers, strip_marks
 from core.clients import Clients
 from core.methods import METHODS
 from core.methods.helpers import SHORTER
+from core.report import to_markdown
 from tests.helpers import collect
 
 #: Most tokens per call, by role: enough for a few paragraphs, never a rambling run to the end
@@ -159,13 +161,11 @@ def drafted(events: Sequence[Event]) -> DraftReady | None:
 
 
 def _citation_problems(final: Final, events: Sequence[Event]) -> list[str]:
-    from core.citations import strip_marks
-
     found = []
     if final.cited and " ".join(strip_marks(final.cited).split()) != " ".join(strip_marks(final.text).split()):
         found.append(f"6. the cited text is not the final text with marks: {_short(final.cited)}")
     numbers = {s.n for s in final.sources}
-    marks = {int(n) for n in re.findall(r"\[(\d+)\]", final.cited)}
+    marks = cited_numbers(final.cited)  # every form: [1], [1, 2], [2-4]
     if marks - numbers:
         found.append(f"6. marks {sorted(marks - numbers)} name no source of the run ({sorted(numbers)})")
     from_pages = {p.url for e in events if isinstance(e, PassagesChosen) for p in e.passages if not p.snippet}
@@ -174,14 +174,10 @@ def _citation_problems(final: Final, events: Sequence[Event]) -> list[str]:
             found.append(f"6. source [{s.n}] {s.url} is listed as read but no passage of its page was used")
     if not 0 <= final.supported <= final.sentences:
         found.append(f"6. {final.supported} of {final.sentences} sentences supported")
-    from core.citations import cited_numbers
-    from core.report import to_markdown
-
     listed = to_markdown("task", final.text, final.sources, cited=final.cited or final.text)
-    named = cited_numbers(final.cited)
     for s in final.sources:
         line = next((x for x in listed.splitlines() if x.startswith(f"{s.n}. [")), "")
-        if s.n not in named and "no sentence cites it" not in line:
+        if s.n not in marks and "no sentence cites it" not in line:
             found.append(f"6. source [{s.n}] is listed as if cited, but no sentence of the text names it: {line}")
     return found
 
