@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from core.passages import echoed_heading
 from core.prompts import normalise_answer
+from core.talk import is_talk
 
 MIN_KEEP = 0.4  # the default share of characters a revision must keep (--min-keep)
 
@@ -31,14 +32,6 @@ _POSTSCRIPT = re.compile(r"^\s*[(*_]*\s*(?:note\b|i hope|hope this|let me know|f
                          r"|this revision|in this revision|the revised (?:text|answer|version|paragraph)"
                          r"|i (?:have|'ve) (?:revised|updated|made|added|kept|corrected|rewritten)|changes made)",
                          re.I)
-#: A sentence about the task rather than about the subject.
-_TALK = re.compile(
-    r"\b(?:i (?:have|'ve|had|will|'ll|would|made|revised|updated|added|changed|corrected|rewrote|removed|kept"
-    r"|cannot|can't|can not|am unable|apologi[sz]e)"
-    r"|as an ai|language model|the requested changes?|(?:your|the) (?:question|instruction|request)s?\b"
-    r"|(?:revised|updated|original|given|provided|existing) (?:answer|text|paragraph|version|response|content)"
-    r"|according to the (?:wiki|instructions?|content|passages?|text))", re.I)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 @dataclass(frozen=True)
@@ -91,16 +84,6 @@ def strip_chatter(reply: str) -> str:
     while len(paragraphs) > 1 and _POSTSCRIPT.match(paragraphs[-1]):
         paragraphs.pop()
     return "\n\n".join(p.strip() for p in paragraphs)
-
-
-def is_talk(text: str) -> bool:
-    """True when at least half of the text's sentences talk about the task ("I have made the
-    requested changes...") rather than about its subject."""
-    sentences = [s for s in _SENTENCE.split(text) if re.search(r"\w", s)]
-    if not sentences:
-        return False
-    talk = sum(bool(_TALK.search(s)) for s in sentences)
-    return talk * 2 >= len(sentences)
 
 
 def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: bool = False) -> Revision:
