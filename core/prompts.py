@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from common.types import Task
 from core.passages import prompt_template
+from core.talk import is_talk
 
 # Ours: the sentence every prompt of ours that holds passages carries (not B.1-B.3: the paper's words).
 # It names the fence in words, not as "<passage>": a prompt holds that tag once per passage.
@@ -237,8 +238,9 @@ def clean_query(text: str, limit: int = 300) -> str:
 
 def query_problem(query: str, *, question: str, content: str) -> str:
     """Why a cleaned query is not one a search engine can use ("" when it is): empty, over
-    MAX_QUERY_WORDS words, or a copy of the prompt it was asked from (the question, or a whole
-    line of the content)."""
+    MAX_QUERY_WORDS words, a copy of the prompt it was asked from (the question, or a whole
+    line of the content), a line of B.2's instruction read back, or talk about the task
+    (:func:`core.talk.is_talk`)."""
     if not query:
         return "is empty or only echoes the prompt's labels"
     if len(query.split()) > MAX_QUERY_WORDS:
@@ -250,6 +252,8 @@ def query_problem(query: str, *, question: str, content: str) -> str:
     words = re.findall(r"[a-z0-9]+", flat)
     if len(words) >= 6 and any(sum(w in line for w in words) >= ECHO_SHARE * len(words) for line in _QUERY_INSTRUCTION):
         return "repeats the prompt's instruction"
+    if is_talk(query):  # "I will summarize the content with short yet clear sentences." (SmolLM2's)
+        return "talks about the task"
     return ""
 
 

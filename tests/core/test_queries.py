@@ -42,6 +42,7 @@ def test_clean_query_drops_labels_fences_and_quotes(reply, expected):
     ("This summarization will be used as a query to search with Bing results.", "repeats the prompt's instruction"),
     ("I wanted to verify the content correctness of the given question, especially the final sentences.",
      "repeats the prompt's instruction"),
+    ("I will summarize the content with short yet clear sentences.", "talks about the task"),  # SmolLM2's, rat
 ])
 def test_a_query_that_is_not_one_falls_back_to_the_step(reply, problem):
     query, why = choose_query(reply, STEP, question=QUESTION, content=STEP)
