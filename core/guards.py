@@ -86,6 +86,15 @@ def strip_chatter(reply: str) -> str:
     return "\n\n".join(p.strip() for p in paragraphs)
 
 
+def _below(share: float, limit: float) -> str:
+    """``share`` as a percentage precise enough to read as below ``limit`` (39.6%, not 40%)."""
+    for digits in range(4):
+        shown = f"{share:.{digits}%}"
+        if float(shown.rstrip("%")) < limit * 100:
+            return shown
+    return f"{share:.4%}"
+
+
 def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: bool = False) -> Revision:
     """The text after a revision of ``before`` that the model answered with ``reply``: the
     reply without chatter, or ``before`` itself (with the problem and the refused reply) when
@@ -106,7 +115,7 @@ def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: 
     had = len(before.strip())
     share = len(text) / had
     if not problem and share < min_keep:
-        problem = (f"keeps {share:.0%} of the text it replaces ({len(text):,} of {had:,} "
+        problem = (f"keeps {_below(share, min_keep)} of the text it replaces ({len(text):,} of {had:,} "
                    f"characters; a revision must keep at least {min_keep:.0%}, see --min-keep)")
     if problem:
         return Revision(text=before, problem=problem, rejected=reply.strip())

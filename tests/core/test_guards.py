@@ -73,6 +73,9 @@ def test_a_revision_that_loses_too_much_text_is_refused_with_its_share():
     assert rev.problem.startswith("keeps 30% of the text it replaces") and "--min-keep" in rev.problem
     assert guard_revision(ARTICLE, fragment, min_keep=0.25).text == fragment, "the share is a setting"
     assert guard_revision(ARTICLE, fragment, min_keep=0).text == fragment, "0 turns the length check off"
+    just_under = "x" * 396
+    assert guard_revision("y" * 1000, just_under).problem.startswith("keeps 39.6% of"), \
+        "a share just under --min-keep is not rounded up to it (a real itrg run said 'keeps 40% ... at least 40%')"
     longer = ARTICLE[:int(len(ARTICLE) * 0.5)]
     assert guard_revision(ARTICLE, longer).text == longer, "a revision may shorten the text"
 
