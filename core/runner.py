@@ -143,6 +143,10 @@ class Runner:
                 window = await ctx.llm.context_window() if hasattr(ctx.llm, "context_window") else None
                 ctx.settings = replace(ctx.settings, context_tokens=window or DEFAULT_CONTEXT_TOKENS)
             async for event in _closing(get_method(method).run(task, ctx)):
+                if isinstance(event, Final) and not event.text.strip():
+                    raise LLMError(f"The method {method!r} ended with no text: the model's answers held nothing "
+                                   "it could use (the run's notes say why). Try again, or pick a stronger model "
+                                   "with --model.")
                 event = book.sourced(event)
                 if isinstance(event, Final):
                     status = RunStatus.UNSOURCED if _unsourced(method, event) else RunStatus.DONE

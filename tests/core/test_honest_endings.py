@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from app import build
-from common.events import Final, Note, StepRevised
+from common.events import Failed, Final, Note, StepRevised
 from common.types import RunStatus, Task
 from core.report import to_markdown, unsourced_cause
 from data import arena
@@ -103,6 +103,14 @@ async def test_a_method_that_does_not_search_is_done_without_sources(services, l
     events = await collect(services.runner.start("cot", TASK))
     assert services.store.get_run(events[0].run_id).status == RunStatus.DONE
     assert events[-1].sources == () and events[-1].unchecked == ()
+
+
+async def test_a_run_whose_answer_holds_no_text_fails_instead_of_being_done(services, llm):
+    llm.reply(lambda body: " \n\n ")
+    events = await collect(services.runner.start("direct", TASK))
+    run = services.store.get_run(events[0].run_id)
+    assert run.status == RunStatus.FAILED and not of(events, Final)
+    assert isinstance(events[-1], Failed) and "ended with no text" in events[-1].error and "--model" in events[-1].error
 
 
 async def test_an_edited_draft_drops_the_sources_of_the_old_revisions(services, llm):
