@@ -246,12 +246,30 @@ async def _sample_plans(ctx: MethodContext, config: _Config, state: _State, i: i
     """Furthest reasoning (3.1): n plans from the question and the evidence only."""
     messages = plan_messages(state.question, state.evidence)
     plans: list[Plan] = []
+    cut = 0
     for _ in range(config.n):
-        reply = generate(ctx, messages, role="draft", i=i, temperature=temperature)
+        reply = generate(ctx, messages, role="draft", i=i, temperature=temperature, note_cut=False)
         async for ev in reply:
             yield ev
+        cut += reply.result.cut
         plans.append(parse_plan(reply.result, first=not state.evidence))
+    if cut:  # one Note for the round, not one per plan
+        yield Note(i=i, level="warning", text=f"{cut} of {config.n} plans reached the token limit and were cut "
+                                              "short (a cut plan may have lost its [Search] or [Answer]): raise "
+                                              "--max-tokens, or use a model that answers more briefly.")
     yield Return(plans)
+
+
+def no_query_reason(plans: list[Plan], candidates: int) -> str:
+    """Why a searching round has no query left to run: every candidate repeats one already run,
+    or no plan gave a query at all (and what the plans were instead)."""
+    if candidates:
+        return f"Every candidate query repeats one already run ({candidates} candidates)"
+    untagged = sum(not p.kind or not p.text for p in plans)
+    answers = sum(p.kind == "answer" and bool(p.text) for p in plans)
+    said = [f"{untagged} had neither [Search] nor [Answer] with text after it" if untagged else "",
+            f"{answers} answered (too few to end the run)" if answers else ""]
+    return f"No plan gave a query to search ({'; '.join(x for x in said if x)})"
 
 
 def assess_plans(plans: list[Plan], theta: float, *, may_answer: bool, i: int) -> tuple[Plan | None, Note]:
@@ -275,8 +293,8 @@ async def _search(ctx: MethodContext, config: _Config, state: _State, plans: lis
     kept = filter_queries(candidates, state.executed, config.eps)
     if not kept:
         state.raises += 1
-        yield Note(i=i, text=f"Every candidate query repeats one already run ({len(candidates)} candidates); "
-                             f"the temperature goes up by {config.dtp:g}.")
+        yield Note(i=i, level="info" if candidates else "warning",
+                   text=f"{no_query_reason(plans, len(candidates))}; the temperature goes up by {config.dtp:g}.")
         return
     if len(kept) < len(candidates):
         yield Note(i=i, text=f"Query filter: {len(candidates)} candidates, {len(kept)} after DBSCAN "
@@ -333,10 +351,14 @@ async def _forced_answer(ctx: MethodContext, config: _Config, state: _State) -> 
     async for ev in reply:
         yield ev
     plan = parse_plan(reply.result, first=False)
-    if plan.kind != "answer" or not plan.text:
+    if plan.kind == "answer" and plan.text:
+        yield Note(i=i, text=f"FuRePA: forced answer {plan.text!r}.")
+    else:
         lines = [line.strip() for line in reply.result.splitlines() if line.strip()]
         plan = Plan("answer", plan.analysis, re.sub(r"^\[\w+\]\s*", "", lines[-1]) if lines else "")
-    yield Note(i=i, text=f"FuRePA: forced answer {plan.text!r}.")
+        cut = " and was cut at the token limit" if reply.result.cut else ""
+        yield Note(i=i, level="warning", text=f"FuRePA: the forced reply has no [Answer]{cut}; its last line "
+                                              f"is taken as the answer: {plan.text!r}.")
     yield Return(plan)
 
 

@@ -12,6 +12,7 @@ import pytest
 from common.events import Final, Note, QueryMade, StepRevised
 from common.types import Passage, Task
 from core.methods.furepa import filter_queries, parse_plan, score_queries
+from tests.fakes.llm_server import FakeReply
 from tests.fakes.method_scripts import MethodAuthor, collect, method_context, of, patch_context, run_method
 from tests.fakes.model import FakeModel
 
@@ -101,6 +102,29 @@ async def test_a_forced_answer_after_the_last_round(web):
     assert "The search budget is spent" in forced and forced.count("<passage>") == 2
     assert any("forced answer" in n.text for n in of(events, Note))
     assert events[-1].text == "December 2016"
+
+
+async def test_plans_without_a_query_and_a_forced_reply_without_answer_say_so(web):
+    """From a real SmolLM2 run: its plans were prose cut at the token limit (one warning per
+    plan, 'The draft answer reached the token limit'), the round said 'Every candidate query
+    repeats one already run (0 candidates)', and the forced reply's last line, a question, was
+    called the forced answer."""
+    prose = "Python was created by Guido van Rossum and it has a long history that"
+    author = MethodAuthor(handlers={
+        "furepa-first": first,
+        "furepa-plan": lambda prompt, body, n: FakeReply(prose, finish_reason="length") if n % 5 < 3 else prose,
+        "furepa-forced": lambda prompt, body, n: "Let me think.\nWhat are the main differences between Python 2 and 3?",
+    })
+    events = await run(author, web, **{"furepa.iterations": 2})
+    notes = [n for n in of(events, Note) if n.i == 2]
+    cut = [n for n in notes if "token limit" in n.text]
+    assert len(cut) == 1 and cut[0].text.startswith("3 of 5 plans reached the token limit"), "one Note a round"
+    assert not any("repeats one already run" in n.text for n in notes)
+    (none,) = [n for n in notes if n.text.startswith("No plan gave a query")]
+    assert none.level == "warning" and "5 had neither [Search] nor [Answer]" in none.text
+    (forced,) = [n for n in of(events, Note) if n.i == 3]
+    assert forced.level == "warning" and "has no [Answer]" in forced.text and "last line" in forced.text
+    assert events[-1].text == "What are the main differences between Python 2 and 3?"
 
 
 async def test_temperature_rises_when_every_candidate_repeats_a_run_query(web):

@@ -7,6 +7,7 @@ max_tokens)`` yields the reply in word-sized ``str`` chunks, then one ``core.llm
 Replies come from the queue first (``queue(...)``: each a str, a callable of the prompt text, or
 an exception to raise), then from the script given to ``reply(fn)``, else a deterministic echo.
 A script takes the OpenAI-style request body, as ``tests.fakes.llm_server.FakeLLM.reply`` does,
+and a reply may be a ``FakeReply`` for its ``finish_reason`` ("length": cut at the token limit),
 so the scripted authors (``RatAuthor``, ``MethodAuthor``) answer here unchanged::
 
     model = FakeModel()
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.llm import Completion, as_messages
-from tests.fakes.llm_server import chunks_of, count_tokens, message_text
+from tests.fakes.llm_server import FakeReply, chunks_of, count_tokens, message_text
 
 Script = Callable[[dict], str]
 Queued = str | Callable[[str], str] | BaseException
@@ -82,12 +83,13 @@ class FakeModel:
         prompt = "\n".join(message_text(m) for m in listed if m.get("role") == "user")
         self.calls.append(Call(prompt, listed, role, temperature, max_tokens))
         self.requests.append(body)
-        text = self._answer(prompt, body)
+        answer = self._answer(prompt, body)
+        text, finish = (answer.text, answer.finish_reason) if isinstance(answer, FakeReply) else (answer, "stop")
         for piece in chunks_of(text):
             yield piece
         yield Completion(text=text, role=role, model=self.model,
                          prompt_tokens=sum(count_tokens(message_text(m)) for m in listed),
-                         completion_tokens=count_tokens(text), seconds=0.0, estimated=False)
+                         completion_tokens=count_tokens(text), seconds=0.0, estimated=False, finish_reason=finish)
 
     async def complete(self, messages: str | list[dict], *, role: str, temperature: float | None = None,
                        max_tokens: int | None = None) -> Completion:
@@ -102,7 +104,7 @@ class FakeModel:
         self.closed = True
 
     # -- helpers -----------------------------------------------------------------------------
-    def _answer(self, prompt: str, body: dict) -> str:
+    def _answer(self, prompt: str, body: dict) -> str | FakeReply:
         if self._queue:
             queued = self._queue.pop(0)
             if isinstance(queued, BaseException):
