@@ -6,8 +6,11 @@ one) and fills ``Final.sources`` from it (:meth:`SourceBook.sourced`). A step's 
 URLs its ``StepRevised`` says it was shown, or those of a ``SourcesUsed`` (a method that uses
 passages without revising a step); a source's title is the first one a ``PageRead`` or a
 ``PassagesChosen`` gave for its URL. A step whose last ``StepRevised`` was not checked against
-retrieved text (kept as drafted, or its revision refused) is listed in ``Final.unchecked``. A
-new ``DraftReady`` (an edited draft) starts the book over: the old revisions are gone.
+retrieved text (kept as drafted, or its revision refused) is listed in ``Final.unchecked``,
+unless the step left the whole text exactly as it stood (ITRG's round with nothing new, AAG's
+refused edit): that text keeps the checks it had. A step checked against retrieved text that
+was given the whole text and rewrote it (ITRG, AAG) clears the list. A new ``DraftReady`` (an
+edited draft) starts the book over: the old revisions are gone.
 
 One numbering per article: a source gets its number when a step first uses it, and
 :meth:`SourceBook.numbers` gives the numbers so far to the methods (``MethodContext.numbers``),
@@ -37,7 +40,7 @@ class SourceBook:
         self.threshold = threshold
         self._titles: dict[str, str] = {}
         self._steps: dict[str, list[int]] = {}
-        self._unchecked: dict[int, str] = {}
+        self._revised: dict[int, StepRevised] = {}  # each step's last revision (since the last draft)
         self._read: set[str] = set()  # URLs of which a passage of the page itself was chosen
         self._failed: dict[str, str] = {}  # URL -> why its page could not be read
         self._events: list[Event] = []  # what citations are computed from (since the last draft)
@@ -56,14 +59,11 @@ class SourceBook:
                 if not p.snippet:
                     self._read.add(p.url)
         elif isinstance(event, DraftReady):
-            self._steps, self._unchecked, self._events = {}, {}, [event]
+            self._steps, self._revised, self._events = {}, {}, [event]
         elif isinstance(event, StepRevised):
             self._events.append(event)
             self.use(event.i, event.sources)
-            if event.checked:
-                self._unchecked.pop(event.i, None)
-            else:
-                self._unchecked[event.i] = unchecked_reason(event)
+            self._revised[event.i] = event
         elif isinstance(event, SourcesUsed):
             self._events.append(event)
             self.use(event.i, event.urls)
@@ -95,7 +95,7 @@ class SourceBook:
         return cite(text, steps, self.numbers(), threshold=self.threshold)
 
     def unchecked(self) -> tuple[str, ...]:
-        return tuple(f"step {i}: {why}" for i, why in sorted(self._unchecked.items()))
+        return unchecked_lines([rev for _, rev in sorted(self._revised.items())])
 
     def sourced(self, event: Event) -> Event:
         """See ``event`` and return it as the runner passes it on: a ``Final`` with the
@@ -113,6 +113,30 @@ class SourceBook:
         for e in events:
             book.see(e)
         return book
+
+
+def unchecked_lines(revisions: Iterable[StepRevised], undone: Iterable[int] = (),
+                    taken: Iterable[int] = ()) -> tuple[str, ...]:
+    """One line per step whose text was never checked against retrieved text, from each step's
+    last revision in order (``undone``: steps whose revision the author took back; ``taken``:
+    steps whose refused revision the author used). A step that left the whole text exactly as it
+    stood adds no line (its text keeps the checks it had), and a checked step that was given the
+    whole text and rewrote it clears the lines before it (except the author's undos)."""
+    undone, taken = set(undone), set(taken)
+    lines: dict[int, str] = {}
+    article = ""  # the whole text after the previous step
+    for rev in revisions:
+        whole = bool(article) and rev.before == article  # it was given the whole text as it stood
+        if rev.i in undone:
+            lines[rev.i] = "its revision was undone by the author"
+        elif rev.checked or rev.i in taken:
+            if whole and rev.after == rev.article:  # it rewrote all of it against retrieved text
+                lines = {i: why for i, why in lines.items() if i in undone}
+            lines.pop(rev.i, None)
+        elif not (whole and rev.article == article):
+            lines[rev.i] = unchecked_reason(rev)
+        article = rev.article
+    return tuple(f"step {i}: {why}" for i, why in sorted(lines.items()))
 
 
 def unchecked_reason(rev: StepRevised) -> str:

@@ -60,7 +60,7 @@ from core.docx_export import to_docx
 from core.guards import strip_chatter
 from core.prompts import join_steps, normalise_answer
 from core.report import citation_line, to_markdown, unsourced_cause
-from core.sources import SourceBook, unchecked_reason
+from core.sources import SourceBook, unchecked_lines
 from ui.diff import changed, diff_html
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -664,13 +664,7 @@ def cited_html(cited: Cited, *, head: bool = True) -> str:
 def unchecked_steps(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> tuple[str, ...]:
     """One line per step of the article (as undone and taken) never checked against a source."""
     undone, taken = chosen_edits(view, undone, taken)
-    lines = []
-    for i, rev in view.revisions.items():
-        if i in undone:
-            lines.append(f"step {i}: its revision was undone by the author")
-        elif i not in taken and not rev.checked:
-            lines.append(f"step {i}: {unchecked_reason(rev)}")
-    return tuple(lines)
+    return unchecked_lines(view.revisions.values(), undone, taken)
 
 
 def _export(view: RunView, text: str, undone: Iterable[int], taken: Iterable[int], threshold: float) -> dict:
