@@ -132,6 +132,7 @@ class LLMCalled(Event):
     completion_tokens: int = 0
     seconds: float = 0.0
     estimated: bool = False  # True when the server sent no usage and we counted ourselves
+    cut_ending: str = ""  # an answer the token limit cut short: its last words (core.sources.cut_ending)
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,8 @@ class Final(Event):
     one line per step whose text was never checked against retrieved text, e.g. "step 2: no
     page could be read; kept as drafted". ``cited``: the text with its [n] marks
     (``core.citations``), ``sentences`` of it, ``supported`` by a source, and ``marks_removed``:
-    marks the model wrote that named no passage of their step."""
+    marks the model wrote that named no passage of their step. ``cut``: the text ends as an answer
+    the token limit cut short ended, so its end is missing."""
 
     text: str
     sources: tuple[Source, ...] = ()
@@ -169,6 +171,7 @@ class Final(Event):
     sentences: int = 0
     supported: int = 0
     marks_removed: int = 0
+    cut: bool = False  # the text ends where a model's answer was cut at the token limit: its end is missing
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The article as a Word document (python-docx): the same content as ``core.report.to_markdown``
-(title, unsourced warning, the text with its [n] marks, the numbered sources, the snippet-only
-sources apart, the steps never checked), for authors who finish their articles in a word
-processor. Titles and the task are written as plain text runs: nothing in them is interpreted.
+(title, unsourced warning, the text with its [n] marks, a line when its end was cut, the
+numbered sources, the snippet-only sources apart, the steps never checked), for authors who
+finish their articles in a word processor. Titles and the task are written as plain text runs:
+nothing in them is interpreted.
 
 The article's own Markdown is mapped to Word's structure where it is plain to see: "#" headings
 become headings, "- " and "1. " items list paragraphs, **bold** and *italic* runs; anything else
@@ -15,7 +16,7 @@ import re
 
 from common.types import Source
 from core.citations import cited_numbers
-from core.report import used_in
+from core.report import CUT_TEXT, used_in
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
@@ -25,7 +26,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # not allowed in XML
 
 
 def to_docx(task: str, text: str, sources: tuple[Source, ...] | list[Source], *, title: str | None = None,
-            unchecked: tuple[str, ...] | list[str] = (), unsourced: str = "", cited: str = "") -> bytes:
+            unchecked: tuple[str, ...] | list[str] = (), unsourced: str = "", cited: str = "",
+            cut: bool = False) -> bytes:
     """The article as the bytes of a .docx file; the arguments are those of ``to_markdown``."""
     from docx import Document  # python-docx: imported when a document is made
 
@@ -37,6 +39,10 @@ def to_docx(task: str, text: str, sources: tuple[Source, ...] | list[Source], *,
         warning.add_run("Unsourced: ").bold = True
         warning.add_run(_clean(f"no part of this text was checked against retrieved text ({unsourced})."))
     _write_body(doc, (cited or text).strip())
+    if cut:
+        note = doc.add_paragraph()
+        note.add_run("Cut short: ").bold = True
+        note.add_run(f"{CUT_TEXT}.")
     read = [s for s in sources if s.read]
     snippets = [s for s in sources if not s.read]
     marked = cited_numbers(cited) if cited else None

@@ -65,10 +65,15 @@ def progress_line(event: Event) -> str | None:
             unread = sum(not s.read for s in sources)
             line += f" ({unread} of them search snippets only)" if unread else ""
             line += f", {citation_line(event)}" if event.sentences else ""
-            return line + (f", {len(unchecked)} steps not checked against a source" if unchecked else "")
+            line += f", {len(unchecked)} steps not checked against a source" if unchecked else ""
+            return line + (f"; {CUT_TEXT}" if event.cut else "")
         case Failed(error=error, resumable=resumable):
             return f"failed: {error}" + (" (resumable)" if resumable else "")
     return None
+
+
+CUT_TEXT = ("the text ends where the model's answer was cut at the token limit, so its end is missing "
+            "(raise --max-tokens)")
 
 
 def citation_line(final: Final) -> str:
@@ -77,17 +82,21 @@ def citation_line(final: Final) -> str:
 
 
 def to_markdown(task: str, text: str, sources: tuple[Source, ...] | list[Source], *, title: str | None = None,
-                unchecked: tuple[str, ...] | list[str] = (), unsourced: str = "", cited: str = "") -> str:
+                unchecked: tuple[str, ...] | list[str] = (), unsourced: str = "", cited: str = "",
+                cut: bool = False) -> str:
     """The article with a numbered source list that says which steps used each source, and
     the steps that were never checked against a source (``unchecked``, one line each). With
     ``cited`` (the text with its [n] marks, ``core.citations``), that is the text written. A
     source whose page was never read (only its search snippet was used) is listed apart, with
     why. With ``unsourced`` (the cause), a warning above the text says no part of it was
-    checked. Titles and the task are written as text: Markdown and HTML in them are escaped."""
+    checked. With ``cut``, a line under the text says its end is missing (cut at the token limit).
+    Titles and the task are written as text: Markdown and HTML in them are escaped."""
     parts = [f"# {escape_text(title or _short(task, 120))}", ""]
     if unsourced:
         parts += [f"> **Unsourced**: no part of this text was checked against retrieved text ({unsourced}).", ""]
     parts += [(cited or text).strip(), ""]
+    if cut:
+        parts += [f"> **Cut short**: {CUT_TEXT}.", ""]
     read = [s for s in sources if s.read]
     snippets = [s for s in sources if not s.read]
     marked = cited_numbers(cited) if cited else None

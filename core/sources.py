@@ -16,7 +16,9 @@ One numbering per article: a source gets its number when a step first uses it, a
 :meth:`SourceBook.numbers` gives the numbers so far to the methods (``MethodContext.numbers``),
 which label a prompt's passages with them (``core.passages.format_passages``): a new source is
 labelled with the number it will get, so a label the model copies is the source's own number.
-``Final.cited`` marks each sentence with its sources (``core.citations``).
+``Final.cited`` marks each sentence with its sources (``core.citations``). ``Final.cut`` says the
+text ends where an answer the token limit cut short ended (``LLMCalled.cut_ending``): whatever
+the method did with that answer, the text's end is missing.
 
 A source whose page was never read (only its search snippet was used) is flagged ``read=False``
 with the reason the page could not be read.
@@ -27,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from common.events import DraftReady, Event, Final, PageRead, PassagesChosen, SourcesUsed, StepRevised
+from common.events import DraftReady, Event, Final, LLMCalled, PageRead, PassagesChosen, SourcesUsed, StepRevised
 from common.types import Source
 from core.citations import CITE_THRESHOLD, cite, evidence
 
@@ -44,9 +46,13 @@ class SourceBook:
         self._read: set[str] = set()  # URLs of which a passage of the page itself was chosen
         self._failed: dict[str, str] = {}  # URL -> why its page could not be read
         self._events: list[Event] = []  # what citations are computed from (since the last draft)
+        self._cut_endings: set[str] = set()  # the endings of answers the token limit cut short
 
     def see(self, event: Event) -> None:
-        if isinstance(event, PageRead):
+        if isinstance(event, LLMCalled):
+            if event.cut_ending:
+                self._cut_endings.add(event.cut_ending)
+        elif isinstance(event, PageRead):
             if event.title:
                 self._titles.setdefault(event.url, event.title)
             if event.status != "ok":
@@ -94,6 +100,11 @@ class SourceBook:
         steps = evidence(self._events, undone=undone, taken=taken)
         return cite(text, steps, self.numbers(), threshold=self.threshold)
 
+    def ends_cut(self, text: str) -> bool:
+        """Whether ``text`` ends as an answer the token limit cut short ended (its end is missing)."""
+        end = _collapsed(text)
+        return any(end.endswith(ending) for ending in self._cut_endings)
+
     def unchecked(self) -> tuple[str, ...]:
         return unchecked_lines([rev for _, rev in sorted(self._revised.items())])
 
@@ -104,7 +115,8 @@ class SourceBook:
         if isinstance(event, Final):
             cited = self.cited(event.text)
             return replace(event, sources=self.sources(), unchecked=self.unchecked(), cited=cited.text,
-                           sentences=cited.sentences, supported=cited.supported, marks_removed=cited.removed)
+                           sentences=cited.sentences, supported=cited.supported, marks_removed=cited.removed,
+                           cut=self.ends_cut(event.text))
         return event
 
     @classmethod
@@ -113,6 +125,19 @@ class SourceBook:
         for e in events:
             book.see(e)
         return book
+
+
+CUT_ENDING_CHARS = 40  # of an answer cut at the token limit, what a text that ends with it must end with
+
+
+def cut_ending(answer: str) -> str:
+    """The last words of an answer the token limit cut short (whitespace collapsed), which
+    ``SourceBook.ends_cut`` finds at the end of a text that kept that answer's end."""
+    return _collapsed(answer)[-CUT_ENDING_CHARS:]
+
+
+def _collapsed(text: str) -> str:
+    return " ".join(text.split())
 
 
 def unchecked_lines(revisions: Iterable[StepRevised], undone: Iterable[int] = (),

@@ -345,6 +345,9 @@ def progress_text(view: RunView, status: str = "") -> str:
             done += f" {citation_line(view.final)}."
         if view.final.unchecked:
             done += f" Not checked against a source: {'; '.join(view.final.unchecked)}."
+        if view.final.cut:
+            done += " The text ends where the model's answer was cut at the token limit, so its end is missing " \
+                    "(start the app with a higher --max-tokens)."
         return done
     if status == "draft":
         return f"Draft ready: {n} steps. Edit them below if you like, then press Continue."
@@ -670,7 +673,7 @@ def unchecked_steps(view: RunView, undone: Iterable[int] = (), taken: Iterable[i
 def _export(view: RunView, text: str, undone: Iterable[int], taken: Iterable[int], threshold: float) -> dict:
     """What ``to_markdown`` and ``to_docx`` are given for the article as edited."""
     return dict(task=view.task, text=text, sources=kept_sources(view, undone, taken),
-                unchecked=unchecked_steps(view, undone, taken),
+                unchecked=unchecked_steps(view, undone, taken), cut=SourceBook.from_events(view.events).ends_cut(text),
                 cited=cited_view(view, text, undone, taken, threshold=threshold).text)
 
 

@@ -41,6 +41,7 @@ from core.methods.base import MethodContext, Param, declared_param
 from core.passages import count_tokens, format_passages
 from core.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
 from core.returning import Return, Returning, returning  # noqa: F401  (the helpers' idiom, above)
+from core.sources import cut_ending
 
 #: Longest query sent to a search engine. Methods whose query is a whole text (CoT+RAG's draft,
 #: ITRG's question + last output) are cut at a word boundary, and the cut is shown in a Note:
@@ -87,10 +88,10 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i
             yield Note(i=i, level="warning", text=f"The {role} call failed: {item.reason} "
                                                   f"Retrying in {item.wait:.0f} s ({item.attempt} of {item.of}).")
         elif isinstance(item, Completion):
+            cut = item.finish_reason == "length"
             yield LLMCalled(role=role, model=item.model, i=i, prompt_tokens=item.prompt_tokens,
                             completion_tokens=item.completion_tokens, seconds=round(item.seconds, 4),
-                            estimated=item.estimated)
-            cut = item.finish_reason == "length"
+                            estimated=item.estimated, cut_ending=cut_ending(item.text) if cut else "")
             if cut and note_cut:
                 yield Note(i=i, level="warning",
                            text=f"The {role} answer reached the token limit ({item.completion_tokens:,} tokens) and "

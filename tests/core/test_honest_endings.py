@@ -113,6 +113,38 @@ async def test_a_run_whose_answer_holds_no_text_fails_instead_of_being_done(serv
     assert isinstance(events[-1], Failed) and "ended with no text" in events[-1].error and "--model" in events[-1].error
 
 
+async def test_a_text_that_ends_where_the_token_limit_cut_the_answer_says_so(services, llm):
+    """From a real itrg-refine run: its first round's answer, cut at the token limit, was the
+    article ("... **3) 20"), and the run, its Markdown and the CLI said nothing of it."""
+    from core.report import progress_line
+    from tests.fakes.llm_server import FakeReply
+    from ui.render import export_markdown, fold, progress_text
+
+    cut_answer = "Python 3.0 came out in 2008.\n\n**3) 20"
+    llm.queue(FakeReply(cut_answer, finish_reason="length"), "Python 3.0 came out in 2008.")
+    cut_run, whole_run = [await collect(services.runner.start("direct", TASK)) for _ in range(2)]
+    final = cut_run[-1]
+    assert isinstance(final, Final) and final.cut and final.text.endswith("**3) 20")
+    assert not whole_run[-1].cut, "an answer that ended on its own is not cut"
+    stored = [e for e in services.store.events(cut_run[0].run_id) if isinstance(e, Final)]
+    assert stored[-1].cut, "kept with the run: History, replay and exports read it"
+    assert "cut at the token limit" in progress_line(final) and "--max-tokens" in progress_line(final)
+    md = to_markdown(TASK.prompt, final.text, final.sources, cut=final.cut)
+    assert "**3) 20\n\n> **Cut short**: the text ends where the model's answer was cut" in md
+    import io
+
+    from docx import Document
+
+    from core.docx_export import to_docx
+    paragraphs = [p.text for p in Document(io.BytesIO(to_docx(TASK.prompt, final.text, (), cut=True))).paragraphs]
+    assert any(p.startswith("Cut short: the text ends where") for p in paragraphs)
+    view = fold(services.store.events(cut_run[0].run_id))
+    assert "cut at the token limit" in progress_text(view, "done")
+    assert "Cut short" in export_markdown(view, final.text)
+    assert "Cut short" not in export_markdown(view, final.text.replace("**3) 20", "**3) 2010s: Python 3 won.**")), \
+        "an author who wrote the end is not told it is missing"
+
+
 async def test_an_edited_draft_drops_the_sources_of_the_old_revisions(services, llm):
     llm.reply(RatAuthor(draft_steps(2)))
     first = await collect(services.runner.start("rat-step", TASK))

@@ -145,7 +145,7 @@ async def _follow(events, args, app, seen: dict | None = None) -> int:
     run = app.store.get_run(run_id)
     cause = unsourced_cause(app.store.events(run_id)) if run.status == RunStatus.UNSOURCED else ""
     write_article(args.out, run.task, final.text, final.sources, unchecked=final.unchecked, unsourced=cause,
-                  cited=final.cited)
+                  cited=final.cited, cut=final.cut)
     if cause:
         print(f"warning: unsourced: nothing in this text was checked against a source: {cause}.", file=sys.stderr)
         return EXIT_UNSOURCED
@@ -242,8 +242,8 @@ def cmd_show(args, app) -> int:
     sources = [Source(s["n"], s["url"], s["title"], tuple(s["steps"]), s.get("read", True), s.get("why", ""))
                for s in run.sources]
     final = next((e for e in reversed(events) if isinstance(e, Final)), None)
-    unchecked, cited = (final.unchecked, final.cited) if final else ((), "")
+    unchecked, cited, cut = (final.unchecked, final.cited, final.cut) if final else ((), "", False)
     cause = unsourced_cause(events) if run.status == RunStatus.UNSOURCED else ""
     write_article(getattr(args, "out", None), run.task, run.final_text, sources, unchecked=unchecked,
-                  unsourced=cause, cited=cited)
+                  unsourced=cause, cited=cited, cut=cut)
     return 0
