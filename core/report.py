@@ -65,7 +65,8 @@ def progress_line(event: Event) -> str | None:
             unread = sum(not s.read for s in sources)
             line += f" ({unread} of them search snippets only)" if unread else ""
             line += f", {citation_line(event)}" if event.sentences else ""
-            line += f", {len(unchecked)} steps not checked against a source" if unchecked else ""
+            line += f", {len(unchecked)} step{'s' if len(unchecked) != 1 else ''} not checked against a source" \
+                if unchecked else ""
             return line + (f"; {CUT_TEXT}" if event.cut else "")
         case Failed(error=error, resumable=resumable):
             return f"failed: {error}" + (" (resumable)" if resumable else "")

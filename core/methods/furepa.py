@@ -254,9 +254,10 @@ async def _sample_plans(ctx: MethodContext, config: _Config, state: _State, i: i
         cut += reply.result.cut
         plans.append(parse_plan(reply.result, first=not state.evidence))
     if cut:  # one Note for the round, not one per plan
-        yield Note(i=i, level="warning", text=f"{cut} of {config.n} plans reached the token limit and were cut "
-                                              "short (a cut plan may have lost its [Search] or [Answer]): raise "
-                                              "--max-tokens, or use a model that answers more briefly.")
+        were = "was" if cut == 1 else "were"
+        yield Note(i=i, level="warning", text=f"{cut} of {config.n} plans {were} cut short at the token limit (a "
+                                              "cut plan may have lost its [Search] or [Answer]): raise --max-tokens, "
+                                              "or use a model that answers more briefly.")
     yield Return(plans)
 
 

@@ -118,7 +118,8 @@ async def test_plans_without_a_query_and_a_forced_reply_without_answer_say_so(we
     events = await run(author, web, **{"furepa.iterations": 2})
     notes = [n for n in of(events, Note) if n.i == 2]
     cut = [n for n in notes if "token limit" in n.text]
-    assert len(cut) == 1 and cut[0].text.startswith("3 of 5 plans reached the token limit"), "one Note a round"
+    assert len(cut) == 1, "one Note a round"
+    assert cut[0].text.startswith("3 of 5 plans were cut short at the token limit")
     assert not any("repeats one already run" in n.text for n in notes)
     (none,) = [n for n in notes if n.text.startswith("No plan gave a query")]
     assert none.level == "warning" and "5 had neither [Search] nor [Answer]" in none.text

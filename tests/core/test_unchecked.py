@@ -72,3 +72,10 @@ def test_the_export_of_the_ui_lists_the_same_steps():
               StepRevised(i=3, before=text, after=text + " [1]", article=text + " [1]", sources=(URL,)),
               StepRevised(i=4, before=text + " [1]", after="", article=text + " [1] More.", skipped="cut")]
     assert unchecked_steps(fold(events)) == unchecked(*events) == ("step 4: cut",)
+
+
+def test_the_run_line_counts_steps_in_words():
+    from core.report import progress_line
+
+    assert progress_line(Final(text="x", unchecked=("step 2: y",))).endswith(", 1 step not checked against a source")
+    assert ", 2 steps not checked" in progress_line(Final(text="x", unchecked=("step 1: y", "step 2: y")))
