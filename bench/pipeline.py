@@ -20,6 +20,8 @@ latency (each fixture page 0.05-0.6 s, seeded), for drafts of 5, 10 and 20 steps
   crawl/sl    crawl over the slowest pages' injected delays (target: <= 1.10)
   crawl/rd    crawl over the slowest pages' own read times (fetch + extraction, as PageRead.seconds
               says): what is left is the cost of running pages side by side and of storing events
+  worst sl/rd the largest crawl/sl and crawl/rd of a single step that fetched pages (the per-step target)
+  cached      mean ms of crawl of a step whose pages were all cached (in crawl, but not in slowest)
   1st call    ms from Runner.start to the first model request reaching the server (target: < 100)
 
     python -m bench.pipeline [--steps 5,10,20] [--methods rat,rat-step] [--latency 0.2] [--tps 100]
@@ -100,18 +102,26 @@ async def one_run(services: app_module.App, method: str, delays: dict[str, float
             last_page_at[e.i] = t
             per_step.setdefault(e.i, []).append(0.0 if e.cached else delays.get(e.url.rsplit("/", 1)[-1], 0.0))
             read_time.setdefault(e.i, []).append(e.seconds)
+    worst, worst_read, cached_only = 0.0, 0.0, []  # the fetching step furthest over its slowest page; cached steps
     for i, ds in per_step.items():
         bound += max(ds)
         slowest_sum += max(ds)
         pages_sum += sum(ds)
         read_sum += max(read_time[i])
         crawl.append(last_page_at[i] - search_at[i])
+        if max(ds) > 0:
+            worst = max(worst, crawl[-1] / max(ds))
+            worst_read = max(worst_read, crawl[-1] / max(read_time[i]))
+        else:
+            cached_only.append(crawl[-1])
     by_role: dict[str, int] = {}
     for c in calls:
         by_role[c.role] = by_role.get(c.role, 0) + c.completion_tokens
     return {
         "method": method, "steps": sum(isinstance(e, StepRevised) for e in events), "wall": wall, "bound": bound,
-        "crawl": sum(crawl), "slowest": slowest_sum, "read": read_sum, "pages_sum": pages_sum, "by_role": by_role,
+        "crawl": sum(crawl), "slowest": slowest_sum, "worst": worst, "worst_read": worst_read,
+        "cached_ms": 1000 * sum(cached_only) / len(cached_only) if cached_only else float("nan"),
+        "read": read_sum, "pages_sum": pages_sum, "by_role": by_role,
         "out": sum(by_role.values()), "article": count_tokens(final.text), "run_id": events[0].run_id
         if isinstance(events[0], RunStarted) else "",
         "prompt": sum(c.prompt_tokens for c in calls),
@@ -140,7 +150,7 @@ def main() -> None:
         header = (f"{'method':<9}{'steps':>6}{'wall s':>9}{'bound s':>9}{'ratio':>7}"
                   f"{'crawl s':>9}{'slowest':>9}{'sum pg':>8}{'out tok':>9}{'article':>9}{'out/art':>8}"
                   f"{'draft':>7}{'query':>7}{'revise':>7}{'prompt/st':>10}{'ev B/st':>9}{'crawl/sl':>9}"
-                  f"{'crawl/rd':>9}{'1st call':>9}")
+                  f"{'crawl/rd':>9}{'worst sl':>9}{'worst rd':>9}{'cached':>7}{'1st call':>9}")
         print(header)
         print("-" * len(header))
         def services(name: str, n: int) -> app_module.App:
@@ -165,12 +175,15 @@ def main() -> None:
                       + f"{r['prompt'] / r['steps']:>10.0f}{r['event_bytes'] / r['steps']:>9.0f}"
                       f"{r['crawl'] / r['slowest'] if r['slowest'] else float('nan'):>9.2f}"
                       f"{r['crawl'] / r['read'] if r['read'] else float('nan'):>9.2f}"
+                      f"{r['worst']:>9.2f}{r['worst_read']:>9.2f}{r['cached_ms']:>7.1f}"
                       f"{r['first_call'] * 1000:>9.0f}")
         print("\ndraft/query/revise: each role's output tokens per article token (they add up to out/art).")
         print("crawl: summed over steps, search answered -> last page read; slowest/sum pg: the injected page "
               "delays of each step's slowest page and of all its pages, summed over steps.")
         print("crawl/sl: crawl over the slowest page's injected delay; crawl/rd: over the slowest page's own read time "
               "(its fetch and its extraction, PageRead.seconds), which no crawl can beat.")
+        print("worst sl/rd: the largest crawl/sl and crawl/rd of one step that fetched a page; cached: mean ms of "
+              "crawl of the steps whose pages were all in the cache (they count in crawl, not in slowest).")
 
 
 if __name__ == "__main__":
