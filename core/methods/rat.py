@@ -28,12 +28,14 @@ from common.types import Task
 from core import prompts
 from core.methods.base import MethodContext, Param, register
 from core.methods.helpers import (
+    Return,
     context_tokens,
     fit_passages,
     generate,
     numbers,
     param,
     query_note,
+    returning,
     revised,
     write_draft,
 )
@@ -86,16 +88,11 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     # rat, the bounded context of step_context for rat-step.
     before = step_context(state.revised, param(ctx, "rat.step_context_tokens")) if step_scope else state.article
     so_far = prompts.join_steps([before, step]) if before else step
-    q = generate(ctx, prompts.QUERY.format(question=task.prompt, answer=so_far), role="query", i=i,
-                 max_tokens=QUERY_MAX_TOKENS, note_cut=False)  # only its first query line is used
+    q = make_query(ctx, task, i, step, so_far)
     async for ev in q:
         yield ev
-    query, problem = prompts.choose_query(q.result, step, question=task.prompt, content=so_far)
-    if problem:
-        yield query_note(i, q.result, problem)
-    yield QueryMade(i=i, query=query)
 
-    found = retrieve(ctx, i, query, k=min(ctx.settings.k, MAX_RETRIEVALS_PER_STEP))
+    found = retrieve(ctx, i, q.result, k=min(ctx.settings.k, MAX_RETRIEVALS_PER_STEP))
     async for ev in found:
         yield ev
     passages = found.result
@@ -134,6 +131,23 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     for ev in events:
         yield ev
     state.moved_on(events[-1])
+
+
+@returning
+async def make_query(ctx: MethodContext, task: Task, i: int, step: str,
+                     so_far: str) -> AsyncIterator[Event | Return[str]]:
+    """B.2 for step i from ``so_far`` (the text the query is made from, ending with the step):
+    the model's first query line, or the step's own words when that is no query (a Note says
+    why); then QueryMade. Returns the query."""
+    q = generate(ctx, prompts.QUERY.format(question=task.prompt, answer=so_far), role="query", i=i,
+                 max_tokens=QUERY_MAX_TOKENS, note_cut=False)  # only its first query line is used
+    async for ev in q:
+        yield ev
+    query, problem = prompts.choose_query(q.result, step, question=task.prompt, content=so_far)
+    if problem:
+        yield query_note(i, q.result, problem)
+    yield QueryMade(i=i, query=query)
+    yield Return(query)
 
 
 def step_context(revised: list[str], budget: int) -> str:

@@ -32,14 +32,13 @@ from core.methods.helpers import (
     fit_passages,
     generate,
     numbers,
-    query_note,
     question_for,
     returning,
     revised,
     web_query,
     write_draft,
 )
-from core.methods.rat import MAX_RETRIEVALS_PER_STEP
+from core.methods.rat import MAX_RETRIEVALS_PER_STEP, make_query
 from core.passages import format_passages
 from core.retrieval import retrieve
 
@@ -82,16 +81,10 @@ async def _queries_from_the_draft(task: Task, ctx: MethodContext,
     queries: list[str] = []
     for i, step in enumerate(draft, start=1):
         yield StepStarted(i=i, thought=step, n=len(draft))
-        q = generate(ctx, prompts.QUERY.format(question=task.prompt, answer=prompts.join_steps(draft[:i])),
-                     role="query", i=i)
+        q = make_query(ctx, task, i, step, prompts.join_steps(draft[:i]))
         async for ev in q:
             yield ev
-        query, problem = prompts.choose_query(q.result, step, question=task.prompt,
-                                              content=prompts.join_steps(draft[:i]))
-        if problem:
-            yield query_note(i, q.result, problem)
-        queries.append(query)
-        yield QueryMade(i=i, query=query)
+        queries.append(q.result)
     yield Return(queries)
 
 

@@ -21,8 +21,8 @@ def author():
     return MethodAuthor(draft_steps(3))
 
 
-def run(method, author, web):
-    return run_method(method, TASK, method_context(FakeModel(author), web))
+def run(method, author, web, model=None):
+    return run_method(method, TASK, method_context(model or FakeModel(author), web))
 
 
 async def test_noncausal_makes_all_queries_before_any_revision(author, web):
@@ -43,6 +43,17 @@ async def test_noncausal_makes_all_queries_before_any_revision(author, web):
     final = events[-1]
     assert isinstance(final, Final) and final.text == "\n\n".join(s + " [revised]" for s in steps)
     assert {n for s in final.sources for n in s.steps} == {1, 2, 3}
+
+
+async def test_every_rat_method_asks_for_its_query_the_same_way(author, web):
+    """From a real rat-noncausal run: its query calls had no cap of their own, ran to the token
+    limit (298 tokens) and warned about it, where rat caps them (only the first line is used)."""
+    from core.methods.rat import QUERY_MAX_TOKENS
+
+    for method in ("rat", "rat-noncausal"):  # rat-step shares rat's code
+        model = FakeModel(MethodAuthor(draft_steps(3)))
+        await run(method, None, web, model)
+        assert [c.max_tokens for c in model.calls if c.role == "query"] == [QUERY_MAX_TOKENS] * 3, method
 
 
 async def test_cot_rag_retrieves_once_with_the_whole_draft(author, web):
