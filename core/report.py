@@ -73,8 +73,8 @@ def progress_line(event: Event) -> str | None:
     return None
 
 
-CUT_TEXT = ("the text ends where the model's answer was cut at the token limit, so its end is missing "
-            "(raise --max-tokens)")
+CUT = "the text ends where the model's answer was cut at the token limit, so its end is missing"
+CUT_TEXT = f"{CUT} (raise --max-tokens)"  # the CLI's and the exports' words; the Writer names where to raise it
 
 
 def citation_line(final: Final) -> str:

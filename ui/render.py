@@ -59,7 +59,7 @@ from core.citations import CITE_THRESHOLD, Cited, Mark
 from core.docx_export import to_docx
 from core.guards import strip_chatter
 from core.prompts import join_steps, normalise_answer
-from core.report import citation_line, to_markdown, unsourced_cause
+from core.report import CUT, citation_line, to_markdown, unsourced_cause
 from core.sources import SourceBook, unchecked_lines
 from ui.diff import changed, diff_html
 
@@ -346,8 +346,7 @@ def progress_text(view: RunView, status: str = "") -> str:
         if view.final.unchecked:
             done += f" Not checked against a source: {'; '.join(view.final.unchecked)}."
         if view.final.cut:
-            done += " The text ends where the model's answer was cut at the token limit, so its end is missing " \
-                    "(start the app with a higher --max-tokens)."
+            done += f" {CUT[0].upper()}{CUT[1:]} (start the app with a higher --max-tokens)."
         return done
     if status == "draft":
         return f"Draft ready: {n} steps. Edit them below if you like, then press Continue."
