@@ -587,9 +587,12 @@ def kept_sources(view: RunView, undone: Iterable[int] = (), taken: Iterable[int]
     """The sources of the steps whose revisions are kept (and, for a refused revision taken
     by hand, the passages it was written from), numbered in order of first use."""
     undone, taken = chosen_edits(view, undone, taken)
-    if not undone and not taken and view.final is not None:
-        return view.final.sources
-    return _kept_book(view, undone, taken).sources()
+    return view.final.sources if _as_run(view, undone, taken) else _kept_book(view, undone, taken).sources()
+
+
+def _as_run(view: RunView, undone: set[int], taken: set[int]) -> bool:
+    """The article is the run's own (nothing undone or taken): its Final's sources stand."""
+    return not undone and not taken and view.final is not None
 
 
 def _kept_book(view: RunView, undone: set[int], taken: set[int],
@@ -670,10 +673,14 @@ def unchecked_steps(view: RunView, undone: Iterable[int] = (), taken: Iterable[i
 
 
 def _export(view: RunView, text: str, undone: Iterable[int], taken: Iterable[int], threshold: float) -> dict:
-    """What ``to_markdown`` and ``to_docx`` are given for the article as edited."""
-    return dict(task=view.task, text=text, sources=kept_sources(view, undone, taken),
-                unchecked=unchecked_steps(view, undone, taken), cut=SourceBook.from_events(view.events).ends_cut(text),
-                cited=cited_view(view, text, undone, taken, threshold=threshold).text)
+    """What ``to_markdown`` and ``to_docx`` are given for the article as edited: what
+    ``kept_sources``, ``unchecked_steps`` and ``cited_view`` give, from one source book."""
+    undone, taken = chosen_edits(view, undone, taken)
+    book = _kept_book(view, undone, taken, threshold)
+    return dict(task=view.task, text=text,
+                sources=view.final.sources if _as_run(view, undone, taken) else book.sources(),
+                unchecked=unchecked_lines(view.revisions.values(), undone, taken), cut=book.ends_cut(text),
+                cited=book.cited(text, undone=undone, taken=taken).text)
 
 
 def export_markdown(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
