@@ -583,16 +583,15 @@ def article_text(view: RunView, undone: Iterable[int] = (), taken: Iterable[int]
     return join_steps([before, *view.steps[first - 1:]])
 
 
-def kept_sources(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> tuple[Source, ...]:
+def kept_sources(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+                 book: SourceBook | None = None) -> tuple[Source, ...]:
     """The sources of the steps whose revisions are kept (and, for a refused revision taken
-    by hand, the passages it was written from), numbered in order of first use."""
+    by hand, the passages it was written from), numbered in order of first use. ``book``: the
+    ``_kept_book`` of these edits, when the caller has it already."""
     undone, taken = chosen_edits(view, undone, taken)
-    return view.final.sources if _as_run(view, undone, taken) else _kept_book(view, undone, taken).sources()
-
-
-def _as_run(view: RunView, undone: set[int], taken: set[int]) -> bool:
-    """The article is the run's own (nothing undone or taken): its Final's sources stand."""
-    return not undone and not taken and view.final is not None
+    if not undone and not taken and view.final is not None:
+        return view.final.sources
+    return (book or _kept_book(view, undone, taken)).sources()
 
 
 def _kept_book(view: RunView, undone: set[int], taken: set[int],
@@ -673,14 +672,13 @@ def unchecked_steps(view: RunView, undone: Iterable[int] = (), taken: Iterable[i
 
 
 def _export(view: RunView, text: str, undone: Iterable[int], taken: Iterable[int], threshold: float) -> dict:
-    """What ``to_markdown`` and ``to_docx`` are given for the article as edited: what
-    ``kept_sources``, ``unchecked_steps`` and ``cited_view`` give, from one source book."""
-    undone, taken = chosen_edits(view, undone, taken)
-    book = _kept_book(view, undone, taken, threshold)
-    return dict(task=view.task, text=text,
-                sources=view.final.sources if _as_run(view, undone, taken) else book.sources(),
-                unchecked=unchecked_lines(view.revisions.values(), undone, taken), cut=book.ends_cut(text),
-                cited=book.cited(text, undone=undone, taken=taken).text)
+    """What ``to_markdown`` and ``to_docx`` are given for the article as edited, from one source
+    book (``cited_view``'s, which ``kept_sources`` and the cut check share)."""
+    chosen = chosen_edits(view, undone, taken)
+    book = _kept_book(view, *chosen, threshold)
+    return dict(task=view.task, text=text, sources=kept_sources(view, undone, taken, book=book),
+                unchecked=unchecked_steps(view, undone, taken), cut=book.ends_cut(text),
+                cited=book.cited(text, undone=chosen[0], taken=chosen[1]).text)
 
 
 def export_markdown(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
