@@ -19,7 +19,7 @@ fetch different numbers of pages. Prints, per concurrency:
   cpu %       this process's CPU time (time.process_time) over wall time, over os.cpu_count()
               cores: 100 % would be every core busy with this process (the fake LLM's and fake
               web's server threads run in it too, so they are counted)
-  wrk cpu %   the same for the extraction worker processes (core.extract's pool; CPU time read
+  wrk cpu %   the same for the extraction worker processes (core.retrieval.extract's pool; CPU time read
               from /proc, so Linux only, else nan), which parse the pages outside this process
   llm max     LLM requests in flight at most, from the runs' LLMCalled events (each call spans
               its end minus its seconds)
@@ -32,7 +32,7 @@ fetch different numbers of pages. Prints, per concurrency:
     python -m bench.batch [--tasks 8] [--concurrency 1,4] [--steps 4] [--method rat-step]
                           [--latency 0.2] [--tps 100]
 
-Before measuring, the extraction pool is started and waited for (``core.extract.warm_up``) and
+Before measuring, the extraction pool is started and waited for (``core.retrieval.extract.warm_up``) and
 one short batch warms the process up (imports of the openai SDK and trafilatura, the first
 extraction), as in the app, where they happen once at start.
 
@@ -177,7 +177,7 @@ def main() -> None:
     cores = os.cpu_count() or 1
     began = time.perf_counter()
 
-    from core.extract import warm_up
+    from core.retrieval.extract import warm_up
 
     wait(warm_up())  # the extraction workers, started and ready
     rng = random.Random(7)

@@ -8,14 +8,14 @@ against the fake OpenAI-compatible server and the local web with its SearXNG-sty
 (tests/fakes), with a real SQLite store, and prints per method, summed over its tasks:
 
   runs        runs that ended with a Final (failed runs are listed under the table)
-  sent        sentences of the final texts (pieces that need a source: ``core.citations``)
+  sent        sentences of the final texts (pieces that need a source: ``core.article.citations``)
   supp        supported share: sentences with at least one mark / sentences
   marks       [n] marks in the final texts (attribution's and the model's)
   model       marks the model wrote that were kept (they name a passage of their step)
   removed     marks the model wrote that were removed (they name no passage of their step)
   prec        citation precision: the share of marks whose passage shares at least
               PRECISION_WORDS (3) content words with its sentence AND at least PRECISION_SHARE
-              (30%) of the sentence's content words (``core.passages.tokenize``: lowercase
+              (30%) of the sentence's content words (``core.text.tokens.tokenize``: lowercase
               letters and digits, stopwords out). Independent of the attribution threshold
               (``--cite-threshold``, 0.6 of the sentence's words and at least 3 of them): a mark the
               model wrote is kept for naming a passage of its step, whatever the overlap, so
@@ -57,10 +57,10 @@ import app as app_module
 from common.events import Failed, Final
 from common.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
 from common.types import Task
-from core.citations import Cited
+from core.article.citations import Cited
+from core.article.sources import SourceBook
 from core.methods import METHODS
-from core.passages import tokenize
-from core.sources import SourceBook
+from core.text.tokens import tokenize
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.method_scripts import MethodAuthor
 from tests.fakes.scripts import rat_reply

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from common.errors import FetchTimeout
 from common.settings import FetchSettings
-from core.fetch import Fetcher
+from core.retrieval.fetch import Fetcher
 from tests.fakes.web_server import FakeWeb
 
 LOCAL = FetchSettings(allow_private_urls=True, timeout=5.0, step_deadline=10.0)

@@ -15,7 +15,8 @@ import time
 import trafilatura
 
 from common.types import Page, Passage
-from core.passages import format_passages, rank_passages, select_passages, split_passages
+from core.retrieval.passages import rank_passages, select_passages, split_passages
+from core.text.fencing import format_passages
 from tests.fakes.web_server import FIXTURES, load_manifest
 
 QUERY = "python release performance json parsing"

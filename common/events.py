@@ -94,7 +94,7 @@ class StepRevised(Event):
     """Step i was revised: ``before`` is the text the revision call was given to revise and
     ``after`` the text after it. ``sources`` are the URLs of the passages it was shown (none
     when the step was kept as it was); ``article`` is the whole text as it stands after this
-    step (what resume continues from). When the model's reply was refused (core.guards), the
+    step (what resume continues from). When the model's reply was refused (core.text.guards), the
     text is kept (``after == before``), ``guarded`` says why and ``rejected`` holds the reply."""
 
     i: int
@@ -132,7 +132,7 @@ class LLMCalled(Event):
     completion_tokens: int = 0
     seconds: float = 0.0
     estimated: bool = False  # True when the server sent no usage and we counted ourselves
-    cut_ending: str = ""  # an answer the token limit cut short: its last words (core.sources.cut_ending)
+    cut_ending: str = ""  # an answer the token limit cut short: its last words (core.article.sources.cut_ending)
 
 
 @dataclass(frozen=True)
@@ -157,10 +157,10 @@ class Note(Event):
 @dataclass(frozen=True)
 class Final(Event):
     """The run's result. A method yields only ``text``; the runner fills the rest from the
-    run's events (``core.sources.SourceBook``) before storing and passing it on. ``unchecked``:
+    run's events (``core.article.sources.SourceBook``) before storing and passing it on. ``unchecked``:
     one line per step whose text was never checked against retrieved text, e.g. "step 2: no
     page could be read; kept as drafted". ``cited``: the text with its [n] marks
-    (``core.citations``), ``sentences`` of it, ``supported`` by a source, and ``marks_removed``:
+    (``core.article.citations``), ``sentences`` of it, ``supported`` by a source, and ``marks_removed``:
     marks the model wrote that named no passage of their step. ``cut``: the text ends as an answer
     the token limit cut short ended, so its end is missing."""
 

@@ -59,10 +59,10 @@ class MethodSettings:
     # the model's context window in tokens; None: what the server reports, else DEFAULT_CONTEXT_TOKENS
     context_tokens: int | None = None
     # a revision that keeps less than this share of the characters it replaces is refused and the
-    # text kept as it stood (core.guards); 0 turns the length check off
+    # text kept as it stood (core.text.guards); 0 turns the length check off
     min_keep: float = 0.4
     # a sentence is cited for a passage holding at least this share of its content words
-    # (core.citations); 1 cites only sentences copied word for word
+    # (core.article.citations); 1 cites only sentences copied word for word
     cite_threshold: float = 0.6
     # method parameters by key, e.g. {"itrg.iterations": 3, "furepa.theta": 0.6}; an absent key
     # keeps the method's default (the paper's value). See each method module's docstring.

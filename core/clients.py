@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from common.settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from core.fetch import Fetcher
     from core.llm import LLMClient
-    from core.search import SearchChain
+    from core.retrieval.fetch import Fetcher
+    from core.retrieval.search import SearchChain
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Clients:
     def search(self, providers: tuple[str, ...] | None = None) -> SearchChain:
         """The search providers of the settings (or ``providers``, for one run), in order,
         cached in the store. Raises ConfigError for a provider that lacks its setting."""
-        from core.search import SearchChain, build_providers
+        from core.retrieval.search import SearchChain, build_providers
 
         s = self.settings.search
         if providers:
@@ -48,8 +48,8 @@ class Clients:
         """The page reader, caching in the store; ``metadata``: also the pages' author, date, site
         and description (``fetch`` shows them; a run shows only titles, and its search results
         name the pages), at about twice the extraction work."""
-        from core.extract import warm_up
-        from core.fetch import Fetcher  # httpx and the extractor are imported when a page is first read
+        from core.retrieval.extract import warm_up
+        from core.retrieval.fetch import Fetcher  # httpx and the extractor are imported when a page is first read
 
         warm_up()  # the extraction workers start while the model drafts, not when the first page arrives
         return Fetcher(self.settings.fetch, cache=self.cache, metadata=metadata)

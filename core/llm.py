@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import logging
-import math
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,6 +37,7 @@ from common.errors import (
     LLMTimeout,
 )
 from common.settings import LLMSettings
+from core.text.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,6 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 CONNECT_TIMEOUT = 10.0  # seconds; a dead host should not cost the whole call timeout per attempt
 MAX_WAIT = 60.0  # seconds; caps both the exponential backoff and a server's Retry-After
-CHARS_PER_TOKEN = 4  # the usual rule of thumb for English text, used when a server sends no usage
 
 Messages = list[dict[str, Any]] | str
 
@@ -95,10 +94,6 @@ class Completion:
     seconds: float
     estimated: bool
     finish_reason: str = ""  # "stop", or "length" when max_tokens cut the answer short
-
-
-def estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
 def as_messages(messages: Messages) -> list[dict[str, Any]]:
@@ -207,7 +202,7 @@ class LLMClient:
             prompt_tokens, completion_tokens, estimated = usage.prompt_tokens, usage.completion_tokens, False
         else:
             prompt_chars = "".join(_message_chars(m) for m in request["messages"])
-            prompt_tokens, completion_tokens, estimated = estimate_tokens(prompt_chars), estimate_tokens(text), True
+            prompt_tokens, completion_tokens, estimated = count_tokens(prompt_chars), count_tokens(text), True
         yield Completion(text=text, role=role, model=model, prompt_tokens=prompt_tokens,
                          completion_tokens=completion_tokens, seconds=time.monotonic() - started,
                          estimated=estimated, finish_reason=finish)

@@ -4,7 +4,7 @@ output and a list of steps, searched with BM25.
 002 embeds each procedure (input, output and steps together) with a sentence encoder and ranks by
 cosine similarity; we rank the same text with BM25 in SQLite FTS5 (``data.procedures.search``, no
 model to download, no table loaded into memory). Stopwords are dropped from the query first
-(``core.passages.tokenize``); a procedure that shares no other word with it is not returned.
+(``core.text.tokens.tokenize``); a procedure that shares no other word with it is not returned.
 
 The memory is filled by the user:
 - from a finished run (``add_from_run``): input = the task prompt, output = the final text,
@@ -29,9 +29,9 @@ from pydantic import Field, field_validator, model_validator
 from common.errors import StoreError, TaskError
 from common.events import DraftReady
 from common.types import Passage
-from core import prompts
 from core.jsonl import Record, read_records
-from core.passages import count_tokens, tokenize
+from core.text import prompts
+from core.text.tokens import count_tokens, tokenize
 from data import procedures as table
 
 #: A procedure longer than this (an article kept as a run's output) is cut in prompts.

@@ -18,7 +18,7 @@ pass the events on (the ``Return`` is kept, not passed on), then read ``.result`
     text = answer.result
 
 This is the one way a method's helpers hand back results, in every method and in retrieval.
-Standard library and common.events only, so both ``core.retrieval`` and ``core.methods`` can
+Standard library and common.events only, so both ``core.retrieval.pipeline`` and ``core.methods`` can
 import it.
 """
 

@@ -32,10 +32,10 @@ from common.events import (
 )
 from common.settings import DEFAULT_CONTEXT_TOKENS, Settings
 from common.types import RunStatus, Task
+from core.article.sources import SourceBook
 from core.clients import Clients
 from core.methods import MethodContext, get_method
 from core.methods.base import check_params
-from core.sources import SourceBook
 
 if TYPE_CHECKING:  # pragma: no cover
     from data.store import RunRow

@@ -1,6 +1,6 @@
 """The local corpus's index: documents (a file's title and text) in SQLite FTS5, searched with
 BM25. The scanning of the folder and the extraction of each file's text live in
-``core.corpus``; this module only stores what it is given and queries it.
+``core.retrieval.corpus``; this module only stores what it is given and queries it.
 
 The index lives in its own SQLite file (the caller chooses where; the app keeps one per folder
 in its data directory), so it can be thrown away at any time: it is rebuilt from the folder.

@@ -276,7 +276,7 @@ def m005_arena_append_only(db: sqlite_utils.Database) -> None:
 @migration
 def m006_run_checks(db: sqlite_utils.Database) -> None:
     """How many of a run's steps were checked against retrieved text, and how many revisions
-    the guards refused (core.guards), beside its other counters."""
+    the guards refused (core.text.guards), beside its other counters."""
     for column in ("steps_sourced", "steps_guarded"):
         db.execute(f"alter table runs add column {column} integer not null default 0")
 
@@ -322,7 +322,7 @@ def m008_vote_corrections(db: sqlite_utils.Database) -> None:
 
 @migration
 def m009_run_citations(db: sqlite_utils.Database) -> None:
-    """A finished run's citations beside its other counters (``core.citations``): its article's
+    """A finished run's citations beside its other counters (``core.article.citations``): its article's
     sentences, how many of them a source supports, and the marks the model wrote that named no
     passage of their step and were removed. Runs stored before are 0 (not counted)."""
     for column in ("sentences", "sentences_cited", "marks_removed"):

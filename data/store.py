@@ -428,7 +428,7 @@ class _Trail:
 
 
 def _join(*texts: str) -> str:
-    """Texts as paragraphs of one text (as core.prompts.join_steps joins steps)."""
+    """Texts as paragraphs of one text (as core.text.prompts.join_steps joins steps)."""
     return "\n\n".join(t.strip() for t in texts if t and t.strip())
 
 

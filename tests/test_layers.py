@@ -7,7 +7,9 @@ functions included and ``if TYPE_CHECKING:`` blocks left out (they never run). T
 - no import from a lower layer to a higher one; low to high:
   common < data < core < annotation < ui < app (app.py) < bench (bench may import anything);
 - nothing but ui/ imports gradio;
-- common/ imports nothing outside the standard library.
+- common/ imports nothing outside the standard library;
+- inside core/, the rooms keep their doors: core.text imports nothing else of core,
+  core.retrieval never imports core.methods, core.article never imports core.retrieval.
 
 Each failure names the module, the import (with its line) and the rule. The last tests run the
 same checks on a small made-up tree, so a check that cannot fail would show.
@@ -29,6 +31,15 @@ LAYERS = ("common", "data", "core", "annotation", "ui", "app", "bench")  # low t
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
 LAYER_RULE = "layers, low to high: " + " < ".join(LAYERS)
 UI_ONLY = ("gradio",)
+#: (room, what it must not import, why): the rooms of core/ and the doors they keep shut.
+ROOMS = (
+    ("core.text", "core", "core.text (prompts, guards, fencing, tokens) sits under the rest of core and imports "
+                          "nothing else of it: move what it needs into core.text, or pass it in"),
+    ("core.retrieval", "core.methods", "core.retrieval finds sources for every method and knows none of them: "
+                                       "pass what it needs in from the method"),
+    ("core.article", "core.retrieval", "core.article builds the article from a run's events, not from pages or "
+                                       "search: take it from the events, or move the shared part to core.text"),
+)
 
 
 @dataclass(frozen=True)
@@ -263,6 +274,19 @@ def stdlib_problems(modules: dict[str, Path], imports: list[Import]) -> list[str
     return problems
 
 
+def _inside(module: str, room: str) -> bool:
+    return module == room or module.startswith(room + ".")
+
+
+def room_problems(modules: dict[str, Path], imports: list[Import]) -> list[str]:
+    problems = []
+    for (a, b), imp in sorted(module_edges(modules, imports).items()):
+        for room, shut, why in ROOMS:
+            if _inside(a, room) and _inside(b, shut) and not _inside(b, room):
+                problems.append(f"{imp.where()} imports {b}: {why}.")
+    return problems
+
+
 def report(problems: list[str]) -> str:
     return f"{len(problems)} problem(s):\n  " + "\n  ".join(problems)
 
@@ -304,6 +328,16 @@ def test_common_uses_only_the_standard_library(project):
     assert not problems, report(problems)
 
 
+def test_the_rooms_of_core_keep_their_doors(project):
+    problems = room_problems(*project)
+    assert not problems, report(problems)
+
+
+def test_core_has_its_three_rooms(project):
+    modules, _ = project
+    assert {"core.text", "core.retrieval", "core.article"} <= set(modules)
+
+
 # -- the checks on a made-up tree ---------------------------------------------------------------
 def write_tree(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
@@ -323,6 +357,15 @@ CLEAN = {
     "core/runner.py": ("from typing import TYPE_CHECKING\nfrom . import steps\n"
                        "if TYPE_CHECKING:\n    from ui.tabs import Tab\n"),
     "core/steps.py": "from ..data.store import x\n",
+    "core/text/__init__.py": "",
+    "core/text/prompts.py": "from . import tokens\nfrom common import types\n",
+    "core/text/tokens.py": "",
+    "core/retrieval/__init__.py": "",
+    "core/retrieval/search.py": "from core.text import tokens\nfrom core import steps\n",
+    "core/article/__init__.py": "",
+    "core/article/markdown.py": "from core.text.prompts import x\nimport core.steps\n",
+    "core/methods/__init__.py": "",
+    "core/methods/rat.py": "from core.retrieval import search\nfrom core.article import markdown\n",
     "annotation/__init__.py": "",
     "ui/__init__.py": "",
     "ui/tabs.py": "import gradio as gr\nfrom core.runner import Runner\n",
@@ -335,6 +378,7 @@ def test_a_clean_tree_passes(tmp_path):
     assert cycle_problems(package_edges(modules, imports)) == []
     assert layer_problems(modules, imports) == []  # the TYPE_CHECKING import of ui is left out
     assert gradio_problems(modules, imports) == [] and stdlib_problems(modules, imports) == []
+    assert room_problems(modules, imports) == []
     targets = {(imp.module, project_target(imp.target, modules)) for imp in imports}
     assert {("core.runner", "core.steps"), ("core.steps", "data.store"), ("data.store", "common.types")} <= targets
 
@@ -364,6 +408,8 @@ def test_each_rule_catches_its_break(tmp_path):
     assert len(gradio) == 1 and gradio[0].startswith("common.types (line 2: `import gradio`)")
     assert "only ui/ (and bench/, above it) may import gradio" in gradio[0]
 
+    assert room_problems(modules, imports) == []
+
     outside = stdlib_problems(modules, imports)
     assert [p.split(",")[0] for p in outside] == ["common.types (line 1: `import numpy`) imports numpy",
                                                   "common.types (line 2: `import gradio`) imports gradio"]
@@ -382,3 +428,21 @@ def test_a_module_importing_itself_is_a_cycle(tmp_path):
     modules, imports = all_imports(write_tree(tmp_path, CLEAN | {"core/steps.py": "from core import steps\n"}))
     assert [p.split(":")[0] for p in cycle_problems(module_edges(modules, imports))] == [
         "import cycle core.steps -> core.steps"]
+
+
+def test_each_room_rule_catches_its_break(tmp_path):
+    broken = CLEAN | {
+        "core/text/prompts.py": "from . import tokens\nfrom core.steps import x\n",
+        "core/retrieval/search.py": "from core.text import tokens\n\ndef later():\n    from core.methods import rat\n",
+        "core/article/markdown.py": "from core.retrieval.search import x\n",
+        "core/methods/rat.py": "",
+    }
+    problems = room_problems(*all_imports(write_tree(tmp_path, broken)))
+    assert [p.split(":")[0] for p in problems] == [
+        "core.article.markdown (line 1",
+        "core.retrieval.search (line 4",
+        "core.text.prompts (line 2",
+    ]
+    assert "core.article builds the article from a run's events" in problems[0]
+    assert "imports core.methods.rat: core.retrieval finds sources" in problems[1]
+    assert "imports core.steps: core.text (prompts, guards, fencing, tokens)" in problems[2]

@@ -8,20 +8,26 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import gradio as gr
 
 from annotation.service import Arena
 from common.settings import Settings
 from core.clients import Clients
 from core.runner import Runner
-from ui import arena, history, leaderboard, render, writer
+from ui import arena, history, leaderboard, writer
 
 TITLE = "RAT Studio"
 
 
+STYLE = Path(__file__).with_name("style.css")
+
+
 def css() -> str:
-    """The app's style sheet (passed to launch(); Gradio 6 takes css there, not in Blocks)."""
-    return render.CSS
+    """The app's style sheet, ``ui/style.css`` (passed to launch(); Gradio 6 takes css there, not in
+    Blocks)."""
+    return STYLE.read_text(encoding="utf-8")
 
 
 def build_app(settings: Settings, store, clients: Clients, runner: Runner, *, warm: bool = False) -> gr.Blocks:

@@ -17,8 +17,8 @@ from common.errors import RatStudioError
 from common.events import Event
 from core.clients import Clients
 from core.runner import Runner
-from ui import render
-from ui.render import RunView
+from ui import runs_table, runview
+from ui.runview import RunView
 from ui.writer import PRIVATE, RunPanel, stop_running
 
 LIMIT = 300  # runs listed
@@ -46,7 +46,7 @@ class HistoryTab:
                                      max_length=64, elem_classes="rat-run-id")
             self.open_btn = gr.Button("Open", scale=0)
             self.refresh_btn = gr.Button("Refresh list", scale=0)
-        self.table = gr.Dataframe(headers=render.HISTORY_HEADERS, interactive=False, wrap=True, max_height=320,
+        self.table = gr.Dataframe(headers=runs_table.HISTORY_HEADERS, interactive=False, wrap=True, max_height=320,
                                   elem_classes="rat-history")
         with gr.Row(equal_height=True):
             self.speed = gr.Slider(0.5, 10, value=2, step=0.5, label="Replay speed (×)", scale=3,
@@ -73,7 +73,7 @@ class HistoryTab:
     def rows(self) -> dict:
         self.store.interrupt_orphans()  # a run whose process died shows as interrupted, with Continue
         runs = self.store.list_runs(limit=LIMIT)
-        return {"headers": render.HISTORY_HEADERS, "data": render.history_rows(runs)}
+        return {"headers": runs_table.HISTORY_HEADERS, "data": runs_table.history_rows(runs)}
 
     def view_of(self, run_id: str) -> RunView:
         """A stored run's view. Raises gr.Error for an unknown id."""
@@ -84,7 +84,7 @@ class HistoryTab:
             run = self.store.get_run(run_id)
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
-        view = render.fold(self.store.events(run_id))
+        view = runview.fold(self.store.events(run_id))
         view.run_id, view.method, view.task = run_id, run.method, run.task
         return view
 
@@ -103,7 +103,7 @@ class HistoryTab:
         store = self.store
         events = store.events(view.run_id)
         stamps = [row.ts for row in store.event_rows(view.run_id)]
-        schedule = render.replay_schedule(events, stamps, speed=float(speed or 1), max_gap=MAX_GAP)
+        schedule = runview.replay_schedule(events, stamps, speed=float(speed or 1), max_gap=MAX_GAP)
         async for update in self.panel.follow(timed(schedule), RunView(), live=False):
             yield update
 

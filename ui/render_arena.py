@@ -1,4 +1,4 @@
-"""Markdown for the Arena and Leaderboard tabs (pure functions, beside ``ui.render``): outputs
+"""Markdown for the Arena and Leaderboard tabs (pure functions, beside ``ui.run_html``): outputs
 made inert, the battle an annotator sees, the reveal after the vote, leaderboard rows and the
 agreement between the judge and people."""
 

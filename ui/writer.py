@@ -6,9 +6,10 @@ source supports is underlined) and exports it as Markdown or Word with its marks
 
 ``RunPanel`` is the view of one run and what an author does with it. The History tab uses the
 same panel for stored and replayed runs, so every run is shown by the same code. Rendering is
-done by the pure functions of ``ui.render``; the handlers here only read inputs, call core and
-hand the panel's components their new values. Per-browser state is the panel's ``gr.State``
-(a ``RunView``); nothing about a run is kept in module globals.
+done by the pure functions of ``ui.run_html`` and ``ui.article_view`` over a ``ui.runview.RunView``;
+the handlers here only read inputs, call core and hand the panel's components their new values.
+Per-browser state is the panel's ``gr.State`` (a ``RunView``); nothing about a run is kept in
+module globals.
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ from common.errors import RatStudioError
 from common.events import Event, Failed, TokenDelta
 from common.settings import Settings
 from common.types import Task
+from core.article import edits
 from core.clients import Clients
 from core.methods import METHODS, get_method
-from core.prompts import join_steps, split_steps
 from core.runner import Runner
-from ui import render
-from ui.render import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
+from core.text.prompts import join_steps, split_steps
+from ui import article_view, run_html, runview
+from ui.runview import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
 
 CHAIN = "__chain__"  # the search choice "every configured provider, in order"
 TOKEN_INTERVAL = 0.1  # seconds between renders caused by streamed tokens alone (~10 a second)
@@ -47,8 +49,8 @@ DRAFT_HELP = ("One step per paragraph: separate steps with a blank line. Edit, r
 RESUME_HELP = ("Continue goes on after the last revised step. If you change the steps, revision starts "
                "over from step 1 with your steps (one per paragraph, separated by a blank line).")
 UNDO_HELP = {
-    render.PARAGRAPH: "Each step was revised on its own: undoing a step puts back that paragraph as drafted.",
-    render.CUMULATIVE: ("Each revision rewrote the whole answer so far, and later revisions build on earlier "
+    edits.PARAGRAPH: "Each step was revised on its own: undoing a step puts back that paragraph as drafted.",
+    edits.CUMULATIVE: ("Each revision rewrote the whole answer so far, and later revisions build on earlier "
                         "ones: undoing step i gives the article as it stood after step i−1, followed by steps "
                         "i…n as drafted (so the steps after i are undone too)."),
     "": "",
@@ -146,17 +148,17 @@ class RunPanel:
     def layout(self) -> None:
         empty = RunView()
         self.state = gr.State(None)  # this browser's RunView
-        first = render.progress_html(empty)
+        first = run_html.progress_html(empty)
         if self.hint:
             first = f"<div class='rat-progress'>{html.escape(self.hint)}</div>"
         self.progress = gr.HTML(first, js_on_load=None)
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=300):
                 gr.Markdown("#### Draft")
-                self.draft = gr.HTML(render.draft_html(empty), js_on_load=None, elem_classes="rat-draft-panel")
+                self.draft = gr.HTML(run_html.draft_html(empty), js_on_load=None, elem_classes="rat-draft-panel")
             with gr.Column(scale=3, min_width=360):
                 gr.Markdown("#### Search and revision, step by step")
-                self.steps = gr.HTML(render.steps_html(empty), js_on_load=None, elem_classes="rat-steps-panel")
+                self.steps = gr.HTML(run_html.steps_html(empty), js_on_load=None, elem_classes="rat-steps-panel")
         with gr.Group(visible=False) as self.editor_box:
             self.editor = gr.Textbox(label="Draft steps", info=DRAFT_HELP, lines=8, max_lines=40,
                                      elem_classes="rat-editor")
@@ -200,11 +202,11 @@ class RunPanel:
         panels = set(panels)
         out: dict = {self.state: view}
         if PROGRESS in panels:
-            out[self.progress] = render.progress_html(view, status)
+            out[self.progress] = run_html.progress_html(view, status)
         if DRAFT in panels:
-            out[self.draft] = render.draft_html(view)
+            out[self.draft] = run_html.draft_html(view)
         if STEPS in panels:
-            out[self.steps] = render.steps_html(view)
+            out[self.steps] = run_html.steps_html(view)
         return out
 
     def status(self, view: RunView) -> str:
@@ -227,12 +229,12 @@ class RunPanel:
         out[self.editor] = gr.Textbox(value=join_steps(view.steps), info=STATUS_HINTS.get(status, RESUME_HELP))
         done = view.final is not None
         out[self.result_box] = gr.Column(visible=done)
-        choices = render.revert_choices(view)
-        out[self.undo] = gr.CheckboxGroup(choices=choices, value=[], info=UNDO_HELP[view.undo_mode],
+        choices = article_view.revert_choices(view)
+        out[self.undo] = gr.CheckboxGroup(choices=choices, value=[], info=UNDO_HELP[view.edits.mode],
                                           visible=bool(choices))
-        takeable = render.take_choices(view)
+        takeable = article_view.take_choices(view)
         out[self.take] = gr.CheckboxGroup(choices=takeable, value=[], visible=bool(takeable))
-        text = render.article_text(view) if done else ""
+        text = view.edits.text() if done else ""
         out[self.article] = text
         out[self.cited] = self.cited_html(view, text) if done else ""
         out[self.download] = gr.DownloadButton(visible=False)
@@ -241,7 +243,7 @@ class RunPanel:
 
     def cited_html(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
         """The article as edited, with its [n] marks and its sentences no source supports."""
-        return render.cited_html(render.cited_view(view, text, undone, taken, threshold=self.threshold))
+        return article_view.cited_html(view.edits.cited(text, undone, taken, threshold=self.threshold))
 
     async def follow(self, events: AsyncIterator[Event], view: RunView, *, live: bool = True) -> AsyncIterator[dict]:
         """Render a stream of events into this panel as they arrive: streamed tokens at most
@@ -298,20 +300,21 @@ class RunPanel:
         deadline = time.monotonic() + STOP_WAIT
         while self.status(view) == "running" and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        return self.settle(render.fold(self.store.events(view.run_id)))
+        return self.settle(runview.fold(self.store.events(view.run_id)))
 
     def on_undo(self, view: RunView | None, chosen: list[int], taken: list[int] | None = None) -> dict:
         """Undo or take revisions: the article is rebuilt, and the boxes show what the mode's
         rules made of the choice (in cumulative mode, everything after the first step chosen)."""
         if view is None or view.final is None:
             return {}
-        undone, taken_steps = render.chosen_edits(view, chosen or [], taken or [])
-        text = render.article_text(view, undone, taken_steps)
+        revs = view.edits
+        undone, taken_steps = revs.chosen(chosen or [], taken or [])
+        text = revs.text(undone, taken_steps)
         return {self.undo: gr.CheckboxGroup(value=sorted(undone)),
                 self.take: gr.CheckboxGroup(value=sorted(taken_steps)),
                 self.article: text,
                 self.cited: self.cited_html(view, text, undone, taken_steps),
-                self.steps: render.steps_html(view, undone, taken_steps),
+                self.steps: run_html.steps_html(view, undone, taken_steps),
                 self.download: gr.DownloadButton(visible=False),
                 self.download_docx: gr.DownloadButton(visible=False)}
 
@@ -334,11 +337,11 @@ class RunPanel:
         if not (text or "").strip():
             raise gr.Error("The article is empty: write something, or undo fewer steps.")
         chosen, taken = chosen or [], taken or []
-        path = Path(tempfile.mkdtemp(prefix="rat-export-")) / render.export_name(view, suffix)
+        path = Path(tempfile.mkdtemp(prefix="rat-export-")) / article_view.export_name(view, suffix)
         if suffix == "docx":
-            path.write_bytes(render.export_docx(view, text, chosen, taken, threshold=self.threshold))
+            path.write_bytes(article_view.export_docx(view, text, chosen, taken, threshold=self.threshold))
         else:
-            path.write_text(render.export_markdown(view, text, chosen, taken, threshold=self.threshold),
+            path.write_text(article_view.export_markdown(view, text, chosen, taken, threshold=self.threshold),
                             encoding="utf-8")
         button = self.download_docx if suffix == "docx" else self.download
         return {button: gr.DownloadButton(f"Download {path.name}", value=str(path), visible=True),

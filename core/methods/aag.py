@@ -16,7 +16,7 @@ retrieved as context.
 
 Memory. Procedures come from ``ctx.memory`` (a ``core.procedures.ProcedureMemory``; the runner
 passes it once MethodContext has a ``memory`` field). When there is no memory or it is empty, AAG
-says so in a Note and retrieves web pages with ``core.retrieval.retrieve`` instead, so the method
+says so in a Note and retrieves web pages with ``core.retrieval.pipeline.retrieve`` instead, so the method
 still runs (with web passages standing in for procedures). That is our choice: 002 always has a
 memory built from its datasets.
 
@@ -49,7 +49,6 @@ from common.events import (
     StepStarted,
 )
 from common.types import Passage, SearchResult, Task
-from core import prompts
 from core.methods.base import MethodContext, Param, register
 from core.methods.helpers import (
     Return,
@@ -62,8 +61,9 @@ from core.methods.helpers import (
     urls_of,
     web_query,
 )
-from core.passages import format_passages, prompt_template
-from core.retrieval import retrieve
+from core.retrieval.pipeline import retrieve
+from core.text import prompts
+from core.text.fencing import format_passages, prompt_template
 
 MAX_QUERIES = 4  # 002, 3.2 and A.4
 PROCEDURES_PER_QUERY = 3  # 002, A.2 ("retrieve 3 procedures") and 4.1

@@ -31,13 +31,13 @@ from common.types import Task
 @dataclass
 class MethodContext:
     llm: Any  # core.llm.LLMClient or anything with the same stream()/complete()
-    search: Any  # core.search.SearchChain
-    fetch: Any  # core.fetch.Fetcher
+    search: Any  # core.retrieval.search.SearchChain
+    fetch: Any  # core.retrieval.fetch.Fetcher
     settings: MethodSettings = field(default_factory=MethodSettings)
     prior: list[Event] = field(default_factory=list)  # events stored before a resume
     read_local: Callable[[str], tuple[str, str] | None] | None = None  # file:// corpus reader
     memory: Any = None  # core.procedures.ProcedureMemory: AAG's procedural memory
-    # the article's sources so far, URL -> number (core.sources.SourceBook.numbers): prompts
+    # the article's sources so far, URL -> number (core.article.sources.SourceBook.numbers): prompts
     # label passages with these numbers (core.methods.helpers.numbers)
     numbers: Callable[[], dict[str, int]] | None = None
 

@@ -16,11 +16,11 @@ from collections.abc import AsyncIterator
 
 from common.events import Event, Final, Note, QueryMade, SourcesUsed, StepStarted
 from common.types import Task
-from core import prompts
 from core.methods.base import MethodContext, register
 from core.methods.helpers import generate, numbers, question_for, urls_of, web_query, write_draft
-from core.passages import format_passages, prompt_template
-from core.retrieval import retrieve
+from core.retrieval.pipeline import retrieve
+from core.text import prompts
+from core.text.fencing import format_passages, prompt_template
 
 # Ours (001 gives no RAG prompt): the retrieved text first, fenced and labelled, as in B.3.
 RAG = prompt_template("""##Retrieved Text:

@@ -49,9 +49,11 @@ from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarte
 from common.types import Passage, Task
 from core.methods.base import MethodContext, Param, register
 from core.methods.helpers import Return, generate, normalize_answer, param, returning, web_query
-from core.passages import format_passages, prompt_template, rank_passages, tokenize
-from core.prompts import PASSAGES_ARE_DATA
-from core.retrieval import retrieve
+from core.retrieval.passages import rank_passages
+from core.retrieval.pipeline import retrieve
+from core.text.fencing import format_passages, prompt_template
+from core.text.prompts import PASSAGES_ARE_DATA
+from core.text.tokens import tokenize
 
 N_PLANS = 5  # n (004, 4.1)
 THETA = 0.6  # θ (004, 4.1)

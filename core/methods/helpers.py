@@ -3,7 +3,7 @@ step-by-step draft of prompt B.1 (:func:`write_draft`), method parameters (:func
 web-sized queries (:func:`web_query`), and small text helpers.
 
 A helper that yields events and also hands back a result (``generate``, ``write_draft``,
-``core.retrieval.retrieve``, the phases of AAG and FuRePA) is written with
+``core.retrieval.pipeline.retrieve``, the phases of AAG and FuRePA) is written with
 ``core.returning``: it ends with ``yield Return(value)``, and its caller passes its events on,
 then reads ``.result``::
 
@@ -20,7 +20,7 @@ checks the range; ``core.methods.base.check_params`` checks every key before a r
 
 Sources: methods keep no list of sources. They say which URLs each step used
 (``StepRevised.sources``, or a ``SourcesUsed`` event) and the runner numbers the article's
-sources from the events (``core.sources``).
+sources from the events (``core.article.sources``).
 """
 
 from __future__ import annotations
@@ -35,13 +35,14 @@ from common.errors import LLMError, TaskError
 from common.events import DraftReady, Event, LLMCalled, Note, StepRevised, TokenDelta
 from common.settings import DEFAULT_CONTEXT_TOKENS
 from common.types import Passage, Task
-from core import prompts
-from core.guards import Revision, guard_revision
+from core.article.sources import cut_ending
 from core.methods.base import MethodContext, Param, declared_param
-from core.passages import count_tokens, format_passages
-from core.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
 from core.returning import Return, Returning, returning  # noqa: F401  (the helpers' idiom, above)
-from core.sources import cut_ending
+from core.text import prompts
+from core.text.fencing import format_passages
+from core.text.guards import Revision, guard_revision
+from core.text.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
+from core.text.tokens import count_tokens
 
 #: Longest query sent to a search engine. Methods whose query is a whole text (CoT+RAG's draft,
 #: ITRG's question + last output) are cut at a word boundary, and the cut is shown in a Note:
@@ -190,7 +191,7 @@ def query_note(i: int, model_text: str, problem: str) -> Note:
 def revised(ctx: MethodContext, i: int, before: str, reply: str, passages: list[Passage], *,
             article_of: Callable[[str], str] | None = None) -> list[Event]:
     """The events of a revision of ``before`` that the model answered with ``reply``, after
-    the guards (core.guards): a StepRevised with the reply's text and the passages' URLs, or,
+    the guards (core.text.guards): a StepRevised with the reply's text and the passages' URLs, or,
     when the reply is refused, a warning Note that says why and a StepRevised that keeps
     ``before`` (no sources; the reply in ``rejected``). ``article_of`` gives the whole text
     after the step from the step's text (default: the step's text is the whole text)."""

@@ -49,9 +49,9 @@ from core.methods.helpers import (
     revised,
     web_query,
 )
-from core.passages import format_passages, prompt_template
-from core.prompts import PASSAGES_ARE_DATA
-from core.retrieval import retrieve
+from core.retrieval.pipeline import retrieve
+from core.text.fencing import format_passages, prompt_template
+from core.text.prompts import PASSAGES_ARE_DATA
 
 ITERATIONS = 5  # T (003, section 3.3)
 TOP_K = 5  # top-5 paragraphs per query (003, section 3.3)

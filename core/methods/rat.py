@@ -8,7 +8,7 @@
         T*   <- B.3(R_i, question, T*)             one revision, one retrieved content
         T*   <- T* + T_(i+1)
 
-``rat-step`` (ours, DESIGN.md) runs the same loop but its revision rewrites only T_i, so output
+``rat-step`` (ours; README.md, Methods) runs the same loop but its revision rewrites only T_i, so output
 tokens grow linearly with the article. Its read-only context is bounded too
 (``--param rat.step_context_tokens``, :func:`step_context`): the previous revised step in full and
 an outline of the earlier ones, in its query prompt and its revision prompt alike, so prompt
@@ -25,7 +25,6 @@ from collections.abc import AsyncIterator
 
 from common.events import DraftReady, Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Task
-from core import prompts
 from core.methods.base import MethodContext, Param, register
 from core.methods.helpers import (
     Return,
@@ -39,14 +38,16 @@ from core.methods.helpers import (
     revised,
     write_draft,
 )
-from core.passages import count_tokens, format_passages
-from core.retrieval import retrieve
+from core.retrieval.pipeline import retrieve
+from core.text import prompts
+from core.text.fencing import format_passages
+from core.text.tokens import count_tokens
 
 MAX_RETRIEVALS_PER_STEP = 5  # 001, appendix E
 STEP_CONTEXT_TOKENS = 400  # ours: rat-step's read-only context, in tokens
 OUTLINE_WORDS = 12  # words of an earlier step in rat-step's outline
 #: Most tokens of a B.2 answer: a query longer than MAX_QUERY_WORDS words is refused anyway
-#: (core.prompts.query_problem), so the model is not left to write more than that.
+#: (core.text.prompts.query_problem), so the model is not left to write more than that.
 QUERY_MAX_TOKENS = 2 * prompts.MAX_QUERY_WORDS + 16
 _STEP_CONTEXT = Param("rat.step_context_tokens", STEP_CONTEXT_TOKENS,
                       "tokens of read-only context in each step's prompts: the previous revised step, then an "

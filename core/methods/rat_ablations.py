@@ -25,7 +25,6 @@ from collections.abc import AsyncIterator
 
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
-from core import prompts
 from core.methods.base import MethodContext, register
 from core.methods.helpers import (
     Return,
@@ -39,8 +38,9 @@ from core.methods.helpers import (
     write_draft,
 )
 from core.methods.rat import MAX_RETRIEVALS_PER_STEP, make_query
-from core.passages import format_passages
-from core.retrieval import retrieve
+from core.retrieval.pipeline import retrieve
+from core.text import prompts
+from core.text.fencing import format_passages
 
 
 @register("rat-noncausal", "RAT non-causal: every query made from the initial draft before any revision, "

@@ -16,10 +16,11 @@ import pytest
 import app as app_module
 from common.events import Final, Note, PassagesChosen, QueryMade, SearchDone, StepRevised
 from common.types import Passage, Source, Task
-from core.citations import StepEvidence, cite, strip_marks
-from core.docx_export import to_docx
-from core.passages import format_passages
-from core.report import to_markdown
+from core.article.article import Article
+from core.article.citations import StepEvidence, cite, strip_marks
+from core.article.docx import to_docx
+from core.article.markdown import to_markdown
+from core.text.fencing import format_passages
 from tests.fakes.scripts import RatAuthor, draft_steps, kind_of, sections
 from tests.helpers import collect, of
 from tests.test_app import cli
@@ -85,7 +86,7 @@ def test_passages_in_a_prompt_carry_the_article_numbers():
 def test_markdown_escapes_a_hostile_title_and_lists_snippets_apart():
     sources = [Source(1, "https://a.example/x", "<script>alert(1)</script> [evil](javascript:x)", (1,)),
                Source(2, "https://b.example/y", "Y", (2,), read=False, why="HTTP 404")]
-    md = to_markdown("Task", "Text.", sources, cited="Text [1][2].")
+    md = to_markdown(Article("Task", "Text.", sources, cited="Text [1][2]."))
     assert "<script>" not in md and "&lt;script&gt;" in md
     assert "](javascript" not in md, "a title cannot open a link of its own"
     assert "Text [1][2]." in md
@@ -97,12 +98,12 @@ def test_markdown_escapes_a_hostile_title_and_lists_snippets_apart():
 def test_a_source_no_sentence_cites_says_so():
     sources = [Source(1, "https://a.example/x", "X", (1, 3)), Source(2, "https://b.example/y", "Y", (2,)),
                Source(3, "https://c.example/z", "Z", ())]
-    md = to_markdown("Task", "One. Two.", sources, cited="One [2-3]. Two.")
+    md = to_markdown(Article("Task", "One. Two.", sources, cited="One [2-3]. Two."))
     assert "1. [X](https://a.example/x) — used in steps 1, 3; no sentence cites it" in md
     assert "2. [Y](https://b.example/y) — used in step 2\n" in md
     assert "3. [Z](https://c.example/z)\n" in md
-    assert "cites" not in to_markdown("Task", "One.", sources), "without attribution nothing is claimed"
-    doc = docx.Document(io.BytesIO(to_docx("Task", "One. Two.", sources, cited="One [2].")))
+    assert "cites" not in to_markdown(Article("Task", "One.", sources)), "without attribution nothing is claimed"
+    doc = docx.Document(io.BytesIO(to_docx(Article("Task", "One. Two.", sources, cited="One [2]."))))
     lines = [p.text for p in doc.paragraphs]
     assert "[1] X — https://a.example/x — used in steps 1, 3; no sentence cites it" in lines
     assert "[3] Z — https://c.example/z — no sentence cites it" in lines
@@ -193,7 +194,7 @@ async def test_a_step_with_only_snippets_lists_them_apart_with_the_reason(tmp_pa
     assert all(not s.read for s in final.sources), "no page was read: every source is a snippet"
     assert all("private" in s.why.lower() or "loopback" in s.why.lower() or "local" in s.why.lower()
                for s in final.sources), [s.why for s in final.sources]
-    md = to_markdown(TASK.prompt, final.text, final.sources, cited=final.cited)
+    md = to_markdown(Article(TASK.prompt, final.text, final.sources, cited=final.cited))
     assert "## Sources" not in md and "## Search snippets only (page not read)" in md
 
 
@@ -214,7 +215,7 @@ async def test_docx_export_round_trip_from_the_cli(services, llm, env_for, tmp_p
     llm.reply(CitingAuthor(draft_steps(2)))
     events = await collect(services.runner.start("rat-step", TASK))
     final = events[-1]
-    data = to_docx(TASK.prompt, final.text, final.sources, cited=final.cited)
+    data = to_docx(Article(TASK.prompt, final.text, final.sources, cited=final.cited))
     text = "\n".join(p.text for p in docx.Document(io.BytesIO(data)).paragraphs)
     marks = set(re.findall(r"\[\d+\]", final.cited))
     assert marks and all(m in text for m in marks)
@@ -247,7 +248,7 @@ def test_kind_of_knows_the_step_revision():  # the CitingAuthor depends on it
 def test_a_step_that_uses_passages_chosen_in_earlier_steps_is_checked_against_them():
     """AAG's update step revises with what its questions retrieved (steps 2 and 3)."""
     from common.events import DraftReady, PassagesChosen
-    from core.citations import evidence
+    from core.article.citations import evidence
 
     answer = "Jin Yong was born in Haining in 1924 [1]. He founded Ming Pao in Hong Kong in 1959 [2]."
     events = [DraftReady(steps=("plan",)), PassagesChosen(i=2, passages=(JIN,)), PassagesChosen(i=3, passages=(MING,)),
@@ -265,7 +266,7 @@ def test_two_common_words_do_not_make_a_citation():
 
 
 def test_rat_step_asks_for_marks_and_the_papers_prompts_keep_their_words():
-    from core import prompts
+    from core.text import prompts
 
     step = prompts.REVISE_STEP.format(content="[4] t — http://x\n<passage>\np\n</passage>", question="q",
                                       context="", step="s")

@@ -13,7 +13,8 @@ from common.events import Failed, LLMCalled, Note, PassagesChosen, StepRevised
 from common.settings import DEFAULT_CONTEXT_TOKENS, MethodSettings
 from common.types import Task
 from core.methods.helpers import fit_passages, prompt_room
-from core.passages import count_tokens, format_passages
+from core.text.fencing import format_passages
+from core.text.tokens import count_tokens
 from tests.conftest import make_settings
 from tests.fakes.llm_server import FakeReply
 from tests.fakes.method_scripts import method_context

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from common.errors import ConfigError, ExtractionError
-from core.corpus import CorpusIndex, scan
-from core.extract import pdf_supported
+from core.retrieval.corpus import CorpusIndex, scan
+from core.retrieval.extract import pdf_supported
 from tests.fakes.web_server import FIXTURES
 
 HTML_PAGES = ["blog.python.org.html", "nationalgeographic.co.uk.goats.html", "stackoverflow.com.rust.html"]
@@ -173,7 +173,7 @@ def test_scan_leaves_out_hidden_unsupported_and_linked_folders(tmp_path, folder)
 
 
 def test_a_file_over_the_size_cap_is_skipped(index, folder, monkeypatch):
-    monkeypatch.setattr("core.corpus.MAX_FILE_BYTES", 100)
+    monkeypatch.setattr("core.retrieval.corpus.MAX_FILE_BYTES", 100)
     counts = index.refresh()
     assert counts["skipped"] == N - 1 and counts["added"] == 1  # only tea.txt is small enough
 
@@ -182,7 +182,7 @@ def test_a_file_that_fails_extraction_is_skipped_and_tried_again(index, folder, 
     def broken(*args, **kwargs):
         raise ExtractionError("Could not extract the text: boom")
 
-    monkeypatch.setattr("core.corpus.extract_html", broken)
+    monkeypatch.setattr("core.retrieval.corpus.extract_html", broken)
     assert index.refresh() == dict(added=2, updated=0, removed=0, unchanged=0, skipped=len(HTML_PAGES))
     monkeypatch.undo()
     assert index.refresh()["added"] == len(HTML_PAGES)

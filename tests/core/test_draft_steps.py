@@ -11,7 +11,7 @@ import pytest
 from common.events import DraftReady, Note
 from common.types import Task
 from core.methods.helpers import write_draft
-from core.prompts import draft_steps, merge_steps, split_steps
+from core.text.prompts import draft_steps, merge_steps, split_steps
 from tests.fakes.method_scripts import method_context
 from tests.fakes.model import FakeModel
 

@@ -1,4 +1,4 @@
-"""core.extract: the one HTML extraction (trafilatura, behind one lock) that the fetcher and the
+"""core.retrieval.extract: the one HTML extraction (trafilatura, behind one lock) that the fetcher and the
 corpus share, and PDF text through pypdf when it is installed."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import time
 import pytest
 
 from common.errors import ExtractionError
-from core import extract as extract_module
-from core.corpus import extract as extract_file
-from core.extract import extract_html, extract_pdf, pdf_supported
+from core.retrieval import extract as extract_module
+from core.retrieval.corpus import extract as extract_file
+from core.retrieval.extract import extract_html, extract_pdf, pdf_supported
 from tests.fakes.web_server import FIXTURES
 
 PAGE = (FIXTURES / "blog.python.org.html").read_bytes()
@@ -96,7 +96,7 @@ async def test_the_pool_extracts_as_the_process_does_in_parallel_workers():
     import asyncio
     import os
 
-    from core.extract import EXTRACT_WORKERS, _get_pool, extract_html_async, warm_up
+    from core.retrieval.extract import EXTRACT_WORKERS, _get_pool, extract_html_async, warm_up
 
     url = "https://blog.python.org/2016/12/python-360-is-now-available.html"
     assert all(f.result(timeout=60) for f in warm_up())
@@ -110,7 +110,7 @@ async def test_a_dead_worker_is_an_extraction_error_and_the_next_page_works():
     import os
     from concurrent.futures.process import BrokenProcessPool
 
-    from core.extract import _get_pool, extract_html_async
+    from core.retrieval.extract import _get_pool, extract_html_async
 
     dying = _get_pool().submit(os._exit, 1)
     with pytest.raises(BrokenProcessPool):

@@ -18,8 +18,8 @@ from common.errors import (
     UnsupportedContentType,
 )
 from common.settings import FetchSettings
-from core.fetch import Fetcher
-from core.netguard import static_resolver
+from core.retrieval.fetch import Fetcher
+from core.retrieval.netguard import static_resolver
 from tests.fakes.web_server import load_manifest
 
 MANIFEST = load_manifest()

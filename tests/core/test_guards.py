@@ -1,4 +1,4 @@
-"""The guards on a model's revision (core.guards): chatter is stripped, and a reply that is empty,
+"""The guards on a model's revision (core.text.guards): chatter is stripped, and a reply that is empty,
 talk about the task, or a fragment of the text it replaces is refused, the text kept as it stood.
 The shapes are those real models wrote (issue 9: SmolLM2-135M through llama.cpp's server)."""
 
@@ -8,8 +8,8 @@ import pytest
 
 from common.events import Note, StepRevised
 from common.types import Passage
-from core.guards import guard_revision, is_talk, strip_chatter
 from core.methods.helpers import revised
+from core.text.guards import guard_revision, is_talk, strip_chatter
 from tests.fakes.method_scripts import method_context
 from tests.fakes.model import FakeModel
 

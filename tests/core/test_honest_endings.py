@@ -10,7 +10,8 @@ import re
 from app import build
 from common.events import Failed, Final, Note, StepRevised
 from common.types import RunStatus, Task
-from core.report import to_markdown, unsourced_cause
+from core.article.article import Article, unsourced_cause
+from core.article.markdown import to_markdown
 from data import arena
 from tests.conftest import make_settings
 from tests.fakes.scripts import RatAuthor, draft_steps, kind_of
@@ -54,7 +55,7 @@ async def test_a_revision_that_talks_is_refused_and_the_run_says_which_step(serv
     assert final.unchecked == (f"step 2: the model's revision was refused (it {revs[1].guarded}); kept as it stood",)
     assert all(2 not in s.steps for s in final.sources)
     assert (run.steps_sourced, run.steps_guarded, run.steps_total) == (2, 1, 3)
-    md = to_markdown(run.task, final.text, final.sources, unchecked=final.unchecked)
+    md = to_markdown(Article(run.task, final.text, final.sources, unchecked=final.unchecked))
     assert "## Not checked against a source\n\n- Step 2: the model's revision was refused" in md
     stored = [e for e in services.store.events(run.id) if isinstance(e, StepRevised)]
     assert stored[1].rejected == TALK, "the refused reply is stored with the event"
@@ -116,9 +117,11 @@ async def test_a_run_whose_answer_holds_no_text_fails_instead_of_being_done(serv
 async def test_a_text_that_ends_where_the_token_limit_cut_the_answer_says_so(services, llm):
     """From a real itrg-refine run: its first round's answer, cut at the token limit, was the
     article ("... **3) 20"), and the run, its Markdown and the CLI said nothing of it."""
-    from core.report import progress_line
     from tests.fakes.llm_server import FakeReply
-    from ui.render import export_markdown, fold, progress_text
+    from ui.article_view import export_markdown
+    from ui.cli.progress import progress_line
+    from ui.run_html import progress_text
+    from ui.runview import fold
 
     cut_answer = "Python 3.0 came out in 2008.\n\n**3) 20"
     llm.queue(FakeReply(cut_answer, finish_reason="length"), "Python 3.0 came out in 2008.")
@@ -129,14 +132,15 @@ async def test_a_text_that_ends_where_the_token_limit_cut_the_answer_says_so(ser
     stored = [e for e in services.store.events(cut_run[0].run_id) if isinstance(e, Final)]
     assert stored[-1].cut, "kept with the run: History, replay and exports read it"
     assert "cut at the token limit" in progress_line(final) and "--max-tokens" in progress_line(final)
-    md = to_markdown(TASK.prompt, final.text, final.sources, cut=final.cut)
+    md = to_markdown(Article(TASK.prompt, final.text, final.sources, cut=final.cut))
     assert "**3) 20\n\n> **Cut short**: the text ends where the model's answer was cut" in md
     import io
 
     from docx import Document
 
-    from core.docx_export import to_docx
-    paragraphs = [p.text for p in Document(io.BytesIO(to_docx(TASK.prompt, final.text, (), cut=True))).paragraphs]
+    from core.article.docx import to_docx
+    document = Document(io.BytesIO(to_docx(Article(TASK.prompt, final.text, (), cut=True))))
+    paragraphs = [p.text for p in document.paragraphs]
     assert any(p.startswith("Cut short: the text ends where") for p in paragraphs)
     view = fold(services.store.events(cut_run[0].run_id))
     assert "cut at the token limit" in progress_text(view, "done")

@@ -19,10 +19,10 @@ from common.events import (
 )
 from common.settings import MethodSettings
 from common.types import Task
-from core import prompts
 from core.methods import METHODS
 from core.methods.base import MethodContext
 from core.methods.helpers import QA_INSTRUCTION, normalize_answer, param, web_query
+from core.text import prompts
 from tests.fakes.method_scripts import MethodAuthor, collect, method_context, of, run_method
 from tests.fakes.model import FakeModel
 

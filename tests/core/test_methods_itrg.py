@@ -9,7 +9,7 @@ import pytest
 
 from common.events import Final, Note, PassagesChosen, QueryMade, StepRevised
 from common.types import Task
-from core.passages import neutralise_fences
+from core.text.fencing import neutralise_fences
 from tests.fakes.method_scripts import MethodAuthor, method_context, of, run_method
 from tests.fakes.model import FakeModel
 

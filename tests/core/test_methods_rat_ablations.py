@@ -8,7 +8,7 @@ import pytest
 
 from common.events import DraftReady, Final, QueryMade, SearchDone, StepRevised
 from common.types import Task
-from core import prompts
+from core.text import prompts
 from tests.fakes.method_scripts import MethodAuthor, method_context, of, run_method
 from tests.fakes.model import FakeModel
 from tests.fakes.scripts import draft_steps, sections

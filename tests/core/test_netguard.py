@@ -6,8 +6,8 @@ import pytest
 
 from common.errors import BlockedURL, FetchError
 from common.settings import FetchSettings
-from core.fetch import Fetcher
-from core.netguard import (
+from core.retrieval.fetch import Fetcher
+from core.retrieval.netguard import (
     GuardedBackend,
     blocked_reason,
     check_url,

@@ -7,16 +7,9 @@ import pytest
 import trafilatura
 
 from common.types import Page, Passage
-from core.passages import (
-    FENCE_CLOSE,
-    FENCE_OPEN,
-    count_tokens,
-    format_passages,
-    rank_passages,
-    select_passages,
-    split_passages,
-    tokenize,
-)
+from core.retrieval.passages import rank_passages, select_passages, split_passages
+from core.text.fencing import FENCE_CLOSE, FENCE_OPEN, format_passages
+from core.text.tokens import count_tokens, tokenize
 from tests.fakes.web_server import FIXTURES, load_manifest
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from common.types import Passage, Task
-from core import prompts
 from core.methods import aag, baselines, furepa, itrg
-from core.passages import FENCE_CLOSE, FENCE_OPEN, QUOTED_MARK, format_passages, neutralise_headings, prompt_labels
+from core.text import prompts
+from core.text.fencing import FENCE_CLOSE, FENCE_OPEN, QUOTED_MARK, format_passages, neutralise_headings, prompt_labels
 from tests.fakes.method_scripts import MethodAuthor, kind_of, method_context, run_method
 from tests.fakes.model import FakeModel
 

@@ -8,7 +8,7 @@ import pytest
 
 from common.events import Note, QueryMade
 from common.types import Task
-from core.prompts import MAX_QUERY_WORDS, choose_query, clean_query, step_query
+from core.text.prompts import MAX_QUERY_WORDS, choose_query, clean_query, step_query
 from tests.fakes.method_scripts import method_context, run_method
 from tests.fakes.model import FakeModel
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from common.types import Task
 from core.methods.rat import OUTLINE_WORDS, step_context
-from core.passages import count_tokens
+from core.text.tokens import count_tokens
 from tests.fakes.method_scripts import method_context, run_method
 from tests.fakes.model import FakeModel
 from tests.fakes.scripts import RatAuthor, draft_steps, sections

@@ -7,8 +7,8 @@ from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 from common.errors import ConfigError, SearchError, SearchRateLimited, SearchUnavailable, SearchUnreachable
 from common.settings import SearchSettings
 from common.types import SearchResult
-from core.corpus import CorpusIndex
-from core.search import (
+from core.retrieval.corpus import CorpusIndex
+from core.retrieval.search import (
     CorpusProvider,
     DDGProvider,
     SearchChain,

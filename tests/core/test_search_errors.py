@@ -19,12 +19,12 @@ from common.errors import SearchRateLimited, SearchUnavailable, SearchUnreachabl
 from common.events import Note, SearchDone
 from common.settings import LLMSettings
 from common.types import Task
-from core.corpus import CorpusIndex
 from core.llm import LLMClient
-from core.report import progress_line
-from core.search import FIX_HINT, CorpusProvider, DDGProvider, SearchChain, SearxngProvider
+from core.retrieval.corpus import CorpusIndex
+from core.retrieval.search import FIX_HINT, CorpusProvider, DDGProvider, SearchChain, SearxngProvider
 from tests.fakes.scripts import RatAuthor, draft_steps
 from tests.helpers import Sleeps, collect, free_port, of
+from ui.cli.progress import progress_line
 
 SKIPPED = "skipped for the rest of this run"
 
@@ -234,9 +234,10 @@ async def test_retries_and_failures_are_not_logged_above_debug(caplog, corpus):
                         retries=2, backoff=0.1, sleep=Sleeps())
     response = await chain.search("Python 3.6 release", 3)
     assert len(response.warnings) == 1
-    about_ddg = [r for r in caplog.records if r.name == "core.search" and "ddg" in r.getMessage()]
+    about_ddg = [r for r in caplog.records if r.name == "core.retrieval.search" and "ddg" in r.getMessage()]
     assert [r for r in about_ddg if r.levelno > logging.DEBUG] == []
-    assert any(r.name == "core.search" and "ddg" in r.getMessage() for r in caplog.records), "kept for debugging"
+    assert any(r.name == "core.retrieval.search" and "ddg" in r.getMessage()
+               for r in caplog.records), "kept for debugging"
 
 
 async def test_llm_retry_is_not_logged_above_debug(caplog, llm):

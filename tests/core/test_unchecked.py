@@ -1,4 +1,4 @@
-"""Which steps an article lists as "not checked against a source" (core.sources.SourceBook): a
+"""Which steps an article lists as "not checked against a source" (core.article.sources.SourceBook): a
 step whose own text was never revised against retrieved text, and only that. A round that left
 the whole text as it stood (ITRG with nothing new, AAG's refused edit) is not one: a real
 itrg-refine run listed 4 of its 5 rounds although its text was written from sources in round 1."""
@@ -6,7 +6,7 @@ itrg-refine run listed 4 of its 5 rounds although its text was written from sour
 from __future__ import annotations
 
 from common.events import DraftReady, Final, StepRevised
-from core.sources import SourceBook
+from core.article.sources import SourceBook
 
 URL = "https://example.org/a"
 REFUSED = "talks about the task instead of revising the text"
@@ -64,18 +64,18 @@ def test_a_new_draft_starts_over():
 
 
 def test_the_export_of_the_ui_lists_the_same_steps():
-    from ui.render import fold, unchecked_steps
+    from ui.runview import fold
 
     text = "Python 3.6 came out in December 2016."
     events = [StepRevised(i=1, before="", after=text, article=text, sources=(URL,)),
               StepRevised(i=2, before=text, after=text, article=text, guarded=REFUSED),
               StepRevised(i=3, before=text, after=text + " [1]", article=text + " [1]", sources=(URL,)),
               StepRevised(i=4, before=text + " [1]", after="", article=text + " [1] More.", skipped="cut")]
-    assert unchecked_steps(fold(events)) == unchecked(*events) == ("step 4: cut",)
+    assert fold(events).edits.unchecked() == unchecked(*events) == ("step 4: cut",)
 
 
 def test_the_run_line_counts_steps_in_words():
-    from core.report import progress_line
+    from ui.cli.progress import progress_line
 
     assert progress_line(Final(text="x", unchecked=("step 2: y",))).endswith(", 1 step not checked against a source")
     assert ", 2 steps not checked" in progress_line(Final(text="x", unchecked=("step 1: y", "step 2: y")))

@@ -159,8 +159,8 @@ async def run_method(name: str, task, ctx, *, stop_after=None) -> list:
     """The events of method ``name`` run in process on ``task``, with ``Final.sources`` filled
     from the events as the runner fills them; the context's clients are closed afterwards.
     Errors the method raises propagate (the runner would turn them into a Failed event)."""
+    from core.article.sources import SourceBook
     from core.methods import get_method
-    from core.sources import SourceBook
 
     book = SourceBook.from_events(ctx.prior)
     try:

@@ -34,11 +34,12 @@ from common.events import (
 )
 from common.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
 from common.types import RunStatus, Task
-from core.citations import cited_numbers, strip_marks
+from core.article.article import Article
+from core.article.citations import cited_numbers, strip_marks
+from core.article.markdown import to_markdown
 from core.clients import Clients
 from core.methods import METHODS
 from core.methods.helpers import SHORTER
-from core.report import to_markdown
 from tests.helpers import collect
 
 #: Most tokens per call, by role: enough for a few paragraphs, never a rambling run to the end
@@ -174,7 +175,7 @@ def _citation_problems(final: Final, events: Sequence[Event]) -> list[str]:
             found.append(f"6. source [{s.n}] {s.url} is listed as read but no passage of its page was used")
     if not 0 <= final.supported <= final.sentences:
         found.append(f"6. {final.supported} of {final.sentences} sentences supported")
-    listed = to_markdown("task", final.text, final.sources, cited=final.cited or final.text)
+    listed = to_markdown(Article("task", final.text, final.sources, cited=final.cited or final.text))
     for s in final.sources:
         line = next((x for x in listed.splitlines() if x.startswith(f"{s.n}. [")), "")
         if s.n not in marks and "no sentence cites it" not in line:

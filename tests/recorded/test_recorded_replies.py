@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from core.guards import MIN_KEEP, guard_revision, is_talk
-from core.prompts import MAX_QUERY_WORDS, choose_query, draft_steps, split_steps
+from core.text.guards import MIN_KEEP, guard_revision, is_talk
+from core.text.prompts import MAX_QUERY_WORDS, choose_query, draft_steps, split_steps
 
 RECORDED = json.loads(Path(__file__).with_name("smollm2.json").read_text(encoding="utf-8"))
 _LABEL = re.compile(r"^\s*(#+|(?:\*\*)?(question|instruction|content|query|answer)(?:\*\*)?\s*:)", re.I)

@@ -24,9 +24,10 @@ from common.events import (
     TokenDelta,
 )
 from common.types import Passage, SearchResult, Source
-from ui import render
+from core.article import edits
+from ui import article_view, escape, run_html, runs_table, runview
 from ui.diff import changed, diff_html, word_diff
-from ui.render import RunView, fold
+from ui.runview import RunView, fold
 
 XSS = "<script>alert('x')</script>"
 STEPS = ["Python 3 was released in 2008.", "Mercurial moved to Python 3.", "Pip manages packages."]
@@ -128,15 +129,15 @@ def test_streamed_draft_tokens_show_numbered_and_reset_drops_them():
     view = RunView()
     view.apply(RunStarted(run_id="r", method="rat", task="t"))
     for piece in ["First ", "step.\n\n", "Second ", "st"]:
-        assert view.apply(TokenDelta(role="draft", text=piece)) == {render.DRAFT}
-    html = render.draft_html(view)
+        assert view.apply(TokenDelta(role="draft", text=piece)) == {runview.DRAFT}
+    html = run_html.draft_html(view)
     assert html.count("<li") == 2 and "First step." in html and "rat-caret" in html
-    assert render.progress_text(view) == "Writing the draft…"
+    assert run_html.progress_text(view) == "Writing the draft…"
     view.apply(TokenDelta(role="draft", text="", reset=True))
     view.apply(TokenDelta(role="draft", text="Again"))
     assert view.draft_live == "Again"
     view.apply(DraftReady(steps=("A", "B")))
-    html = render.draft_html(view)
+    html = run_html.draft_html(view)
     assert "rat-caret" not in html and html.count("<li") == 2
 
 
@@ -144,12 +145,12 @@ def test_progress_says_step_i_of_n_and_highlights_it():
     events = rat_run(n=3)
     cut = next(k for k, e in enumerate(events) if isinstance(e, QueryMade) and e.i == 3)
     view = fold(events[:cut])
-    assert render.progress_text(view) == "Step 3 of 3: writing the query"
+    assert run_html.progress_text(view) == "Step 3 of 3: writing the query"
     view.apply(events[cut])
-    assert render.progress_text(view) == "Step 3 of 3: searching"
-    assert "<li class='rat-current' id='rat-draft-3'>" in render.draft_html(view)
-    assert "<li class='rat-done' id='rat-draft-1'>" in render.draft_html(view)
-    steps = render.steps_html(view)
+    assert run_html.progress_text(view) == "Step 3 of 3: searching"
+    assert "<li class='rat-current' id='rat-draft-3'>" in run_html.draft_html(view)
+    assert "<li class='rat-done' id='rat-draft-1'>" in run_html.draft_html(view)
+    steps = run_html.steps_html(view)
     assert "<div class='rat-card rat-current' id='rat-step-3'>" in steps
     assert "Step 2 of 3" in steps
 
@@ -164,21 +165,21 @@ def test_progress_for_stopped_runs(status, expected):
         events = events[:3]
     else:
         events = events[:next(k for k, e in enumerate(events) if isinstance(e, StepStarted) and e.i == 2)]
-    assert render.progress_text(fold(events), status).startswith(expected)
+    assert run_html.progress_text(fold(events), status).startswith(expected)
 
 
 def test_progress_when_done_or_failed():
-    assert render.progress_text(fold(rat_run())) == "Done: 3 steps revised."
+    assert run_html.progress_text(fold(rat_run())) == "Done: 3 steps revised."
     failed = fold(rat_run()[:5] + [Failed(error="The server is down.", resumable=True)])
-    text = render.progress_text(failed, "failed")
+    text = run_html.progress_text(failed, "failed")
     assert text.startswith("Failed: The server is down.") and "Continue" in text
     later = fold(rat_run()[:14] + [Failed(error="The server is down.", resumable=True)])
-    assert render.progress_text(later, "failed").startswith("Failed after step 1 of 3: The server is down.")
-    assert "rat-failed" in render.progress_html(failed)
+    assert run_html.progress_text(later, "failed").startswith("Failed after step 1 of 3: The server is down.")
+    assert "rat-failed" in run_html.progress_html(failed)
 
 
 def test_cards_show_query_results_pages_passages_and_diff():
-    html = render.steps_html(fold(rat_run(n=1, query="python 3 release", title="Python 3.0 released")))
+    html = run_html.steps_html(fold(rat_run(n=1, query="python 3 release", title="Python 3.0 released")))
     assert "python 3 release" in html
     assert "1 results" not in html and "2 results from searxng" in html
     assert "<a href='http://example.org/page1' target='_blank' rel='noopener noreferrer nofollow'>" \
@@ -192,13 +193,13 @@ def test_cards_show_query_results_pages_passages_and_diff():
 
 def test_skipped_step_says_why():
     view = fold(rat_run(n=1, skipped="no page could be read"))
-    assert "Kept as drafted: no page could be read" in render.steps_html(view)
+    assert "Kept as drafted: no page could be read" in run_html.steps_html(view)
 
 
 @pytest.mark.parametrize("field", ["title", "query", "snippet", "passage"])
 def test_web_and_model_text_is_escaped(field):
     view = fold(rat_run(n=1, **{field: XSS}))
-    html = render.steps_html(view) + render.draft_html(view) + render.progress_html(view)
+    html = run_html.steps_html(view) + run_html.draft_html(view) + run_html.progress_html(view)
     assert "<script" not in html
     assert "&lt;script&gt;" in html
 
@@ -207,21 +208,21 @@ def test_draft_thoughts_notes_errors_and_live_text_are_escaped():
     view = RunView()
     view.apply(RunStarted(run_id="r", method="rat", task=XSS))
     view.apply(TokenDelta(role="draft", text=XSS))
-    assert "<script" not in render.draft_html(view)
+    assert "<script" not in run_html.draft_html(view)
     view.apply(DraftReady(steps=(XSS,)))
     view.apply(StepStarted(i=1, thought=XSS, n=1))
     view.apply(TokenDelta(role="query", text=XSS, i=1))
     view.apply(Note(text=XSS, i=1, level="warning"))
     view.apply(SearchDone(i=1, query="q", results=(), error=XSS, warnings=(XSS,)))
     view.apply(Failed(error=XSS))
-    html = render.draft_html(view) + render.steps_html(view) + render.progress_html(view)
+    html = run_html.draft_html(view) + run_html.steps_html(view) + run_html.progress_html(view)
     assert "<script" not in html and html.count("&lt;script&gt;") >= 6
 
 
 @pytest.mark.parametrize("bad", ["javascript:alert(1)", "data:text/html,<b>x</b>",
                                  "http://x.org/'onmouseover='alert(1)"])
 def test_only_http_links_and_no_attribute_breakout(bad):
-    html = render.link(bad, "title")
+    html = escape.link(bad, "title")
     if bad.startswith("http"):
         assert "href='http://x.org/&#x27;onmouseover=&#x27;alert(1)'" in html
     else:
@@ -231,58 +232,58 @@ def test_only_http_links_and_no_attribute_breakout(bad):
 # -- undo and export ------------------------------------------------------------------------------
 def test_rat_step_undo_swaps_only_that_paragraph():
     view = fold(rat_run("rat-step"))
-    assert render.article_text(view) == "\n\n".join(f"{s} [r{i}]" for i, s in enumerate(STEPS, 1))
-    assert render.undone_steps(view, [2]) == [2]
-    assert render.article_text(view, [2]) == f"{STEPS[0]} [r1]\n\n{STEPS[1]}\n\n{STEPS[2]} [r3]"
+    assert view.edits.text() == "\n\n".join(f"{s} [r{i}]" for i, s in enumerate(STEPS, 1))
+    assert view.edits.undone_steps([2]) == [2]
+    assert view.edits.text([2]) == f"{STEPS[0]} [r1]\n\n{STEPS[1]}\n\n{STEPS[2]} [r3]"
 
 
 def test_rat_undo_goes_back_to_the_article_before_that_step_plus_the_draft():
     view = fold(rat_run("rat"))
-    assert render.undone_steps(view, [2]) == [2, 3], "later revisions built on step 2"
-    assert render.article_text(view, [2]) == f"{STEPS[0]} [r1]\n\n{STEPS[1]}\n\n{STEPS[2]}"
-    assert render.article_text(view, [1]) == "\n\n".join(STEPS)
-    assert render.article_text(view, []) == view.final.text
+    assert view.edits.undone_steps([2]) == [2, 3], "later revisions built on step 2"
+    assert view.edits.text([2]) == f"{STEPS[0]} [r1]\n\n{STEPS[1]}\n\n{STEPS[2]}"
+    assert view.edits.text([1]) == "\n\n".join(STEPS)
+    assert view.edits.text([]) == view.final.text
 
 
 def test_undo_mode_is_told_from_the_events():
-    assert fold(rat_run("rat-step")).undo_mode == render.PARAGRAPH
-    assert fold(rat_run("rat")).undo_mode == render.CUMULATIVE
+    assert fold(rat_run("rat-step")).edits.mode == edits.PARAGRAPH
+    assert fold(rat_run("rat")).edits.mode == edits.CUMULATIVE
     # CoT+RAG: one revision of the whole draft; undoing it gives the draft back
     draft = "\n\n".join(STEPS)
     cot_rag = fold([RunStarted(run_id="c", method="cot-rag", task="t"), DraftReady(steps=tuple(STEPS)),
                     StepRevised(i=1, before=draft, after=draft + " [r]", article=draft + " [r]"),
                     Final(text=draft + " [r]")])
-    assert cot_rag.undo_mode == render.CUMULATIVE and render.article_text(cot_rag, [1]) == draft
+    assert cot_rag.edits.mode == edits.CUMULATIVE and cot_rag.edits.text([1]) == draft
     # rounds that rewrite an output (ITRG) or gather evidence (FuRePA) are not revisions of draft steps
     rounds = fold([RunStarted(run_id="i", method="itrg-refine", task="t"),
                    StepRevised(i=1, before="", after="first", article="first"),
                    StepRevised(i=2, before="first", after="second", article="second"), Final(text="second")])
-    assert rounds.undo_mode == "" and render.revert_choices(rounds) == []
-    assert render.article_text(rounds, [2]) == "second"
+    assert rounds.edits.mode == "" and article_view.revert_choices(rounds) == []
+    assert rounds.edits.text([2]) == "second"
 
 
 def test_undone_steps_lose_their_sources_and_the_rest_are_renumbered():
     view = fold(rat_run("rat-step"))
-    assert render.kept_sources(view) == view.final.sources
-    kept = render.kept_sources(view, [1])
+    assert view.edits.sources() == view.final.sources
+    kept = view.edits.sources([1])
     assert [(s.n, s.url, s.steps) for s in kept] == [(1, url(2), (2,)), (2, url(3), (3,))]
 
 
 def test_export_markdown_has_the_edited_text_and_sources():
     view = fold(rat_run("rat-step"))
-    md = render.export_markdown(view, "My own words.", [3])
+    md = article_view.export_markdown(view, "My own words.", [3])
     assert md.startswith("# Write about Python 3.\n\nMy own words.")
     assert "## Sources" in md and f"1. [Page]({url(1)}) — used in step 1" in md
     assert url(3) not in md
-    assert render.export_name(view) == "write-about-python-3-abc123.md"
+    assert article_view.export_name(view) == "write-about-python-3-abc123.md"
 
 
 def test_revert_choices_skip_unchanged_steps():
     events = rat_run("rat-step", n=2)
     view = fold(events)
-    assert [i for _, i in render.revert_choices(view)] == [1, 2]
+    assert [i for _, i in article_view.revert_choices(view)] == [1, 2]
     skipped = fold(rat_run("rat-step", n=1, skipped="no pages"))
-    assert render.revert_choices(skipped) == []
+    assert article_view.revert_choices(skipped) == []
 
 
 def test_an_edited_draft_starts_the_cards_over():
@@ -299,25 +300,25 @@ def test_history_rows():
 
     run = RunRow(id="abc", task_id=1, task="Write " + "x" * 200, method="rat", created="2025-01-02T03:04:05.000+00:00",
                  status=RunStatus.DONE, prompt_tokens=1000, completion_tokens=234, wall_seconds=12.34)
-    (row,) = render.history_rows([run])
+    (row,) = runs_table.history_rows([run])
     assert row[0] == "abc" and row[1].endswith("…") and len(row[1]) == 80
-    assert row[2:] == ["rat", render.when(run.created), "done", "", "", "1,234", "12.3 s"]
+    assert row[2:] == ["rat", runs_table.when(run.created), "done", "", "", "1,234", "12.3 s"]
     checked = RunRow(id="d", task_id=1, method="rat", status=RunStatus.UNSOURCED, steps_total=3, steps_sourced=0,
                      steps_guarded=2)
-    assert render.history_rows([checked])[0][4:7] == ["unsourced", "0/3, 2 refused", ""]
+    assert runs_table.history_rows([checked])[0][4:7] == ["unsourced", "0/3, 2 refused", ""]
     cited = RunRow(id="e", task_id=1, method="rat", status=RunStatus.DONE, sentences=9, sentences_cited=7,
                    marks_removed=1)
-    assert render.history_rows([cited])[0][6] == "7/9, 1 mark removed"
-    assert render.cited_cell(replace(cited, marks_removed=0)) == "7/9"
-    assert render.cited_cell(replace(cited, marks_removed=2)) == "7/9, 2 marks removed"
-    assert len(row) == len(render.HISTORY_HEADERS)
+    assert runs_table.history_rows([cited])[0][6] == "7/9, 1 mark removed"
+    assert runs_table.cited_cell(replace(cited, marks_removed=0)) == "7/9"
+    assert runs_table.cited_cell(replace(cited, marks_removed=2)) == "7/9, 2 marks removed"
+    assert len(row) == len(runs_table.HISTORY_HEADERS)
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", row[3])
 
 
 def test_replay_schedule_caps_gaps_scales_speed_and_retypes_model_text():
     events = rat_run("rat-step", n=1)
     stamps = [f"2025-01-01T00:00:{k * 3:02d}.000+00:00" for k in range(len(events))]  # 3 s apart
-    schedule = render.replay_schedule(events, stamps, speed=2, max_gap=2.0, typing_chunks=4)
+    schedule = runview.replay_schedule(events, stamps, speed=2, max_gap=2.0, typing_chunks=4)
     stored = [e for _, e in schedule if not isinstance(e, TokenDelta)]
     assert stored == events
     typed = [e for _, e in schedule if isinstance(e, TokenDelta)]
@@ -329,8 +330,8 @@ def test_replay_schedule_caps_gaps_scales_speed_and_retypes_model_text():
     assert sum(d for d, _ in schedule) == pytest.approx((len(events) - 1) * 1.0)
     # replaying the schedule gives the same view as the stored events
     replayed = fold(e for _, e in schedule)
-    assert render.steps_html(replayed) == render.steps_html(fold(events))
-    assert render.draft_html(replayed) == render.draft_html(fold(events))
+    assert run_html.steps_html(replayed) == run_html.steps_html(fold(events))
+    assert run_html.draft_html(replayed) == run_html.draft_html(fold(events))
 
 
 # -- the live panel's pace ------------------------------------------------------------------------
@@ -351,7 +352,7 @@ async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(ser
     updates = [u async for u in panel.follow(burst(), RunView(), live=False)]
     # the reset, RunStarted, the first token, at most a few more tokens, DraftReady, the settled panel
     assert len(updates) <= 8
-    assert updates[-1][panel.draft] == render.draft_html(fold([DraftReady(steps=("w0",))]))
+    assert updates[-1][panel.draft] == run_html.draft_html(fold([DraftReady(steps=("w0",))]))
 
 
 # -- the Writer's helpers (no browser) ------------------------------------------------------------
@@ -385,44 +386,44 @@ async def test_llm_check_says_what_to_fix(services, llm):
 # -- refused revisions ----------------------------------------------------------------------------
 def test_a_refused_revision_shows_the_reply_and_can_be_taken_in_paragraph_mode():
     view = fold(rat_run("rat-step", refused=frozenset({2})))
-    card = render.card_html(view.cards[2], n=3, current=False)
+    card = run_html.card_html(view.cards[2], n=3, current=False)
     assert "revision refused" in card and "Kept as it stood: the model's revision talks about the task" in card
     assert f"{STEPS[1]} [m2]" in card, "the refused reply is shown"
-    ((label, step),) = render.take_choices(view)
+    ((label, step),) = article_view.take_choices(view)
     assert step == 2 and label.startswith("Step 2: ")
-    assert [i for _, i in render.revert_choices(view)] == [1, 3], "nothing to undo at a refused step"
-    assert render.article_text(view) == f"{STEPS[0]} [r1]\n\n{STEPS[1]}\n\n{STEPS[2]} [r3]"
-    taken = render.article_text(view, [], [2])
+    assert [i for _, i in article_view.revert_choices(view)] == [1, 3], "nothing to undo at a refused step"
+    assert view.edits.text() == f"{STEPS[0]} [r1]\n\n{STEPS[1]}\n\n{STEPS[2]} [r3]"
+    taken = view.edits.text([], [2])
     assert taken == f"{STEPS[0]} [r1]\n\n{STEPS[1]} [m2]\n\n{STEPS[2]} [r3]", "without the model's preamble"
-    assert "taken by hand" in render.steps_html(view, [], [2])
-    assert [s.steps for s in render.kept_sources(view)] == [(1,), (3,)]
-    assert [(s.url, s.steps) for s in render.kept_sources(view, [], [2])] == [(url(1), (1,)), (url(2), (2,)),
+    assert "taken by hand" in run_html.steps_html(view, [], [2])
+    assert [s.steps for s in view.edits.sources()] == [(1,), (3,)]
+    assert [(s.url, s.steps) for s in view.edits.sources([], [2])] == [(url(1), (1,)), (url(2), (2,)),
                                                                               (url(3), (3,))]
-    md = render.export_markdown(view, render.article_text(view), [1])
+    md = article_view.export_markdown(view, view.edits.text(), [1])
     assert "## Not checked against a source" in md
     assert "- Step 1: its revision was undone by the author" in md
     assert "- Step 2: the model's revision was refused" in md
-    assert "Not checked" not in render.export_markdown(view, taken, [], [2])
+    assert "Not checked" not in article_view.export_markdown(view, taken, [], [2])
 
 
 def test_taking_a_refused_revision_in_cumulative_mode_drops_the_later_revisions():
     view = fold(rat_run("rat", refused=frozenset({2})))
-    assert [i for _, i in render.take_choices(view)] == [2]
-    undone, taken = render.chosen_edits(view, [], [2])
+    assert [i for _, i in article_view.take_choices(view)] == [2]
+    undone, taken = view.edits.chosen([], [2])
     assert (undone, taken) == ({3}, {2})
-    assert render.article_text(view, [], [2]) == f"{STEPS[0]} [r1]\n\n{STEPS[1]} [m2]\n\n{STEPS[2]}"
-    assert render.chosen_edits(view, [1], [2]) == ({1, 2, 3}, set()), "undoing an earlier step wins"
+    assert view.edits.text([], [2]) == f"{STEPS[0]} [r1]\n\n{STEPS[1]} [m2]\n\n{STEPS[2]}"
+    assert view.edits.chosen([1], [2]) == ({1, 2, 3}, set()), "undoing an earlier step wins"
 
 
 def test_progress_says_what_was_refused_and_what_is_unsourced():
     view = fold(rat_run("rat-step", refused=frozenset({2})))
-    text = render.progress_text(view, "done")
+    text = run_html.progress_text(view, "done")
     assert "1 revision was refused and the text kept" in text and "step 2: the model's revision was refused" in text
     everything = fold(rat_run("rat-step", refused=frozenset({1, 2, 3})))
-    text = render.progress_text(everything, "unsourced")
+    text = run_html.progress_text(everything, "unsourced")
     assert text.startswith("Unsourced: no part of this text was checked against retrieved text (")
-    assert "rat-unsourced" in render.progress_html(everything, "unsourced")
-    assert render.take_choices(fold(rat_run("itrg-refine"))) == []
+    assert "rat-unsourced" in run_html.progress_html(everything, "unsourced")
+    assert article_view.take_choices(fold(rat_run("itrg-refine"))) == []
 
 
 # -- citations ------------------------------------------------------------------------------------
@@ -437,9 +438,9 @@ def cited_run(method: str = "rat-step", *, title: str = "Page", extra: str = "It
 
 def test_each_mark_opens_on_its_passage_and_page():
     view = fold(cited_run())
-    cited = render.cited_view(view, render.article_text(view))
+    cited = view.edits.cited(view.edits.text())
     assert (cited.sentences, cited.supported) == (3, 3)
-    html = render.cited_html(cited)
+    html = article_view.cited_html(cited)
     marks = re.findall(r"<details class='rat-cite'>.*?</details>", html)
     assert len(marks) == 3
     assert "<summary title='Source 2: Page'>[2]</summary>" in marks[1]
@@ -451,8 +452,8 @@ def test_each_mark_opens_on_its_passage_and_page():
 
 def test_a_sentence_no_source_supports_is_marked():
     view = fold(cited_run())
-    text = render.article_text(view) + "\nThe author added this claim about tortoises."
-    html = render.cited_html(render.cited_view(view, text))
+    text = view.edits.text() + "\nThe author added this claim about tortoises."
+    html = article_view.cited_html(view.edits.cited(text))
     claim = re.search(r"<span class='rat-sentence rat-unsupported' title='no source supports this sentence'>"
                       r"The author added this claim about tortoises<sup class='rat-nosource'[^>]*>\?</sup></span>",
                       html)
@@ -463,10 +464,10 @@ def test_a_sentence_no_source_supports_is_marked():
 
 def test_a_long_passage_is_trimmed_and_an_empty_article_says_so():
     view = fold(cited_run(extra="word " * 400))
-    html = render.cited_html(render.cited_view(view, render.article_text(view)))
+    html = article_view.cited_html(view.edits.cited(view.edits.text()))
     passage = re.search(r"<span class='rat-cite-passage'>(.*?)</span>", html).group(1)
-    assert len(passage) <= render.PASSAGE_CHARS and passage.endswith("…")
-    assert "empty" in render.cited_html(render.cited_view(view, ""))
+    assert len(passage) <= article_view.PASSAGE_CHARS and passage.endswith("…")
+    assert "empty" in article_view.cited_html(view.edits.cited(""))
 
 
 @pytest.mark.parametrize("where", ["title", "passage", "text", "url"])
@@ -478,10 +479,10 @@ def test_hostile_text_in_the_cited_article_is_escaped(where):
                   replace(e, sources=("javascript:alert(1)",) if e.sources else ()) if isinstance(e, StepRevised)
                   else e for e in events]
     view = fold(events)
-    text = render.article_text(view) + (f"\n\n{XSS} Python 3 was released in 2008." if where == "text" else "")
-    cited = render.cited_view(view, text)
+    text = view.edits.text() + (f"\n\n{XSS} Python 3 was released in 2008." if where == "text" else "")
+    cited = view.edits.cited(text)
     assert cited.supported >= 3
-    html = render.cited_html(cited)
+    html = article_view.cited_html(cited)
     assert "<script" not in html and "javascript:" not in html.replace("rat-nolink'>javascript:", "")
     if where == "url":
         assert "href" not in html, "a page that is not http(s) is no link"
@@ -493,23 +494,23 @@ def test_progress_says_how_many_sentences_are_cited():
     events = cited_run()
     final = events[-1]
     events[-1] = replace(final, sentences=3, supported=2, marks_removed=1)
-    assert render.progress_text(fold(events)) == "Done: 3 steps revised. 2 of 3 sentences cited, 1 mark removed."
-    assert "cited" not in render.progress_text(fold(rat_run())), "runs stored before citations say nothing"
+    assert run_html.progress_text(fold(events)) == "Done: 3 steps revised. 2 of 3 sentences cited, 1 mark removed."
+    assert "cited" not in run_html.progress_text(fold(rat_run())), "runs stored before citations say nothing"
 
 
 def test_exports_carry_the_marks_numbered_like_the_kept_sources():
     view = fold(cited_run())
-    text = render.article_text(view, [1])  # step 1 undone: its sentence has no source, step 2's is [1]
-    md = render.export_markdown(view, text, [1])
+    text = view.edits.text([1])  # step 1 undone: its sentence has no source, step 2's is [1]
+    md = article_view.export_markdown(view, text, [1])
     assert f"{STEPS[0]}\n\n{STEPS[1].removesuffix('.')} [1]. [r2]\n\n{STEPS[2].removesuffix('.')} [2]. [r3]" in md
     assert f"1. [Page]({url(2)}) — used in step 2" in md and f"2. [Page]({url(3)}) — used in step 3" in md
-    assert render.export_name(view, "docx") == "write-about-python-3-abc123.docx"
+    assert article_view.export_name(view, "docx") == "write-about-python-3-abc123.docx"
 
     import io
 
     from docx import Document
 
-    doc = Document(io.BytesIO(render.export_docx(view, text, [1])))
+    doc = Document(io.BytesIO(article_view.export_docx(view, text, [1])))
     paragraphs = [p.text for p in doc.paragraphs]
     assert paragraphs[0] == "Write about Python 3."
     assert f"{STEPS[1].removesuffix('.')} [1]. [r2]" in paragraphs
@@ -518,9 +519,9 @@ def test_exports_carry_the_marks_numbered_like_the_kept_sources():
 
 def test_a_taken_revision_is_cited_from_the_passages_of_its_step():
     view = fold(cited_run(refused=frozenset({2})))
-    kept = render.cited_view(view, render.article_text(view))
+    kept = view.edits.cited(view.edits.text())
     assert [bool(p.marks) for p in kept.pieces if p.sentence] == [True, False, True], "step 2 was never checked"
-    text = render.article_text(view, [], [2])
-    cited = render.cited_view(view, text, [], [2])
+    text = view.edits.text([], [2])
+    cited = view.edits.cited(text, [], [2])
     assert [m.n for p in cited.pieces for m in p.marks] == [1, 2, 3]
-    assert [s.n for s in render.kept_sources(view, [], [2])] == [1, 2, 3]
+    assert [s.n for s in view.edits.sources([], [2])] == [1, 2, 3]

@@ -115,7 +115,8 @@ def again(app, run_id: str) -> str:
 async def _follow(events, args, app, seen: dict | None = None) -> int:
     from common.events import Failed, Final, RunStarted
     from common.types import RunStatus
-    from core.report import progress_line, unsourced_cause
+    from core.article.article import Article
+    from ui.cli.progress import progress_line
 
     run_id, final, failed = None, None, None
     try:
@@ -143,32 +144,33 @@ async def _follow(events, args, app, seen: dict | None = None) -> int:
         print(f"draft stored; continue with: python app.py resume {run_id}", file=sys.stderr)
         return 0
     run = app.store.get_run(run_id)
-    cause = unsourced_cause(app.store.events(run_id)) if run.status == RunStatus.UNSOURCED else ""
-    write_article(args.out, run.task, final.text, final.sources, unchecked=final.unchecked, unsourced=cause,
-                  cited=final.cited, cut=final.cut)
-    if cause:
-        print(f"warning: unsourced: nothing in this text was checked against a source: {cause}.", file=sys.stderr)
+    article = Article.from_events(run.task, app.store.events(run_id), unsourced=run.status == RunStatus.UNSOURCED)
+    write_article(args.out, article)
+    if article.unsourced:
+        print(f"warning: unsourced: nothing in this text was checked against a source: {article.unsourced}.",
+              file=sys.stderr)
         return EXIT_UNSOURCED
     return 0
 
 
-def write_article(out: str | None, task: str, text: str, sources, **how) -> None:
-    """The article as Markdown on standard output, or saved to ``out``: a Word document when
-    its name ends in .docx, else Markdown. Raises ConfigError when the file cannot be written."""
+def write_article(out: str | None, article) -> None:
+    """The article (a ``core.article.Article``) as Markdown on standard output, or saved to
+    ``out``: a Word document when its name ends in .docx, else Markdown. Raises ConfigError when
+    the file cannot be written."""
     from common.errors import ConfigError
-    from core.report import to_markdown
+    from core.article.markdown import to_markdown
 
     if not out:
-        print(to_markdown(task, text, sources, **how))
+        print(to_markdown(article))
         return
     path = Path(out).expanduser()
     try:
         if path.suffix.lower() == ".docx":
-            from core.docx_export import to_docx
+            from core.article.docx import to_docx
 
-            path.write_bytes(to_docx(task, text, sources, **how))
+            path.write_bytes(to_docx(article))
         else:
-            path.write_text(to_markdown(task, text, sources, **how), encoding="utf-8")
+            path.write_text(to_markdown(article), encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"Cannot write the article to {out}: {exc.strerror or exc}. Choose a file in a folder "
                           "that exists and that you can write to.") from exc
@@ -233,17 +235,10 @@ def cmd_history(args, app) -> int:
 
 
 def cmd_show(args, app) -> int:
-    from common.events import Final
-    from common.types import RunStatus, Source
-    from core.report import unsourced_cause
+    from common.types import RunStatus
+    from core.article.article import Article
 
     run = app.store.get_run(args.run_id)
-    events = app.store.events(args.run_id)
-    sources = [Source(s["n"], s["url"], s["title"], tuple(s["steps"]), s.get("read", True), s.get("why", ""))
-               for s in run.sources]
-    final = next((e for e in reversed(events) if isinstance(e, Final)), None)
-    unchecked, cited, cut = (final.unchecked, final.cited, final.cut) if final else ((), "", False)
-    cause = unsourced_cause(events) if run.status == RunStatus.UNSOURCED else ""
-    write_article(getattr(args, "out", None), run.task, run.final_text, sources, unchecked=unchecked,
-                  unsourced=cause, cited=cited, cut=cut)
+    article = Article.from_events(run.task, app.store.events(args.run_id), unsourced=run.status == RunStatus.UNSOURCED)
+    write_article(getattr(args, "out", None), article)
     return 0

@@ -3,10 +3,10 @@ placeholders (the paper writes "/n/n" for a blank line; we keep its text and als
 "/n/n" in case a model copies it literally). Prompts that are ours say so.
 
 Retrieved text is data: it goes into a fenced block labelled with its source (see
-core.passages.format_passages), never into the instruction part of a prompt. Every prompt of ours
+core.text.fencing.format_passages), never into the instruction part of a prompt. Every prompt of ours
 that holds passages says so in one sentence, :data:`PASSAGES_ARE_DATA`; B.1-B.3 keep the paper's
 words, with the fence around the content only. Every template is registered with
-``core.passages.prompt_template``, so a line of page text that imitates one of its headings is
+``core.text.fencing.prompt_template``, so a line of page text that imitates one of its headings is
 neutralised.
 """
 
@@ -16,8 +16,8 @@ import re
 from collections.abc import Callable
 
 from common.types import Task
-from core.passages import prompt_template
-from core.talk import is_talk
+from core.text.fencing import prompt_template
+from core.text.talk import is_talk
 
 # Ours: the sentence every prompt of ours that holds passages carries (not B.1-B.3: the paper's words).
 # It names the fence in words, not as "<passage>": a prompt holds that tag once per passage.
@@ -71,10 +71,10 @@ Try to keep the structure (multiple paragraphs with its subtitles) in the revise
 Split the paragraphs with /n/n characters.
 Just output the revised answer directly. DO NOT add additional explanations or announcement in the revised answer unless you are asked to.""")
 
-# Ours (RAT step-scope, DESIGN.md): B.3 narrowed to one step. The steps already revised are
+# Ours (RAT step-scope; README.md, Methods): B.3 narrowed to one step. The steps already revised are
 # shown as read-only context so the model keeps continuity, but it rewrites only the current
 # step, so output tokens grow with the article instead of with its square. Unlike B.3, it asks
-# for [n] marks: the passages carry the article's source numbers (core.citations keeps a mark
+# for [n] marks: the passages carry the article's source numbers (core.article.citations keeps a mark
 # only when it names a passage of the step).
 REVISE_STEP = prompt_template("""##Existing Text in Wiki Web:
 {content}
@@ -240,7 +240,7 @@ def query_problem(query: str, *, question: str, content: str) -> str:
     """Why a cleaned query is not one a search engine can use ("" when it is): empty, over
     MAX_QUERY_WORDS words, a copy of the prompt it was asked from (the question, or a whole
     line of the content), a line of B.2's instruction read back, or talk about the task
-    (:func:`core.talk.is_talk`)."""
+    (:func:`core.text.talk.is_talk`)."""
     if not query:
         return "is empty or only echoes the prompt's labels"
     if len(query.split()) > MAX_QUERY_WORDS:

@@ -1,5 +1,5 @@
 """Fetching pages: the SSRF guard on every hop, our own timeout, size cap, content-type check and
-redirect limit, then main-text extraction (:func:`core.extract.extract_html`: Markdown, with metadata).
+redirect limit, then main-text extraction (:func:`core.retrieval.extract.extract_html`: Markdown, with metadata).
 
 :meth:`Fetcher.fetch` raises a :class:`~common.errors.FetchError` subclass; :meth:`Fetcher.read`
 and :meth:`Fetcher.read_many` turn those into ``Page(status="error")``, because a dead page is
@@ -29,8 +29,8 @@ from common.errors import (
 )
 from common.settings import FetchSettings
 from common.types import Page
-from core.extract import extract_html_async
-from core.netguard import Resolver, check_url, guarded_transport
+from core.retrieval.extract import extract_html_async
+from core.retrieval.netguard import Resolver, check_url, guarded_transport
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = (*HTML_TYPES, "text/plain")
@@ -61,7 +61,7 @@ class Fetcher:
 
     ``client`` replaces the httpx client we would build (tests, proxies); redirects are followed
     here, not by httpx, whatever the client says. ``resolver`` replaces getaddrinfo in the SSRF
-    guard (see :mod:`core.netguard`)."""
+    guard (see :mod:`core.retrieval.netguard`)."""
 
     def __init__(
         self,
@@ -73,7 +73,7 @@ class Fetcher:
         metadata: bool = True,
     ):
         self.settings = settings
-        self.metadata = metadata  # False: text and <title> only (core.extract), half the work per page
+        self.metadata = metadata  # False: text and <title> only (core.retrieval.extract), half the work per page
         self._cache = cache
         self._resolver = resolver
         self._own_client = client is None

@@ -1,6 +1,7 @@
 """Text out of documents: the one place that runs trafilatura (HTML: main text as Markdown, a
-title and metadata) and pypdf (PDF, optional). The fetcher (:mod:`core.fetch`) and the local
-corpus (:mod:`core.corpus`) both extract through here, so both go through the same lock.
+title and metadata) and pypdf (PDF, optional). The fetcher (:mod:`core.retrieval.fetch`) and the
+local corpus (:mod:`core.retrieval.corpus`) both extract through here, so both go through the same
+lock (one trafilatura call at a time in a process).
 
 Both functions are synchronous and CPU-bound. On an event loop, :func:`extract_html_async`
 runs ``extract_html`` in a pool of worker processes (``EXTRACT_WORKERS``): each has its own
@@ -127,7 +128,7 @@ def _get_pool() -> ProcessPoolExecutor:
             # forkserver: workers are forked from a clean server process, never from this one (whose
             # threads may hold locks); the server imports trafilatura once, so workers start warm.
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(["core.extract", "trafilatura"])
+            context.set_forkserver_preload(["core.retrieval.extract", "trafilatura"])
             _pool = ProcessPoolExecutor(max_workers=EXTRACT_WORKERS, mp_context=context)
         return _pool
 

@@ -20,8 +20,9 @@ from urllib.parse import urlsplit
 from common.errors import SearchError
 from common.events import Event, Note, PageRead, PassagesChosen, SearchDone
 from common.types import Page, Passage, SearchResult
-from core.passages import count_tokens, rank_passages, select_passages, split_passages
+from core.retrieval.passages import rank_passages, select_passages, split_passages
 from core.returning import Return, returning
+from core.text.tokens import count_tokens
 
 
 @returning

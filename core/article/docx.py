@@ -1,4 +1,4 @@
-"""The article as a Word document (python-docx): the same content as ``core.report.to_markdown``
+"""The article as a Word document (python-docx): the same content as ``core.article.markdown.to_markdown``
 (title, unsourced warning, the text with its [n] marks, a line when its end was cut, the
 numbered sources, the snippet-only sources apart, the steps never checked), for authors who
 finish their articles in a word processor. Titles and the task are written as plain text runs:
@@ -14,9 +14,7 @@ from __future__ import annotations
 import io
 import re
 
-from common.types import Source
-from core.citations import cited_numbers
-from core.report import CUT_TEXT, used_in
+from core.article.article import CUT_TEXT, Article
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
@@ -25,40 +23,35 @@ _EMPHASIS = re.compile(r"(\*\*[^*\n]+\*\*|__[^_\n]+__|\*[^*\n]+\*)")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # not allowed in XML: dropped
 
 
-def to_docx(task: str, text: str, sources: tuple[Source, ...] | list[Source], *, title: str | None = None,
-            unchecked: tuple[str, ...] | list[str] = (), unsourced: str = "", cited: str = "",
-            cut: bool = False) -> bytes:
-    """The article as the bytes of a .docx file; the arguments are those of ``to_markdown``."""
+def to_docx(article: Article) -> bytes:
+    """The article as the bytes of a .docx file, with the content of ``to_markdown``."""
     from docx import Document  # python-docx: imported when a document is made
 
     doc = Document()
-    doc.core_properties.title = _clean(title or task)[:250]
-    doc.add_heading(_clean(title or _one_line(task, 120)), level=1)
-    if unsourced:
+    doc.core_properties.title = _clean(article.title or article.task)[:250]
+    doc.add_heading(_clean(article.heading), level=1)
+    if article.unsourced:
         warning = doc.add_paragraph()
         warning.add_run("Unsourced: ").bold = True
-        warning.add_run(_clean(f"no part of this text was checked against retrieved text ({unsourced})."))
-    _write_body(doc, (cited or text).strip())
-    if cut:
+        warning.add_run(_clean(f"no part of this text was checked against retrieved text ({article.unsourced})."))
+    _write_body(doc, article.body)
+    if article.cut:
         note = doc.add_paragraph()
         note.add_run("Cut short: ").bold = True
         note.add_run(f"{CUT_TEXT}.")
-    read = [s for s in sources if s.read]
-    snippets = [s for s in sources if not s.read]
-    marked = cited_numbers(cited) if cited else None
-    if read:
+    if article.read_sources:
         doc.add_heading("Sources", level=2)
-        for s in read:
-            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{used_in(s, marked)}"))
-    if snippets:
+        for s in article.read_sources:
+            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{article.used_in(s)}"))
+    if article.snippet_sources:
         doc.add_heading("Search snippets only (page not read)", level=2)
-        for s in snippets:
-            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{used_in(s, marked)}; the page was "
+        for s in article.snippet_sources:
+            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{article.used_in(s)}; the page was "
                                      f"not read: {s.why or 'unknown reason'}"))
-    if unchecked and not unsourced:
+    if article.unchecked_lines:
         doc.add_heading("Not checked against a source", level=2)
-        for line in unchecked:
-            doc.add_paragraph(_clean(line[0].upper() + line[1:]), style="List Bullet")
+        for line in article.unchecked_lines:
+            doc.add_paragraph(_clean(line), style="List Bullet")
     out = io.BytesIO()
     doc.save(out)
     return out.getvalue()
@@ -99,8 +92,3 @@ def _add_runs(paragraph, text: str) -> None:
 
 def _clean(text: str) -> str:
     return _CONTROL.sub("", str(text))
-
-
-def _one_line(text: str, width: int) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= width else one[: width - 1] + "…"

@@ -1,6 +1,6 @@
 """Talk about the task instead of the text: "I have made the requested changes", "I will
 summarize the content". Real models, small ones most, answer with it; a revision that is talk is
-refused (``core.guards``) and so is a search query (``core.prompts.query_problem``)."""
+refused (``core.text.guards``) and so is a search query (``core.text.prompts.query_problem``)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
 """Inline citations by attribution: each sentence of an article gets [n] marks for the one or
 two sources whose passages support it, where n is the source's number in the article's list
-(``core.sources.SourceBook``: a source is numbered when it is first used, and passages in a
+(``core.article.sources.SourceBook``: a source is numbered when it is first used, and passages in a
 revision prompt carry those numbers, so a label the model copies is a right one).
 
 A sentence is matched against the passages retrieved for its step: the steps whose revised text
 holds the sentence (for RAT, where each revision rewrites the answer so far, every step that kept
 it), else, for a sentence no revised step holds (a RAG answer, an author's edit), the passages a
 step used without revising (``SourcesUsed``). Support is word overlap: the share of the
-sentence's content words (``core.passages.tokenize``) found in the passage; a sentence is
+sentence's content words (``core.text.tokens.tokenize``) found in the passage; a sentence is
 supported at ``threshold`` or more (``--cite-threshold``, default CITE_THRESHOLD), with at
 least MIN_SHARED words in common.
 
@@ -25,9 +25,9 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from common.events import DraftReady, Event, PassagesChosen, SourcesUsed, StepRevised
+from common.events import DraftReady, Event, Final, PassagesChosen, SourcesUsed, StepRevised
 from common.types import Passage
-from core.passages import tokenize
+from core.text.tokens import tokenize
 
 CITE_THRESHOLD = 0.6  # share of a sentence's content words a passage must hold to support it
 MIN_WORDS = 3  # a piece with fewer content words (a heading, "Answer: Paris") needs no source
@@ -96,6 +96,11 @@ class Cited:
 
     def summary(self) -> str:
         return summary(self.supported, self.sentences, self.removed)
+
+
+def citation_line(final: Final) -> str:
+    """'7 of 9 sentences cited, 1 mark removed' for a run's Final."""
+    return summary(final.supported, final.sentences, final.marks_removed)
 
 
 def summary(supported: int, sentences: int, removed: int) -> str:

@@ -14,9 +14,9 @@ edited draft) starts the book over: the old revisions are gone.
 
 One numbering per article: a source gets its number when a step first uses it, and
 :meth:`SourceBook.numbers` gives the numbers so far to the methods (``MethodContext.numbers``),
-which label a prompt's passages with them (``core.passages.format_passages``): a new source is
+which label a prompt's passages with them (``core.text.fencing.format_passages``): a new source is
 labelled with the number it will get, so a label the model copies is the source's own number.
-``Final.cited`` marks each sentence with its sources (``core.citations``). ``Final.cut`` says the
+``Final.cited`` marks each sentence with its sources (``core.article.citations``). ``Final.cut`` says the
 text ends where an answer the token limit cut short ended (``LLMCalled.cut_ending``): whatever
 the method did with that answer, the text's end is missing.
 
@@ -31,12 +31,12 @@ from dataclasses import replace
 
 from common.events import DraftReady, Event, Final, LLMCalled, PageRead, PassagesChosen, SourcesUsed, StepRevised
 from common.types import Source
-from core.citations import CITE_THRESHOLD, cite, evidence
+from core.article.citations import CITE_THRESHOLD, cite, evidence
 
 
 class SourceBook:
     """Numbers sources in the order they were first used. ``threshold``: the share of a
-    sentence's words a passage must hold to be cited for it (``core.citations``)."""
+    sentence's words a passage must hold to be cited for it (``core.article.citations``)."""
 
     def __init__(self, threshold: float = CITE_THRESHOLD) -> None:
         self.threshold = threshold
@@ -95,7 +95,7 @@ class SourceBook:
         return self._failed.get(url, "the page was not fetched")
 
     def cited(self, text: str, *, undone: Iterable[int] = (), taken: Iterable[int] = ()):
-        """``text`` with its citations (a ``core.citations.Cited``), from the evidence of the
+        """``text`` with its citations (a ``core.article.citations.Cited``), from the evidence of the
         run's steps (``undone`` and ``taken``: as the author edited the article)."""
         steps = evidence(self._events, undone=undone, taken=taken)
         return cite(text, steps, self.numbers(), threshold=self.threshold)

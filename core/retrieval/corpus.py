@@ -5,7 +5,7 @@ This module scans the folder and extracts each file's text; the index itself (st
 read) is :class:`data.corpus.CorpusStore`.
 
 Supported files: ``.md``, ``.markdown``, ``.txt``, ``.html``/``.htm`` (main text extracted by
-:func:`core.extract.extract_html`, as Markdown; the title from the page's metadata, else the file
+:func:`core.retrieval.extract.extract_html`, as Markdown; the title from the page's metadata, else the file
 name) and ``.pdf`` when ``pypdf`` is installed (without it PDFs are skipped and counted in
 ``skipped``; install ``pypdf`` to index them). Hidden files and folders (names starting with ".")
 are ignored, symbolic links to folders are not followed, and files over ``MAX_FILE_BYTES`` are
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from common.errors import ConfigError, ExtractionError
 from common.types import SearchResult
-from core.extract import Extracted, extract_html, extract_pdf
+from core.retrieval.extract import Extracted, extract_html, extract_pdf
 from data.corpus import CorpusStore, IndexedFile
 
 log = logging.getLogger(__name__)

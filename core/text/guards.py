@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.passages import echoed_heading
-from core.prompts import normalise_answer
-from core.talk import is_talk
+from core.text.fencing import echoed_heading
+from core.text.prompts import normalise_answer
+from core.text.talk import is_talk
 
 MIN_KEEP = 0.4  # the default share of characters a revision must keep (--min-keep)
 

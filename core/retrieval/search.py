@@ -306,7 +306,7 @@ class SearxngProvider:
 
 
 class CorpusProvider:
-    """A folder of the author's files (``core.corpus.CorpusIndex``, BM25 over SQLite FTS5).
+    """A folder of the author's files (``core.retrieval.corpus.CorpusIndex``, BM25 over SQLite FTS5).
 
     The index is brought up to date with the folder on first use (in a worker thread); call
     :meth:`refresh` to pick up later changes. Results have ``file://`` URLs: take their text
@@ -314,7 +314,7 @@ class CorpusProvider:
 
     name = "corpus"
 
-    def __init__(self, index: Any):  # core.corpus.CorpusIndex
+    def __init__(self, index: Any):  # core.retrieval.corpus.CorpusIndex
         self.index = index
         self._fresh = False
 
@@ -627,7 +627,7 @@ def _check_ddg_backends(backends: str) -> None:
 
 
 def _corpus_index(folder: Path | None, db_path: str | Path | None) -> Any:
-    from core.corpus import CorpusIndex  # the extractor is loaded when an HTML file is first read
+    from core.retrieval.corpus import CorpusIndex  # the extractor is loaded when an HTML file is first read
 
     if folder is None:
         raise ConfigError("The corpus provider needs a folder: add --corpus DIR (a folder of .md/.txt/.html files).")

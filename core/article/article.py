@@ -1,0 +1,138 @@
+"""The article as it leaves the house: one frozen value that every output reads (Markdown,
+Word, the command line's run and show, the Writer's export), so what an article's ending says
+is decided once.
+
+An ``Article`` is made from a run's events (:meth:`Article.from_events`: the text and sources
+of its ``Final``) or from an author's edited text (:meth:`Article.edited`, with the source book
+of the edits: ``core.article.edits``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from common.events import DraftReady, Event, Final, PageRead, SearchDone, StepRevised
+from common.types import Source
+from core.article.citations import cited_numbers
+from core.article.sources import SourceBook
+from core.text.oneline import short
+
+CUT = "the text ends where the model's answer was cut at the token limit, so its end is missing"
+CUT_TEXT = f"{CUT} (raise --max-tokens)"  # the CLI's and the exports' words; the Writer names where to raise it
+TITLE_CHARS = 120  # of the task, when it stands as the article's title
+
+
+@dataclass(frozen=True)
+class Article:
+    """An article with what its ending must say.
+
+    ``text``: the article as written; ``cited``: the same text with its [n] marks
+    (``core.article.citations``), "" when it was not attributed; ``sources``: numbered, the
+    read ones and the snippet-only ones (``Source.read``); ``unchecked``: one line per step never
+    checked against a source; ``unsourced``: why no part of it was checked ("" when some was);
+    ``cut``: its end is missing (an answer the token limit cut short); ``title``: "" for the task's
+    first words."""
+
+    task: str
+    text: str
+    sources: tuple[Source, ...] = ()
+    cited: str = ""
+    unchecked: tuple[str, ...] = ()
+    unsourced: str = ""
+    cut: bool = False
+    title: str = ""
+
+    @property
+    def heading(self) -> str:
+        """The article's title: its own, else the task on one line."""
+        return self.title or short(self.task, TITLE_CHARS)
+
+    @property
+    def body(self) -> str:
+        """The text as written out: with its [n] marks when it has them."""
+        return (self.cited or self.text).strip()
+
+    @property
+    def read_sources(self) -> tuple[Source, ...]:
+        return tuple(s for s in self.sources if s.read)
+
+    @property
+    def snippet_sources(self) -> tuple[Source, ...]:
+        """Sources whose page was never read: only their search snippet was used."""
+        return tuple(s for s in self.sources if not s.read)
+
+    @cached_property
+    def marked(self) -> set[int] | None:
+        """The numbers the text's [n] marks name; None when the text was not attributed (then
+        nothing is said of which sources it cites)."""
+        return cited_numbers(self.cited) if self.cited else None
+
+    @property
+    def unchecked_lines(self) -> tuple[str, ...]:
+        """The steps listed as not checked, each line capitalised; none for an unsourced article,
+        whose warning says it of all of it."""
+        if self.unsourced:
+            return ()
+        return tuple(line[0].upper() + line[1:] for line in self.unchecked)
+
+    def used_in(self, source: Source) -> str:
+        """' — used in steps 2, 3' ('' for a source no step names); a source no [n] mark of the
+        text names says so: a step was checked against the page, but no sentence of the text
+        matches it closely enough to be cited."""
+        said = []
+        if source.steps:
+            label = "step" if len(source.steps) == 1 else "steps"
+            said.append(f"used in {label} " + ", ".join(str(x) for x in source.steps))
+        marked = self.marked
+        if marked is not None and source.n not in marked:
+            said.append("no sentence cites it")
+        return " — " + "; ".join(said) if said else ""
+
+    @classmethod
+    def from_events(cls, task: str, events: Sequence[Event], *, unsourced: bool = False) -> Article:
+        """The article of a stored or just finished run: its last ``Final`` (no text for a run
+        that has none). ``unsourced``: the run finished without checking any step against a
+        source (its status); the cause is read from its events (:func:`unsourced_cause`)."""
+        final = next((e for e in reversed(events) if isinstance(e, Final)), None)
+        cause = unsourced_cause(events) if unsourced else ""
+        if final is None:
+            return cls(task=task, text="", unsourced=cause)
+        return cls(task=task, text=final.text, sources=tuple(final.sources), cited=final.cited,
+                   unchecked=tuple(final.unchecked), unsourced=cause, cut=final.cut)
+
+    @classmethod
+    def edited(cls, task: str, text: str, book: SourceBook, *, sources: Iterable[Source] | None = None,
+               unchecked: Iterable[str] = (), undone: Iterable[int] = (), taken: Iterable[int] = ()) -> Article:
+        """An author's text, attributed and checked with ``book`` (the run's source book as the
+        author's edits left it: ``undone`` steps' revisions taken back, ``taken`` steps' refused
+        revisions used); ``sources``: the list to give, when not the book's own."""
+        return cls(task=task, text=text, sources=tuple(book.sources() if sources is None else sources),
+                   cited=book.cited(text, undone=undone, taken=taken).text, unchecked=tuple(unchecked),
+                   cut=book.ends_cut(text))
+
+
+def unsourced_cause(events: list[Event]) -> str:
+    """Why a run used no source, and what to do, in one line: read from its events (the last
+    draft's steps on)."""
+    last_draft = max((k for k, e in enumerate(events) if isinstance(e, DraftReady)), default=0)
+    events = events[last_draft:]
+    searches = [e for e in events if isinstance(e, SearchDone)]
+    pages = [e for e in events if isinstance(e, PageRead)]
+    guarded = [e for e in events if isinstance(e, StepRevised) and e.guarded]
+    if searches and all(s.error for s in searches):
+        return f"search failed for every step: {searches[-1].error}"
+    if searches and not any(s.results for s in searches if not s.error):
+        return ("no search returned any result: try another provider (--search ddg,searxng,corpus) "
+                "or a task with more common words")
+    if pages and not any(p.status == "ok" for p in pages):
+        return (f"no page could be read ({len(pages)} tried; last: {pages[-1].error}): try another search "
+                "provider, or --corpus with local files")
+    if guarded:  # --min-keep is named only where it refused a revision: it cannot help a talk or a cut reply
+        also = ", or lower --min-keep" if any("--min-keep" in e.guarded for e in guarded) else ""
+        return (f"the model's revisions were refused at {len(guarded)} step(s), e.g. it {guarded[-1].guarded}: "
+                f"try a larger model{also}")
+    if not searches:
+        return "no search was made: the method found nothing to look up"
+    return "no retrieved text was used: see the steps' notes"

@@ -1,0 +1,210 @@
+"""A run's view (``ui.runview.RunView``) as HTML, as pure functions: the progress line, the
+draft (left) and a card per step (right) with its query, search, pages, passages and the
+revision's diff. Everything that came from the web or from a model is escaped (``ui.escape``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from common.events import PageRead, SearchDone, StepRevised
+from common.types import Passage
+from core.article.article import CUT, unsourced_cause
+from core.article.citations import citation_line
+from core.text.oneline import short
+from ui.diff import changed, diff_html
+from ui.escape import esc, link
+from ui.runview import RunView, StepCard
+
+DIFF_CONTEXT = 14  # words kept around a change in a long revised text
+LONG_DIFF = 120  # words: a longer "before" text is shown with only DIFF_CONTEXT around changes
+
+
+# -- progress -------------------------------------------------------------------------------------
+def progress_text(view: RunView, status: str = "") -> str:
+    """One line saying where the run is, e.g. "Step 3 of 7: reading pages"; ``status`` is the
+    run's stored status when known (draft, interrupted, failed, ...)."""
+    n = view.n or len(view.steps)
+    revised = len(view.revisions)
+    if view.failed is not None:
+        again = " What was done is kept: press Continue to resume." if view.failed.resumable else ""
+        where = f" after step {revised} of {n}" if revised else ""
+        return f"Failed{where}: {view.failed.error}{again}"
+    if view.final is not None:
+        if status == "unsourced":
+            return (f"Unsourced: no part of this text was checked against retrieved text "
+                    f"({unsourced_cause(view.events)}). The text is the model's alone.")
+        done = f"Done: {revised} step{'s' if revised != 1 else ''} revised." if revised else "Done."
+        refused = sum(1 for rev in view.revisions.values() if rev.guarded)
+        if refused:
+            were = "s were" if refused != 1 else " was"
+            done += f" {refused} revision{were} refused and the text kept (see the steps)."
+        if view.final.sentences:  # runs stored before citations have none: nothing to say
+            done += f" {citation_line(view.final)}."
+        if view.final.unchecked:
+            done += f" Not checked against a source: {'; '.join(view.final.unchecked)}."
+        if view.final.cut:
+            done += f" {CUT[0].upper()}{CUT[1:]} (start the app with a higher --max-tokens)."
+        return done
+    if status == "draft":
+        return f"Draft ready: {n} steps. Edit them below if you like, then press Continue."
+    if status == "interrupted":
+        where = f" after step {revised} of {n}" if revised else " before the first step was revised" if n else ""
+        return f"Stopped{where}. Press Continue to go on from there."
+    if view.current:
+        card = view.cards.get(view.current)
+        return f"Step {view.current} of {n}: {card.phase if card else 'starting'}"
+    if view.draft_ready:
+        return f"Draft ready: {n} steps."
+    if view.draft_live:
+        return "Writing the draft…"
+    if view.run_id:
+        return "Starting…"
+    return "No run yet: type a task and press Run."
+
+
+def progress_html(view: RunView, status: str = "") -> str:
+    kind = ("rat-failed" if view.failed else "rat-unsourced" if view.final and status == "unsourced"
+            else "rat-done" if view.final else "")
+    stats = ""
+    if view.llm_calls:
+        tokens = view.prompt_tokens + view.completion_tokens
+        pages = sum(1 for c in view.cards.values() for p in c.pages if p.status == "ok")
+        stats = (f"<span class='rat-stats'>{view.llm_calls} LLM calls · {tokens:,} tokens · "
+                 f"{pages} pages read</span>")
+    return f"<div class='rat-progress {kind}'>{esc(progress_text(view, status))}{stats}</div>"
+
+
+# -- the draft (left) -----------------------------------------------------------------------------
+def draft_html(view: RunView) -> str:
+    """The step-by-step draft, numbered; while it streams, the text so far with a caret."""
+    if not view.draft_ready:
+        if not view.draft_live:
+            if view.final is not None or view.cards:
+                return "<div class='rat-empty'>This method writes no step-by-step draft.</div>"
+            return "<div class='rat-empty'>The draft appears here as the model writes it.</div>"
+        blocks = re.split(r"(?:\r?\n[ \t]*){2,}", view.draft_live.lstrip())
+        items = [f"<li>{esc(b)}</li>" for b in blocks[:-1]]
+        items.append(f"<li>{esc(blocks[-1])}<span class='rat-caret'></span></li>")
+        return "<ol class='rat-draft rat-streaming'>" + "".join(items) + "</ol>"
+    items = []
+    for n, step in enumerate(view.steps, start=1):
+        card = view.cards.get(n)
+        cls = "rat-current" if n == view.current and view.final is None else \
+            "rat-done" if card and card.revised else ""
+        items.append(f"<li class='{cls}' id='rat-draft-{n}'>{esc(step)}</li>")
+    return "<ol class='rat-draft'>" + "".join(items) + "</ol>"
+
+
+# -- the steps (right) ----------------------------------------------------------------------------
+def search_html(s: SearchDone) -> str:
+    if s.error:
+        return f"<div class='rat-row rat-error'>Search failed: {esc(s.error)}</div>"
+    head = f"{len(s.results)} results from {esc(s.provider or 'search')}" + (" (cached)" if s.cached else "")
+    if s.seconds:
+        head += f" <span class='rat-meta'>{s.seconds:.2f} s</span>"
+    warnings = "".join(f"<div class='rat-note rat-warning'>{esc(w)}</div>" for w in s.warnings)
+    results = "".join(
+        f"<li>{link(r.url, r.title)}<br><span class='rat-snippet'>{esc(short(r.snippet, 220))}</span></li>"
+        for r in s.results)
+    listing = (f"<details class='rat-more'><summary>results</summary><ol class='rat-results'>{results}</ol></details>"
+               if results else "")
+    return f"<div class='rat-row'><span class='rat-label'>Search</span>{head}{warnings}{listing}</div>"
+
+
+def page_html(p: PageRead, fallback_title: str = "") -> str:
+    """One page read for a step: its title as a link, then "ok", its size and time, or why it
+    could not be read. ``fallback_title`` (the search result's) is used when the page gave none."""
+    title = link(p.url, p.title or fallback_title or p.url)
+    cached = " · cached" if p.cached else ""
+    if p.status == "ok":
+        return (f"<li class='rat-ok'>{title} <span class='rat-meta'>ok · {p.chars:,} chars · "
+                f"{p.seconds:.2f} s{cached}</span></li>")
+    why = (p.error or "could not be read").removeprefix(p.url).strip() or "could not be read"
+    return f"<li class='rat-err'>{title} <span class='rat-why'>{esc(why)}</span></li>"
+
+
+def passages_html(passages: Sequence[Passage]) -> str:
+    if not passages:
+        return ""
+    tokens = sum(p.tokens for p in passages)
+    quotes = "".join(
+        f"<blockquote class='rat-passage'>{esc(p.text)}<br><span class='rat-meta'>— {link(p.url, p.title or p.url)}"
+        f"</span></blockquote>" for p in passages)
+    label = "passage" if len(passages) == 1 else "passages"
+    return (f"<details class='rat-more'><summary>{len(passages)} {label} used ({tokens:,} tokens)</summary>"
+            f"{quotes}</details>")
+
+
+def revision_html(rev: StepRevised, *, undone: bool = False, taken: bool = False) -> str:
+    if rev.skipped:
+        return f"<div class='rat-skipped'>Kept as drafted: {esc(rev.skipped)}</div>"
+    if rev.guarded:
+        used = " — taken by hand in the article below" if taken else ""
+        return (f"<div class='rat-skipped'>Kept as it stood: the model's revision {esc(rev.guarded)}{used}.</div>"
+                f"<details class='rat-more rat-refused'><summary>The refused revision ({len(rev.rejected):,} "
+                f"characters)</summary><pre class='rat-rejected'>{esc(rev.rejected) or '(empty)'}</pre></details>")
+    added, removed = changed(rev.before, rev.after)
+    note = " — undone in the article below" if undone else ""
+    long = len(rev.before.split()) > LONG_DIFF
+    body = diff_html(rev.before, rev.after, DIFF_CONTEXT if long else None)
+    return (f"<div class='rat-label'>Revision <span class='rat-meta'>+{added} / −{removed} words{note}</span></div>"
+            f"<div class='rat-diff'>{body}</div>")
+
+
+def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, taken: bool = False) -> str:
+    cls = "rat-card rat-current" if current else "rat-card"
+    phase = "undone" if undone else card.phase
+    badge = {"revised": "rat-revised", "undone": "rat-undone", "kept as drafted": "",
+             "revision refused": "rat-refused"}.get(phase, "rat-working")
+    title = f"Step {card.i} of {n}" if card.i and n else f"Step {card.i}" if card.i else "Retrieval"
+    parts = [f"<div class='{cls}' id='rat-step-{card.i}'>",
+             f"<div class='rat-card-head'><b>{title}</b><span class='rat-badge {badge}'>{esc(phase)}</span></div>"]
+    if card.thought:
+        parts.append(f"<div class='rat-thought'>{esc(short(card.thought, 240))}</div>")
+    if card.query:
+        parts.append(f"<div class='rat-row'><span class='rat-label'>Query</span><code class='rat-query'>"
+                     f"{esc(card.query)}</code></div>")
+    elif "query" in card.live:
+        parts.append(f"<div class='rat-row'><span class='rat-label'>Query</span><span class='rat-query'>"
+                     f"{esc(card.live['query'])}<span class='rat-caret'></span></span></div>")
+    parts += [search_html(s) for s in card.searches]
+    if card.pages:
+        titles = {r.url: r.title for s in card.searches for r in s.results}
+        parts.append("<div class='rat-label'>Pages</div><ul class='rat-pages'>"
+                     + "".join(page_html(p, titles.get(p.url, "")) for p in card.pages) + "</ul>")
+    parts.append(passages_html(card.passages))
+    parts += [f"<div class='rat-note rat-{esc(note.level)}'>{esc(note.text)}</div>" for note in card.notes]
+    if card.revised is not None:
+        parts.append(revision_html(card.revised, undone=undone, taken=taken))
+    else:
+        for role, text in card.live.items():
+            if role != "query":
+                parts.append(f"<div class='rat-label'>{esc(role.capitalize())}…</div>"
+                             f"<div class='rat-live'>{esc(text)}<span class='rat-caret'></span></div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def steps_html(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
+    """A card per step: query, search, pages, passages and the revision's diff; the step being
+    worked on is highlighted."""
+    undone, taken = set(undone), set(taken)
+    if not view.cards and not view.live and not view.notes and view.failed is None:
+        wait = "Each step's search, pages and revision appear here."
+        return f"<div class='rat-empty'>{wait}</div>"
+    n = view.n or len(view.steps)
+    out = [f"<div class='rat-note rat-{esc(note.level)}'>{esc(note.text)}</div>" for note in view.notes]
+    for i, card in sorted(view.cards.items()):
+        out.append(card_html(card, n=n, current=i == view.current and view.final is None,
+                             undone=i in undone, taken=i in taken))
+    for role, text in view.live.items():
+        if role != "draft":
+            out.append(f"<div class='rat-card rat-current'><div class='rat-label'>{esc(role.capitalize())}…</div>"
+                       f"<div class='rat-live'>{esc(text)}<span class='rat-caret'></span></div></div>")
+    if view.failed is not None:
+        out.append(f"<div class='rat-card'><span class='rat-error'>{esc(view.failed.error)}</span></div>")
+    todo = n - len(view.cards) if view.draft_ready and view.final is None and view.failed is None else 0
+    if todo > 0 and view.cards:
+        out.append(f"<div class='rat-empty'>{todo} more step{'s' if todo != 1 else ''} to go.</div>")
+    return "".join(out)
