@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+import zipfile
 
 from core.article.article import CUT_TEXT, Article
 
@@ -20,6 +21,7 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
 _NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.*)$")
 _EMPHASIS = re.compile(r"(\*\*[^*\n]+\*\*|__[^_\n]+__|\*[^*\n]+\*)")
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # not allowed in XML: dropped
 
 
@@ -54,6 +56,18 @@ def to_docx(article: Article) -> bytes:
             doc.add_paragraph(_clean(line), style="List Bullet")
     out = io.BytesIO()
     doc.save(out)
+    return _reproducible(out.getvalue())
+
+
+def _reproducible(docx: bytes) -> bytes:
+    """The same .docx with every zip entry stamped ZIP_EPOCH instead of the time it was saved, so
+    one article always gives the same bytes (two exports of a run compare equal)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(docx)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for entry in source.infolist():
+            stamped = zipfile.ZipInfo(entry.filename, date_time=ZIP_EPOCH)
+            stamped.compress_type, stamped.external_attr = entry.compress_type, entry.external_attr
+            target.writestr(stamped, source.read(entry))
     return out.getvalue()
 
 
