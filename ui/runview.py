@@ -85,6 +85,7 @@ class RunView:
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    _edits: tuple[int, Revisions] | None = field(default=None, repr=False, compare=False)
 
     def card(self, i: int) -> StepCard:
         if i not in self.cards:
@@ -152,8 +153,11 @@ class RunView:
 
     @property
     def edits(self) -> Revisions:
-        """The run's revisions as the author can edit them (undo, take): ``core.article.edits``."""
-        return Revisions.from_events(self.events)
+        """The run's revisions as the author can edit them (undo, take): ``core.article.edits``.
+        Built once for the events folded so far (they are only ever appended to)."""
+        if self._edits is None or self._edits[0] != len(self.events):
+            self._edits = (len(self.events), Revisions.from_events(self.events))
+        return self._edits[1]
 
     @property
     def revisions(self) -> dict[int, StepRevised]:
