@@ -72,7 +72,14 @@ class LLMContextExceeded(LLMBadRequest):
 
 
 class SearchError(RatStudioError):
-    """A search provider failed."""
+    """A search provider failed.
+
+    ``reason`` is the failure in a few words ("timed out", "rate-limited (429)"), which the
+    search chain shows in its warnings; empty when the class says enough."""
+
+    def __init__(self, message: str, *, reason: str = ""):
+        super().__init__(message)
+        self.reason = reason
 
 
 class SearchRateLimited(SearchError):
@@ -97,8 +104,8 @@ class SearchUnreachable(SearchUnavailable):
 
     retryable = False
 
-    def __init__(self, message: str, *, provider: str = "", cause: str = "", fix: str = ""):
-        super().__init__(message)
+    def __init__(self, message: str, *, provider: str = "", cause: str = "", fix: str = "", reason: str = ""):
+        super().__init__(message, reason=reason)
         self.provider = provider
         self.cause = cause
         self.fix = fix

@@ -36,7 +36,7 @@ from pydantic import Field, field_validator
 from common.errors import RatStudioError, TaskError
 from common.types import KINDS
 from core.jsonl import Record, read_records
-from core.methods.helpers import normalize_answer
+from core.methods.helpers import qa_normal_form
 
 log = logging.getLogger(__name__)
 
@@ -356,16 +356,16 @@ def extract_answer(text: str) -> str:
 
 
 def exact_match(prediction: str, golds: Iterable[str]) -> float:
-    pred = normalize_answer(prediction)
-    return float(any(pred == normalize_answer(g) for g in golds))
+    pred = qa_normal_form(prediction)
+    return float(any(pred == qa_normal_form(g) for g in golds))
 
 
 def f1_score(prediction: str, golds: Iterable[str]) -> float:
     """SQuAD token F1, the best over the gold answers."""
-    pred = normalize_answer(prediction).split()
+    pred = qa_normal_form(prediction).split()
     best = 0.0
     for gold in golds:
-        ref = normalize_answer(gold).split()
+        ref = qa_normal_form(gold).split()
         if not pred or not ref:
             best = max(best, float(pred == ref))
             continue
@@ -378,8 +378,8 @@ def f1_score(prediction: str, golds: Iterable[str]) -> float:
 
 def answer_recall(text: str, golds: Iterable[str]) -> float:
     """003's answer recall: 1 when a (normalised) gold answer occurs in the (normalised) text."""
-    whole = f" {normalize_answer(text)} "
-    return float(any(f" {normalize_answer(g)} " in whole for g in golds if normalize_answer(g)))
+    whole = f" {qa_normal_form(text)} "
+    return float(any(f" {qa_normal_form(g)} " in whole for g in golds if qa_normal_form(g)))
 
 
 @dataclass

@@ -2,7 +2,7 @@
 every lower-layer failure mapped to one of ``common.errors`` whose message names the fix.
 
 One class, :class:`LLMClient`. Methods call ``llm.stream(messages, role=...)`` and get text deltas
-as they arrive, :data:`RESET` when a retry restarts an answer that had already begun, and exactly
+as they arrive, a :class:`Reset` when a retry restarts an answer that had already begun, and exactly
 one :class:`Completion` last; ``llm.complete(...)`` returns only the Completion.
 
 Nothing here reads the environment: ``app.py`` builds :class:`~common.settings.LLMSettings` and we
@@ -51,21 +51,10 @@ MAX_WAIT = 60.0  # seconds; caps both the exponential backoff and a server's Ret
 Messages = list[dict[str, Any]] | str
 
 
+@dataclass(frozen=True)
 class Reset:
-    """Type of :data:`RESET`: the answer is being restarted by a retry; drop what was shown."""
-
-    _instance: Reset | None = None
-
-    def __new__(cls) -> Reset:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
-    def __repr__(self) -> str:
-        return "RESET"
-
-
-RESET = Reset()
+    """Yielded by :meth:`LLMClient.stream` when a retry restarts an answer that had already begun:
+    drop what was shown. It carries nothing; test for it with ``isinstance(item, Reset)``."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +132,7 @@ class LLMClient:
     async def stream(self, messages: Messages, *, role: str, temperature: float | None = None,
                      max_tokens: int | None = None) -> AsyncIterator[str | Reset | Retry | Completion]:
         """Ask the model for ``role`` and yield the answer as it streams: ``str`` deltas,
-        :data:`RESET` if a retry restarts an answer after deltas were already yielded (the
+        :class:`Reset` if a retry restarts an answer after deltas were already yielded (the
         deltas after it are the whole new answer), a :class:`Retry` before each wait to try
         again, and one :class:`Completion` last.
 
@@ -188,7 +177,7 @@ class LLMClient:
                 log.debug("%s Retrying in %.1f s (retry %d of %d).", error, wait, attempt,
                           self.settings.max_retries)
             if parts:
-                yield RESET
+                yield Reset()
             yield Retry(attempt=attempt, of=self.settings.max_retries, wait=wait, reason=str(error))
             await self._sleep(wait)
 

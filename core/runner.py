@@ -45,13 +45,17 @@ log = logging.getLogger(__name__)
 
 class Runner:
     """Runs methods. ``store`` keeps runs and their events; ``clients`` makes each run's LLM,
-    search and fetch clients; ``memory`` is AAG's procedural memory (None: AAG finds none)."""
+    search and fetch clients; ``memory`` is AAG's procedural memory (None: AAG finds none);
+    ``heartbeat`` is how many seconds pass between a running run's heartbeats (None:
+    ``data.store.HEARTBEAT_SECONDS``, which the store's staleness check is made for)."""
 
-    def __init__(self, store, clients: Clients, settings: Settings, *, memory: Any = None):
+    def __init__(self, store, clients: Clients, settings: Settings, *, memory: Any = None,
+                 heartbeat: float | None = None):
         self.store = store
         self.clients = clients
         self.settings = settings
         self.memory = memory
+        self.heartbeat = _heartbeat_seconds() if heartbeat is None else heartbeat
 
     # -- public ----------------------------------------------------------------------------
     async def start(self, method: str, task: Task, *, draft_only: bool = False,
@@ -187,10 +191,10 @@ class Runner:
                 await _close(ctx)
 
     async def _beat(self, run_id: str, owner: str) -> None:
-        """Say every few seconds (data.store.HEARTBEAT_SECONDS) that this runner is alive, for
-        as long as it drives the run."""
+        """Say every ``self.heartbeat`` seconds that this runner is alive, for as long as it
+        drives the run."""
         while True:
-            await asyncio.sleep(_heartbeat_seconds())
+            await asyncio.sleep(self.heartbeat)
             try:
                 self.store.beat(run_id, owner)
             except RatStudioError as exc:  # a busy or broken file: the run itself will say so

@@ -1,6 +1,6 @@
 """Shared fixtures: the two stand-ins (a fake OpenAI-compatible server and a local web with a
 SearXNG-style search), and the app wired to them over real HTTP, with a real SQLite file
-(``services``: app.py's composition root, the same ``App`` the CLI and the UI get)."""
+(``app``: app.py's composition root, the same ``App`` the CLI and the UI get)."""
 
 from __future__ import annotations
 
@@ -64,5 +64,5 @@ def settings(tmp_path, llm, web) -> Settings:
 
 
 @pytest.fixture
-def services(settings) -> app_module.App:
+def app(settings) -> app_module.App:
     return app_module.build(settings)

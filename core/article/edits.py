@@ -30,7 +30,7 @@ from core.article.article import Article
 from core.article.citations import CITE_THRESHOLD, Cited
 from core.article.sources import SourceBook, unchecked_lines
 from core.text.guards import strip_chatter
-from core.text.prompts import join_steps, normalise_answer
+from core.text.prompts import join_steps, tidy_reply
 
 PARAGRAPH, CUMULATIVE = "paragraph", "cumulative"  # the two ways revisions can be undone
 
@@ -195,5 +195,5 @@ class Revisions:
 
 def taken_text(rev: StepRevised) -> str:
     """A refused revision as the author takes it: without the model's preamble and postscript."""
-    return normalise_answer(strip_chatter(rev.rejected)) or rev.rejected.strip()
+    return tidy_reply(strip_chatter(rev.rejected)) or rev.rejected.strip()
 

@@ -274,7 +274,7 @@ async def _first_answer(run: _Run) -> AsyncIterator[Event | Return[tuple[str, li
     text = generate(run.ctx, prompt, role="draft", i=1)
     async for ev in text:
         yield ev
-    answer = prompts.normalise_answer(text.result) or text.result.strip()
+    answer = prompts.tidy_reply(text.result) or text.result.strip()
     yield StepRevised(i=1, before="", after=answer, sources=urls_of(found.result), article=answer)
     yield Return((answer, found.result))
 

@@ -42,7 +42,7 @@ async def direct(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     text = generate(ctx, question_for(task), role="draft")
     async for ev in text:
         yield ev
-    yield Final(text=prompts.normalise_answer(text.result) or text.result.strip())
+    yield Final(text=prompts.tidy_reply(text.result) or text.result.strip())
 
 
 @register("cot", "CoT: zero-shot chain of thought with prompt B.1, step-by-step paragraphs",
@@ -85,4 +85,4 @@ async def _rag(task: Task, ctx: MethodContext, *, k: int) -> AsyncIterator[Event
     text = generate(ctx, prompt, role="draft", i=1)
     async for ev in text:
         yield ev
-    yield Final(text=prompts.normalise_answer(text.result) or text.result.strip())
+    yield Final(text=prompts.tidy_reply(text.result) or text.result.strip())

@@ -48,7 +48,7 @@ from common.errors import TaskError
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
 from core.methods.base import MethodContext, Param, register
-from core.methods.helpers import Return, generate, normalize_answer, param, returning, web_query
+from core.methods.helpers import Return, generate, param, qa_normal_form, returning, web_query
 from core.retrieval.passages import rank_passages
 from core.retrieval.pipeline import retrieve
 from core.text.fencing import format_passages, prompt_template
@@ -407,9 +407,9 @@ def parse_plan(text: str, *, first: bool) -> Plan:
 
 def majority(answers: list[Plan]) -> Plan:
     """The answer most plans give (after SQuAD normalisation); ties go to the earliest."""
-    counts = Counter(normalize_answer(p.text) for p in answers)
+    counts = Counter(qa_normal_form(p.text) for p in answers)
     top = max(counts.values())
-    return next(p for p in answers if counts[normalize_answer(p.text)] == top)
+    return next(p for p in answers if counts[qa_normal_form(p.text)] == top)
 
 
 def filter_queries(candidates: list[str], executed: list[str], eps: float = EPS) -> list[str]:

@@ -172,9 +172,12 @@ _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
 
 
-def normalize_answer(text: str) -> str:
-    """SQuAD's answer normalisation, as 003 describes it (section 3.3): lowercase, remove
-    punctuation, the articles a/an/the and extra whitespace."""
+def qa_normal_form(text: str) -> str:
+    """An answer reduced for comparison, never for display: SQuAD's answer normalisation, as 003
+    describes it (section 3.3): lowercase, remove punctuation, the articles a/an/the and extra
+    whitespace. Exact match, F1 and answer recall (core.batch) and FuRePA's vote among answers
+    compare these forms. Unlike ``core.text.prompts.tidy_reply``, which only tidies a reply's
+    paragraphs for showing, this changes the words."""
     text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())

@@ -68,16 +68,11 @@ class SearchCache(Protocol):
     def put_search(self, provider: str, query: str, k: int, results: list[dict]) -> None: ...
 
 
-def _fail(cls: type[SearchError], message: str, reason: str) -> SearchError:
-    """An error whose ``reason`` is the short form the chain shows in its warnings."""
-    err = cls(message)
-    err.reason = reason  # type: ignore[attr-defined]
-    return err
-
-
 def _reason(err: SearchError) -> str:
-    if reason := getattr(err, "reason", ""):
-        return reason
+    """The short form of ``err`` the chain shows in its warnings: the error's own ``reason``, else
+    one that follows from its class."""
+    if err.reason:
+        return err.reason
     if isinstance(err, SearchUnreachable):
         return f"unreachable ({err.cause or 'could not connect'})"
     if isinstance(err, SearchRateLimited):
@@ -89,9 +84,8 @@ def _reason(err: SearchError) -> str:
 
 def _unreachable(provider: str, who: str, cause: str, fix: str) -> SearchUnreachable:
     """``who`` (e.g. "searxng at http://host:8888") could not be reached for ``cause``."""
-    err = SearchUnreachable(f"{who} could not be reached ({cause}): {fix}.", provider=provider, cause=cause, fix=fix)
-    err.reason = f"unreachable ({cause})"  # type: ignore[attr-defined]
-    return err
+    return SearchUnreachable(f"{who} could not be reached ({cause}): {fix}.", provider=provider, cause=cause,
+                             fix=fix, reason=f"unreachable ({cause})")
 
 
 def _exception_chain(exc: BaseException) -> list[BaseException]:
@@ -193,27 +187,28 @@ class DDGProvider:
             # ddgs has its own timeouts, but a worker thread cannot be cancelled: bound the wait.
             rows = await asyncio.wait_for(asyncio.to_thread(self._search_sync, query, k), self.timeout * 2 + 5)
         except TimeoutError as exc:
-            raise _fail(SearchUnavailable, f"DuckDuckGo did not answer within {self.timeout * 2 + 5:.0f} s. "
-                        "Check your connection, or try again later.", "timed out") from exc
+            raise SearchUnavailable(f"DuckDuckGo did not answer within {self.timeout * 2 + 5:.0f} s. "
+                                    "Check your connection, or try again later.", reason="timed out") from exc
         except DDGSException as exc:
             cause = exc.args[0] if exc.args else None
             if isinstance(exc, RatelimitException) or isinstance(cause, RatelimitException):
-                raise _fail(SearchRateLimited, f"DuckDuckGo rate-limited us ({_plain(exc)}). {FIX_HINT}",
-                            "rate-limited") from exc
+                raise SearchRateLimited(f"DuckDuckGo rate-limited us ({_plain(exc)}). {FIX_HINT}",
+                                        reason="rate-limited") from exc
             if isinstance(exc, TimeoutException) or isinstance(cause, TimeoutException) or "timed out" in str(exc):
-                raise _fail(SearchUnavailable,
-                            f"DuckDuckGo timed out ({_plain(exc)}). Check your connection, or try again later.",
-                            "timed out") from exc
+                raise SearchUnavailable(
+                    f"DuckDuckGo timed out ({_plain(exc)}). Check your connection, or try again later.",
+                    reason="timed out") from exc
             if str(exc) == "No results found.":
                 # ddgs turns DuckDuckGo's silent rate limit (an empty page) into this, and cannot
                 # tell it apart from a query that has no results: treat it as a rate limit.
-                raise _fail(SearchRateLimited, "DuckDuckGo returned no results; it does this when it rate-limits a "
-                            f"client (ddgs cannot tell the two apart). {FIX_HINT}",
-                            "rate-limited (empty answer)") from exc
+                raise SearchRateLimited("DuckDuckGo returned no results; it does this when it rate-limits a "
+                                        f"client (ddgs cannot tell the two apart). {FIX_HINT}",
+                                        reason="rate-limited (empty answer)") from exc
             if unreachable := _unreachable_cause(exc):
                 raise _unreachable(self.name, "ddg (DuckDuckGo)", unreachable, self.UNREACHABLE_FIX) from exc
-            raise _fail(SearchUnavailable, f"DuckDuckGo failed ({_plain(exc)}). Try again later, or check "
-                        "your internet connection (and DDGS_PROXY if you use a proxy).", "unavailable") from exc
+            raise SearchUnavailable(f"DuckDuckGo failed ({_plain(exc)}). Try again later, or check "
+                                    "your internet connection (and DDGS_PROXY if you use a proxy).",
+                                    reason="unavailable") from exc
         return [
             SearchResult(url=row["href"], title=(row.get("title") or "").strip(),
                          snippet=(row.get("body") or "").strip(), provider=self.name)
@@ -257,37 +252,37 @@ class SearxngProvider:
         try:
             response = await self._http().get(url, params={"q": query, "format": "json"})
         except httpx.TimeoutException as exc:
-            raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} did not answer within {self.timeout:g} s.",
-                        "timed out") from exc
+            raise SearchUnavailable(f"SearXNG at {self.base_url} did not answer within {self.timeout:g} s.",
+                                    reason="timed out") from exc
         except httpx.HTTPError as exc:
             if unreachable := _unreachable_cause(exc):
                 raise _unreachable(self.name, f"searxng at {self.base_url}", unreachable,
                                    "check --searxng-url and that the instance is running, "
                                    "or use --search ddg or corpus") from exc
-            raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} failed ({type(exc).__name__}: "
-                        f"{_plain(exc)}). Check --searxng-url and that the instance is running.",
-                        "unavailable") from exc
+            raise SearchUnavailable(f"SearXNG at {self.base_url} failed ({type(exc).__name__}: "
+                                    f"{_plain(exc)}). Check --searxng-url and that the instance is running.",
+                                    reason="unavailable") from exc
         status = response.status_code
         if status == 429:
-            raise _fail(SearchRateLimited, f"SearXNG at {self.base_url} answered 429 Too Many Requests: its limiter "
-                        "is on. For a private instance set server.limiter: false in settings.yml, or wait a minute.",
-                        "rate-limited (429)")
+            raise SearchRateLimited(f"SearXNG at {self.base_url} answered 429 Too Many Requests: its limiter "
+                                    "is on. For a private instance set server.limiter: false in settings.yml, "
+                                    "or wait a minute.", reason="rate-limited (429)")
         if status >= 500:
-            raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} answered {status}. Try again later, or check "
-                        "the instance's log.", f"unavailable ({status})")
+            raise SearchUnavailable(f"SearXNG at {self.base_url} answered {status}. Try again later, or check "
+                                    "the instance's log.", reason=f"unavailable ({status})")
         if status == 403:
-            raise _fail(SearchError, f"SearXNG at {self.base_url} refused the JSON format (403): enable the json "
-                        "format in SearXNG's settings.yml (search.formats: [html, json]) and restart it.",
-                        "refused (403)")
+            raise SearchError(f"SearXNG at {self.base_url} refused the JSON format (403): enable the json "
+                              "format in SearXNG's settings.yml (search.formats: [html, json]) and restart it.",
+                              reason="refused (403)")
         if status != 200:
-            raise _fail(SearchError, f"SearXNG at {self.base_url} answered {status} to {url}. Check --searxng-url "
-                        "(the instance's base URL, without /search).", f"failed ({status})")
+            raise SearchError(f"SearXNG at {self.base_url} answered {status} to {url}. Check --searxng-url "
+                              "(the instance's base URL, without /search).", reason=f"failed ({status})")
         try:
             payload = response.json()
             rows = payload["results"]
         except (ValueError, KeyError, TypeError) as exc:
-            raise _fail(SearchError, f"{url} did not answer with SearXNG's JSON. Check --searxng-url "
-                        "(the instance's base URL, without /search).", "not SearXNG JSON") from exc
+            raise SearchError(f"{url} did not answer with SearXNG's JSON. Check --searxng-url "
+                              "(the instance's base URL, without /search).", reason="not SearXNG JSON") from exc
         results = [
             SearchResult(url=row["url"], title=(row.get("title") or "").strip(),
                          snippet=(row.get("content") or "").strip(), provider=self.name)
@@ -297,8 +292,9 @@ class SearxngProvider:
         if not results and payload.get("unresponsive_engines"):
             engines = ", ".join(" ".join(map(str, e)) if isinstance(e, list) else str(e)
                                 for e in payload["unresponsive_engines"])
-            raise _fail(SearchUnavailable, f"SearXNG at {self.base_url} found nothing because its engines did not "
-                        f"answer: {engines}. Try again later, or enable other engines.", "engines unresponsive")
+            raise SearchUnavailable(f"SearXNG at {self.base_url} found nothing because its engines did not "
+                                    f"answer: {engines}. Try again later, or enable other engines.",
+                                    reason="engines unresponsive")
         return results
 
 
@@ -323,7 +319,7 @@ class CorpusProvider:
         try:
             counts = await asyncio.to_thread(self.index.refresh)
         except RatStudioError as exc:  # ConfigError (folder gone), StoreError
-            raise _fail(SearchError, f"The local corpus cannot be searched: {exc}", "unreadable") from exc
+            raise SearchError(f"The local corpus cannot be searched: {exc}", reason="unreadable") from exc
         self._fresh = True
         log.info("corpus %s refreshed: %s", getattr(self.index, "folder", ""), counts)
         return counts
@@ -334,7 +330,7 @@ class CorpusProvider:
         try:
             return await asyncio.to_thread(self.index.search, query, k, self.name)
         except StoreError as exc:
-            raise _fail(SearchError, f"The local corpus cannot be searched: {exc}", "unreadable") from exc
+            raise SearchError(f"The local corpus cannot be searched: {exc}", reason="unreadable") from exc
 
     def read(self, url: str) -> tuple[str, str] | None:
         """``(title, text)`` of a corpus result by its URL, or None when it is not ours. Sync:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from core.text.fencing import echoed_heading
-from core.text.prompts import normalise_answer
+from core.text.prompts import tidy_reply
 from core.text.talk import is_talk
 
 MIN_KEEP = 0.4  # the default share of characters a revision must keep (--min-keep)
@@ -102,9 +102,9 @@ def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: 
     of ``before``, or was ``cut`` short by the token limit (its end is missing). With nothing
     before (a first answer), the reply is used as it is. A used revision's ``kept`` is the share
     of ``before``'s characters it has (capped at 1), for the note that it is shorter."""
-    text = normalise_answer(strip_chatter(reply))
+    text = tidy_reply(strip_chatter(reply))
     if not before.strip():  # writing from nothing: there is no text to protect
-        return Revision(text=text or normalise_answer(reply))
+        return Revision(text=text or tidy_reply(reply))
     problem = ""
     if not text:
         problem = "is empty" if not reply.strip() else "holds nothing but a preamble"

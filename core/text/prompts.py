@@ -204,8 +204,11 @@ def join_steps(steps: list[str]) -> str:
     return "\n\n".join(s.strip() for s in steps if s.strip())
 
 
-def normalise_answer(text: str) -> str:
-    """A revision as the model wrote it, with literal "/n/n" turned into blank lines."""
+def tidy_reply(text: str) -> str:
+    """A model's reply as it will be shown and kept: its paragraphs split as :func:`split_steps`
+    does (literal "/n/n" turned into blank lines), stripped, and joined by one blank line. Only the
+    layout changes; the words, case and punctuation stay. Not to be confused with
+    ``core.methods.helpers.qa_normal_form``, which flattens an answer for exact-match scoring."""
     return join_steps(split_steps(text))
 
 

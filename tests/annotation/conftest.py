@@ -18,7 +18,7 @@ def store(tmp_path):
 
 
 @pytest.fixture
-def local_services(tmp_path) -> app_module.App:
+def local_app(tmp_path) -> app_module.App:
     """The app on a tmp database, no network: what app.py builds for the CLI."""
     return app_module.build(Settings(db_path=tmp_path / "cli.db"))
 

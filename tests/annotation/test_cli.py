@@ -12,9 +12,9 @@ from data import arena
 from ui.cli import build_parser
 
 
-def run(services, *argv: str) -> int:
+def run(app, *argv: str) -> int:
     args = build_parser().parse_args(list(argv))
-    return args.func(args, services)
+    return args.func(args, app)
 
 
 def write_jsonl(path, rows) -> str:
@@ -31,11 +31,11 @@ VOTES = [
 ]
 
 
-def test_votes_import_export_round_trip(local_services, tmp_path, capsys):
-    assert run(local_services, "votes", "import", write_jsonl(tmp_path / "v.jsonl", VOTES)) == 0
+def test_votes_import_export_round_trip(local_app, tmp_path, capsys):
+    assert run(local_app, "votes", "import", write_jsonl(tmp_path / "v.jsonl", VOTES)) == 0
     assert "Imported 3 vote(s)" in capsys.readouterr().out
     out = tmp_path / "export.jsonl"
-    assert run(local_services, "votes", "export", "--out", str(out)) == 0
+    assert run(local_app, "votes", "export", "--out", str(out)) == 0
     exported = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(e["task"], e["method_a"], e["method_b"], e["winner"], e["annotator"]) for e in exported] == [
         ("Describe owls", "rat", "cot", "a", "ana"),
@@ -55,13 +55,13 @@ def test_votes_import_export_round_trip(local_services, tmp_path, capsys):
     def cast(store):
         return [(r.method_a, r.method_b, r.choice) for r in arena.vote_rows(store)]
 
-    assert cast(other.store) == cast(local_services.store)
+    assert cast(other.store) == cast(local_app.store)
 
 
-def test_votes_export_to_stdout(local_services, tmp_path, capsys):
-    run(local_services, "votes", "import", write_jsonl(tmp_path / "v.jsonl", VOTES[:1]))
+def test_votes_export_to_stdout(local_app, tmp_path, capsys):
+    run(local_app, "votes", "import", write_jsonl(tmp_path / "v.jsonl", VOTES[:1]))
     capsys.readouterr()
-    run(local_services, "votes", "export")
+    run(local_app, "votes", "export")
     assert json.loads(capsys.readouterr().out)["winner"] == "a"
 
 
@@ -72,70 +72,70 @@ def test_votes_export_to_stdout(local_services, tmp_path, capsys):
     (json.dumps({**VOTES[0], "method_b": "rat"}), r"line 2: method_a and method_b are both"),
     (json.dumps({k: v for k, v in VOTES[0].items() if k != "annotator"}), r'line 2: "annotator" must be'),
 ])
-def test_a_bad_vote_line_names_the_line_and_imports_nothing(local_services, tmp_path, bad, message):
+def test_a_bad_vote_line_names_the_line_and_imports_nothing(local_app, tmp_path, bad, message):
     path = write_jsonl(tmp_path / "v.jsonl", [VOTES[0], bad, VOTES[1]])
     with pytest.raises(ImportFormatError, match=message):
-        run(local_services, "votes", "import", path)
-    assert arena.vote_rows(local_services.store) == []
+        run(local_app, "votes", "import", path)
+    assert arena.vote_rows(local_app.store) == []
 
 
-def test_a_missing_file_is_a_clear_error(local_services, tmp_path):
+def test_a_missing_file_is_a_clear_error(local_app, tmp_path):
     with pytest.raises(ImportFormatError, match="Cannot read"):
-        run(local_services, "votes", "import", str(tmp_path / "nope.jsonl"))
+        run(local_app, "votes", "import", str(tmp_path / "nope.jsonl"))
 
 
-def test_outputs_import(local_services, tmp_path, capsys):
+def test_outputs_import(local_app, tmp_path, capsys):
     rows = [{"task": "Describe owls", "method": "gpt-x", "text": "Owls!"},
             {"task": "Describe owls", "method": "rat", "text": "Owls are birds.", "task_set": "", "kind": "writing"}]
     path = write_jsonl(tmp_path / "o.jsonl", rows)
-    assert run(local_services, "outputs", "import", path) == 0
-    run(local_services, "outputs", "import", path)
+    assert run(local_app, "outputs", "import", path) == 0
+    run(local_app, "outputs", "import", path)
     assert "2 already present" in capsys.readouterr().out
-    assert sorted(o.method for o in arena.arena_outputs(local_services.store)) == ["gpt-x", "rat"]
+    assert sorted(o.method for o in arena.arena_outputs(local_app.store)) == ["gpt-x", "rat"]
 
 
-def test_a_bad_output_line(local_services, tmp_path):
+def test_a_bad_output_line(local_app, tmp_path):
     path = write_jsonl(tmp_path / "o.jsonl", [{"task": "t", "method": "m", "text": "x"}, {"task": "t", "method": "m"}])
     with pytest.raises(ImportFormatError, match=r'line 2: "text" must be'):
-        run(local_services, "outputs", "import", path)
-    assert arena.output_count(local_services.store) == 0
+        run(local_app, "outputs", "import", path)
+    assert arena.output_count(local_app.store) == 0
 
 
-def test_leaderboard_json_shape(local_services, tmp_path, capsys):
-    run(local_services, "votes", "import", write_jsonl(tmp_path / "v.jsonl", VOTES))
+def test_leaderboard_json_shape(local_app, tmp_path, capsys):
+    run(local_app, "votes", "import", write_jsonl(tmp_path / "v.jsonl", VOTES))
     capsys.readouterr()
-    assert run(local_services, "leaderboard", "--json", "--bootstrap", "10") == 0
+    assert run(local_app, "leaderboard", "--json", "--bootstrap", "10") == 0
     table = json.loads(capsys.readouterr().out)
     assert {r["method"] for r in table} == {"rat", "cot", "direct"}
     for row in table:
         assert {"method", "mu", "sigma", "conservative", "win_rate", "battles", "bt", "bt_low", "bt_high",
                 "wins", "ties", "losses"} <= set(row)
     assert sum(r["battles"] for r in table) == 6
-    run(local_services, "leaderboard", "--json", "--task-set", "animals")
+    run(local_app, "leaderboard", "--json", "--task-set", "animals")
     assert {r["method"] for r in json.loads(capsys.readouterr().out)} == {"rat", "direct"}
 
 
-def test_leaderboard_as_text(local_services, tmp_path, capsys):
-    run(local_services, "leaderboard", "--source", "judge")
+def test_leaderboard_as_text(local_app, tmp_path, capsys):
+    run(local_app, "leaderboard", "--source", "judge")
     assert "No judge votes yet" in capsys.readouterr().out
-    run(local_services, "votes", "import", write_jsonl(tmp_path / "v.jsonl", VOTES))
-    run(local_services, "leaderboard")
+    run(local_app, "votes", "import", write_jsonl(tmp_path / "v.jsonl", VOTES))
+    run(local_app, "leaderboard")
     assert "rat" in capsys.readouterr().out
 
 
-def test_judge_needs_two_methods(local_services):
+def test_judge_needs_two_methods(local_app):
     with pytest.raises(ArenaError, match="at least two"):
-        run(local_services, "judge", "--methods", "rat")
+        run(local_app, "judge", "--methods", "rat")
 
 
-def test_judge_command_over_http(services, llm, capsys):
+def test_judge_command_over_http(app, llm, capsys):
     from tests.annotation.conftest import seed_outputs
 
     llm.reply(lambda body: "Verdict: A")
-    seed_outputs(services.store, {"Describe owls": {"rat": "x", "cot": "y", "direct": "z"}})
-    assert run(services, "judge", "--methods", "rat, cot", "--n", "2") == 0
+    seed_outputs(app.store, {"Describe owls": {"rat": "x", "cot": "y", "direct": "z"}})
+    assert run(app, "judge", "--methods", "rat, cot", "--n", "2") == 0
     captured = capsys.readouterr()
     assert "Judged 1 pair(s)" in captured.out and "[1/1] task" in captured.err
     assert len(llm.requests) == 2
-    assert run(services, "leaderboard", "--source", "judge", "--json") == 0
+    assert run(app, "leaderboard", "--source", "judge", "--json") == 0
     assert {r["method"] for r in json.loads(capsys.readouterr().out)} == {"rat", "cot"}

@@ -79,19 +79,19 @@ def test_a_kept_leaderboard_sees_a_correction(voted):
     assert service.tally().total == 2
 
 
-def test_cli_correct_list_and_export(local_services, tmp_path, capsys):
-    run(local_services, "votes", "import", write_jsonl(tmp_path / "v.jsonl", VOTES))
+def test_cli_correct_list_and_export(local_app, tmp_path, capsys):
+    run(local_app, "votes", "import", write_jsonl(tmp_path / "v.jsonl", VOTES))
     capsys.readouterr()
-    run(local_services, "votes", "export")
+    run(local_app, "votes", "export")
     exported = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     vote_id = exported[0]["vote_id"]
-    assert run(local_services, "votes", "correct", str(vote_id), "--choice", "tie", "--by", "carol",
+    assert run(local_app, "votes", "correct", str(vote_id), "--choice", "tie", "--by", "carol",
                "--why", "both texts are the same") == 0
     assert f"Vote {vote_id} (cast: a) now counts as tie" in capsys.readouterr().out
-    run(local_services, "votes", "corrections")
+    run(local_app, "votes", "corrections")
     assert f"vote {vote_id}: a -> tie\tby carol: both texts are the same" in capsys.readouterr().out
-    run(local_services, "votes", "export")
+    run(local_app, "votes", "export")
     first = json.loads(capsys.readouterr().out.splitlines()[0])
     assert first["winner"] == "a" and first["correction"]["choice"] == "tie" and first["correction"]["by"] == "carol"
     with pytest.raises(SystemExit):  # argparse refuses a choice it does not know, and names them
-        run(local_services, "votes", "correct", str(vote_id), "--choice", "x", "--by", "c", "--why", "w")
+        run(local_app, "votes", "correct", str(vote_id), "--choice", "x", "--by", "c", "--why", "w")

@@ -112,9 +112,9 @@ def prefers_good(body: dict) -> str:
     return "Because it is better.\nVerdict: " + ("A" if "GOOD" in first_shown(body) else "B")
 
 
-async def test_majority_over_http(services, llm):
+async def test_majority_over_http(app, llm):
     llm.reply(prefers_good)
-    client = services.clients.llm()
+    client = app.clients.llm()
     try:
         verdict, _ = await judge.judge_pair(client, "Describe owls", "A GOOD text", "a weak text")
         assert verdict.choice == "a" and verdict.counts["a"] == 10
@@ -127,9 +127,9 @@ async def test_majority_over_http(services, llm):
     assert {body["temperature"] for body in llm.requests} == {0.7}
 
 
-async def test_position_bias_over_http_is_a_tie(services, llm):
+async def test_position_bias_over_http_is_a_tie(app, llm):
     llm.reply(lambda body: "Verdict: A")
-    client = services.clients.llm()
+    client = app.clients.llm()
     try:
         verdict, _ = await judge.judge_pair(client, "Describe owls", "one", "two")
     finally:
@@ -137,10 +137,10 @@ async def test_position_bias_over_http_is_a_tie(services, llm):
     assert verdict.choice == "tie" and verdict.order_split
 
 
-async def test_unreadable_replies_are_counted_not_fatal(services, llm):
+async def test_unreadable_replies_are_counted_not_fatal(app, llm):
     llm.queue(*["I really cannot say."] * 3)
     llm.reply(prefers_good)
-    client = services.clients.llm()
+    client = app.clients.llm()
     try:
         verdict, made = await judge.judge_pair(client, "t", "A GOOD text", "weak")
     finally:
@@ -149,27 +149,27 @@ async def test_unreadable_replies_are_counted_not_fatal(services, llm):
     assert sum(c.vote is None for c in made) == 3
 
 
-async def test_judge_store_judges_each_pair_once(services, llm):
+async def test_judge_store_judges_each_pair_once(app, llm):
     llm.reply(prefers_good)
-    seed_outputs(services.store, {
+    seed_outputs(app.store, {
         "Describe owls": {"rat": "A GOOD text on owls", "cot": "owls", "direct": "birds"},
         "Describe bats": {"rat": "A GOOD text on bats", "cot": "bats"},
     })
     progress = []
-    report = await judge.judge_store(services.store, services.clients.llm, "fake-model", methods=["rat", "cot"], n=4,
+    report = await judge.judge_store(app.store, app.clients.llm, "fake-model", methods=["rat", "cot"], n=4,
                                      on_progress=lambda done, total, line: progress.append((done, total)))
     assert (report.judged, report.skipped) == (2, 0) and progress == [(1, 2), (2, 2)]
-    rows = arena.vote_rows(services.store, "judge")
+    rows = arena.vote_rows(app.store, "judge")
     assert [(r.method_a, r.method_b, r.choice) for r in rows] == [("cot", "rat", "b"), ("cot", "rat", "b")]
-    stored = services.store.db.execute("select n, detail, model from judge_votes").fetchone()
+    stored = app.store.db.execute("select n, detail, model from judge_votes").fetchone()
     assert stored[0] == 4 and json.loads(stored[1])["counts"]["b"] == 4 and stored[2] == "fake-model"
-    again = await judge.judge_store(services.store, services.clients.llm, "fake-model", methods=["rat", "cot"], n=4)
+    again = await judge.judge_store(app.store, app.clients.llm, "fake-model", methods=["rat", "cot"], n=4)
     assert (again.judged, again.skipped) == (0, 2)
 
 
-async def test_a_refused_key_stops_the_judge(services, llm):
+async def test_a_refused_key_stops_the_judge(app, llm):
     llm.api_key = "another-key"
-    seed_outputs(services.store, {"t": {"rat": "x", "cot": "y"}})
+    seed_outputs(app.store, {"t": {"rat": "x", "cot": "y"}})
     with pytest.raises(LLMAuthError):
-        await judge.judge_store(services.store, services.clients.llm, "fake-model", n=2)
-    assert arena.vote_rows(services.store, "judge") == []
+        await judge.judge_store(app.store, app.clients.llm, "fake-model", n=2)
+    assert arena.vote_rows(app.store, "judge") == []

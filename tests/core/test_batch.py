@@ -88,10 +88,10 @@ def _tasks(tmp_path, n=3, kind="writing"):
     return load_tasks(path)
 
 
-async def test_batch_runs_every_pair_as_a_stored_run(services, llm, tmp_path):
+async def test_batch_runs_every_pair_as_a_stored_run(app, llm, tmp_path):
     llm.reply(MethodAuthor())
     seen = []
-    report = await Batch(services.runner, services.store, ["direct", "cot"], concurrency=3,
+    report = await Batch(app.runner, app.store, ["direct", "cot"], concurrency=3,
                          on_progress=lambda p: seen.append(p.line())).run(_tasks(tmp_path))
     assert [(r.task_id, r.method, r.status) for r in report.results] == [
         (t, m, "done") for t in ("t1", "t2", "t3") for m in ("direct", "cot")]
@@ -99,16 +99,16 @@ async def test_batch_runs_every_pair_as_a_stored_run(services, llm, tmp_path):
     assert table["direct"]["done"] == 3 and table["cot"]["done"] == 3
     assert table["direct"]["completion_tokens"] > 0 and table["direct"]["llm_calls"] == 3
     assert seen[0] == "0/6 done, 0 failed" and seen[-1] == "6/6 done, 0 failed"
-    runs = services.store.list_runs(status="done")
+    runs = app.store.list_runs(status="done")
     assert len(runs) == 6 and {r.task_set for r in runs} == {"tiny"}
-    task = services.store.get_task(runs[0].task_id)
+    task = app.store.get_task(runs[0].task_id)
     assert task.meta["id"].startswith("t")
     from data.arena import sync_run_outputs
 
-    assert sync_run_outputs(services.store) == 6, "the arena picks the outputs up at once"
+    assert sync_run_outputs(app.store) == 6, "the arena picks the outputs up at once"
 
 
-async def test_batch_resumes_after_the_model_goes_down(services, llm, tmp_path):
+async def test_batch_resumes_after_the_model_goes_down(app, llm, tmp_path):
     author = MethodAuthor()
     state = {"n": 0}
 
@@ -118,7 +118,7 @@ async def test_batch_resumes_after_the_model_goes_down(services, llm, tmp_path):
 
     llm.reply(flaky)
     tasks = _tasks(tmp_path, n=4)
-    first = await Batch(services.runner, services.store, ["direct", "cot"], concurrency=1).run(tasks)
+    first = await Batch(app.runner, app.store, ["direct", "cot"], concurrency=1).run(tasks)
     done = [(r.task_id, r.method) for r in first.results if r.status == "done"]
     failed = [(r.task_id, r.method) for r in first.results if r.status == "failed"]
     assert len(done) == 3 and len(failed) == 5
@@ -126,15 +126,15 @@ async def test_batch_resumes_after_the_model_goes_down(services, llm, tmp_path):
 
     llm.reply(author)
     calls_before = len(author.calls)
-    second = await Batch(services.runner, services.store, ["direct", "cot"], concurrency=2).run(tasks)
+    second = await Batch(app.runner, app.store, ["direct", "cot"], concurrency=2).run(tasks)
     assert sorted((r.task_id, r.method) for r in second.results if r.status == "skipped") == sorted(done)
     assert sorted((r.task_id, r.method) for r in second.results if r.status == "done") == sorted(failed)
     assert len(author.calls) - calls_before == 5, "only the unfinished pairs run"
-    third = await Batch(services.runner, services.store, ["direct", "cot"]).run(tasks)
+    third = await Batch(app.runner, app.store, ["direct", "cot"]).run(tasks)
     assert {r.status for r in third.results} == {"skipped"}
 
 
-async def test_batch_resumes_after_being_cancelled(services, llm, tmp_path):
+async def test_batch_resumes_after_being_cancelled(app, llm, tmp_path):
     llm.reply(MethodAuthor())
     tasks = _tasks(tmp_path, n=3)
     two_done = asyncio.Event()
@@ -144,28 +144,28 @@ async def test_batch_resumes_after_being_cancelled(services, llm, tmp_path):
             two_done.set()
 
     llm.latency = 0.05
-    batch = Batch(services.runner, services.store, ["direct", "cot"], concurrency=1, on_progress=progress)
+    batch = Batch(app.runner, app.store, ["direct", "cot"], concurrency=1, on_progress=progress)
     job = asyncio.create_task(batch.run(tasks))
     await asyncio.wait_for(two_done.wait(), 20)
     job.cancel()
     with pytest.raises(asyncio.CancelledError):
         await job
-    statuses = [r.status for r in services.store.list_runs()]
+    statuses = [r.status for r in app.store.list_runs()]
     finished = statuses.count("done")
     assert 2 <= finished < 6 and "interrupted" in statuses
     llm.latency = 0.0
-    report = await Batch(services.runner, services.store, ["direct", "cot"], concurrency=2).run(tasks)
+    report = await Batch(app.runner, app.store, ["direct", "cot"], concurrency=2).run(tasks)
     assert len([r for r in report.results if r.status == "skipped"]) == finished
     assert len([r for r in report.results if r.status == "done"]) == 6 - finished
-    assert len(services.store.list_runs(status="done")) == 6
+    assert len(app.store.list_runs(status="done")) == 6
 
 
-async def test_a_run_refused_before_it_starts_is_reported(services, llm, tmp_path):
+async def test_a_run_refused_before_it_starts_is_reported(app, llm, tmp_path):
     llm.reply(MethodAuthor())
     from core.batch import TaskSpec
 
     long = TaskSpec("big", "x" * 30_000, "writing", "tiny")
-    report = await Batch(services.runner, services.store, ["direct"]).run([long])
+    report = await Batch(app.runner, app.store, ["direct"]).run([long])
     assert report.results[0].status == "failed" and "30,000" in report.results[0].error
 
 
@@ -209,56 +209,56 @@ def qa_file(tmp_path):
     return path
 
 
-async def test_eval_qa_scores_em_and_f1(services, llm, qa_file):
+async def test_eval_qa_scores_em_and_f1(app, llm, qa_file):
     replies = {q: r for q, _, r in QA}
     llm.reply(lambda body: replies[body["messages"][-1]["content"].split("\n\n")[0]])
     tasks = [t for t in load_tasks(qa_file) if replies[t.prompt]]
-    await Batch(services.runner, services.store, ["direct"]).run(tasks)
-    (score,) = score_qa(services.store, task_set="tiny-qa", methods=["direct"])
+    await Batch(app.runner, app.store, ["direct"]).run(tasks)
+    (score,) = score_qa(app.store, task_set="tiny-qa", methods=["direct"])
     assert score.n == 3 and score.missing == 0, "the gold answers travel with the stored tasks"
     assert score.em == pytest.approx(66.67) and score.f1 == pytest.approx(88.89)
     assert score.recall == pytest.approx(66.67)
     from core.batch import load_answers
 
-    (with_file,) = score_qa(services.store, task_set="tiny-qa", methods=["direct"], answers=load_answers(qa_file))
+    (with_file,) = score_qa(app.store, task_set="tiny-qa", methods=["direct"], answers=load_answers(qa_file))
     assert with_file.n == 3 and with_file.missing == 1
 
 
-def _cli(services, *argv):
+def _cli(app, *argv):
     from ui.cli import build_parser
 
     args = build_parser().parse_args(list(argv))
-    return args.func(args, services)
+    return args.func(args, app)
 
 
-def test_cli_batch_then_eval_qa(services, llm, qa_file, capsys):
+def test_cli_batch_then_eval_qa(app, llm, qa_file, capsys):
     replies = {q: r or "Answer: Fe" for q, _, r in QA}
     llm.reply(lambda body: replies[body["messages"][-1]["content"].split("\n\n")[0]])
-    assert _cli(services, "batch", str(qa_file), "--methods", "direct", "--concurrency", "2") == 0
+    assert _cli(app, "batch", str(qa_file), "--methods", "direct", "--concurrency", "2") == 0
     captured = capsys.readouterr()
     assert "4/4 done, 0 failed" in captured.err
     assert re.search(r"^direct\s+4\s+0\s+0\s", captured.out, re.M), captured.out
-    assert _cli(services, "batch", str(qa_file), "--methods", "direct") == 0
+    assert _cli(app, "batch", str(qa_file), "--methods", "direct") == 0
     assert "4 skipped (already finished)" in capsys.readouterr().err
-    assert _cli(services, "eval", "qa", "--methods", "direct", "--task-set", "tiny-qa", "--tasks", str(qa_file)) == 0
+    assert _cli(app, "eval", "qa", "--methods", "direct", "--task-set", "tiny-qa", "--tasks", str(qa_file)) == 0
     out = capsys.readouterr().out
     assert re.search(r"^direct\s+4\s+50\.0\s+66\.7\s+50\.0\s+0\s+0$", out, re.M), out
 
 
-def test_cli_reports_a_bad_line(services, tmp_path):
+def test_cli_reports_a_bad_line(app, tmp_path):
     from common.errors import RatStudioError
 
     path = tmp_path / "bad.jsonl"
     path.write_text('{"prompt": "ok"}\n{"prompt": ""}\n', encoding="utf-8")
     with pytest.raises(RatStudioError, match=r"bad\.jsonl line 2: \"prompt\" must be a non-empty string"):
-        _cli(services, "batch", str(path), "--methods", "direct")
+        _cli(app, "batch", str(path), "--methods", "direct")
 
 
-def test_eval_without_runs_says_what_to_do(services, qa_file):
+def test_eval_without_runs_says_what_to_do(app, qa_file):
     from common.errors import TaskError
 
     with pytest.raises(TaskError, match="python app.py batch"):
-        _cli(services, "eval", "qa", "--task-set", "tiny-qa", "--tasks", str(qa_file))
+        _cli(app, "eval", "qa", "--task-set", "tiny-qa", "--tasks", str(qa_file))
 
 
 def test_progress_line_and_durations():

@@ -137,10 +137,10 @@ class CitingAuthor(RatAuthor):
         return sections(prompt)["Paragraph to revise"] + extra
 
 
-async def test_a_run_numbers_its_sources_once_and_marks_point_to_what_each_step_read(services, llm):
+async def test_a_run_numbers_its_sources_once_and_marks_point_to_what_each_step_read(app, llm):
     author = CitingAuthor(draft_steps(3), invent={2})
     llm.reply(author)
-    events = await collect(services.runner.start("rat-step", TASK))
+    events = await collect(app.runner.start("rat-step", TASK))
     final = events[-1]
     assert isinstance(final, Final), events[-1]
     numbers = {s.url: s.n for s in final.sources}
@@ -160,23 +160,23 @@ async def test_a_run_numbers_its_sources_once_and_marks_point_to_what_each_step_
     assert "[9]" in final.text, "the model's own text is kept as it wrote it"
     assert final.supported >= 3 and final.sentences >= final.supported
     assert all(s.read for s in final.sources)
-    stored = [e for e in services.store.events(events[0].run_id) if isinstance(e, Final)][-1]
+    stored = [e for e in app.store.events(events[0].run_id) if isinstance(e, Final)][-1]
     assert stored.cited == final.cited and stored.marks_removed == 1, "the marks are stored with the run"
-    run = services.store.get_run(events[0].run_id)
+    run = app.store.get_run(events[0].run_id)
     assert (run.sentences, run.sentences_cited, run.marks_removed) == (final.sentences, final.supported, 1), \
         "History and the CLI's history read the counts from the run's row"
 
 
-async def test_resume_keeps_the_numbering(services, llm):
+async def test_resume_keeps_the_numbering(app, llm):
     author = CitingAuthor(draft_steps(3))
     llm.reply(author)
-    first = await collect(services.runner.start("rat-step", TASK),
+    first = await collect(app.runner.start("rat-step", TASK),
                           stop_after=lambda evs: len(of(evs, StepRevised)) == 2)
     run_id = first[0].run_id
-    resumed = await collect(services.runner.resume(run_id))
+    resumed = await collect(app.runner.resume(run_id))
     final = resumed[-1]
     assert isinstance(final, Final)
-    again = await collect(services.runner.start("rat-step", TASK))  # the same run without a stop
+    again = await collect(app.runner.start("rat-step", TASK))  # the same run without a stop
     assert [(s.n, s.url) for s in final.sources] == [(s.n, s.url) for s in again[-1].sources]
     assert final.cited == again[-1].cited
 
@@ -186,9 +186,9 @@ async def test_a_step_with_only_snippets_lists_them_apart_with_the_reason(tmp_pa
 
     settings = make_settings(tmp_path, llm, web)
     settings = replace(settings, fetch=replace(settings.fetch, allow_private_urls=False))  # no page can be read
-    services = app_module.build(settings)
+    app = app_module.build(settings)
     llm.reply(RatAuthor(draft_steps(2)))
-    events = await collect(services.runner.start("rat-step", TASK))
+    events = await collect(app.runner.start("rat-step", TASK))
     final = events[-1]
     assert isinstance(final, Final) and final.sources
     assert all(not s.read for s in final.sources), "no page was read: every source is a snippet"
@@ -198,11 +198,11 @@ async def test_a_step_with_only_snippets_lists_them_apart_with_the_reason(tmp_pa
     assert "## Sources" not in md and "## Search snippets only (page not read)" in md
 
 
-async def test_results_that_are_not_web_pages_are_dropped_before_fetching(services, llm, web):
+async def test_results_that_are_not_web_pages_are_dropped_before_fetching(app, llm, web):
     web.extra_results = [{"url": "file:///etc/passwd", "title": "passwd", "content": "root:x:0:0 Python 3"},
                          {"url": "gopher://example.org/1", "title": "gopher", "content": "Python 3 history"}]
     llm.reply(RatAuthor(draft_steps(1)))
-    events = await collect(services.runner.start("rat", TASK))
+    events = await collect(app.runner.start("rat", TASK))
     (search,) = of(events, SearchDone)
     assert all(r.url.startswith("http") for r in search.results)
     assert any("2 search result(s) with a URL that is not http(s) were dropped" in n.text for n in of(events, Note))
@@ -211,9 +211,9 @@ async def test_results_that_are_not_web_pages_are_dropped_before_fetching(servic
     assert not any(q for q in of(events, QueryMade) if "passwd" in q.query)
 
 
-async def test_docx_export_round_trip_from_the_cli(services, llm, env_for, tmp_path):
+async def test_docx_export_round_trip_from_the_cli(app, llm, env_for, tmp_path):
     llm.reply(CitingAuthor(draft_steps(2)))
-    events = await collect(services.runner.start("rat-step", TASK))
+    events = await collect(app.runner.start("rat-step", TASK))
     final = events[-1]
     data = to_docx(Article(TASK.prompt, final.text, final.sources, cited=final.cited))
     text = "\n".join(p.text for p in docx.Document(io.BytesIO(data)).paragraphs)
@@ -221,23 +221,23 @@ async def test_docx_export_round_trip_from_the_cli(services, llm, env_for, tmp_p
     assert marks and all(m in text for m in marks)
     assert all(s.url in text for s in final.sources)
     out = tmp_path / "article.docx"
-    done = cli("show", events[0].run_id, "--out", str(out), env_extra=env_for(services))
+    done = cli("show", events[0].run_id, "--out", str(out), env_extra=env_for(app))
     assert done.returncode == 0, done.stderr
     shown = "\n".join(p.text for p in docx.Document(str(out)).paragraphs)
     assert all(m in shown for m in marks) and "Sources" in shown
     md = tmp_path / "article.md"
-    assert cli("show", events[0].run_id, "--out", str(md), env_extra=env_for(services)).returncode == 0
+    assert cli("show", events[0].run_id, "--out", str(md), env_extra=env_for(app)).returncode == 0
     assert all(m in md.read_text() for m in marks)
-    history = cli("history", env_extra=env_for(services))
+    history = cli("history", env_extra=env_for(app))
     assert f"{final.supported}/{final.sentences} cited" in history.stdout, history.stdout
 
 
 @pytest.fixture
 def env_for(llm, web):
-    def env(services):
+    def env(app):
         return {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test", "RAT_STUDIO_MODEL": "fake-model",
                 "RAT_STUDIO_SEARCH": "searxng", "RAT_STUDIO_SEARXNG_URL": web.searxng_url,
-                "RAT_STUDIO_ALLOW_PRIVATE_URLS": "1", "RAT_STUDIO_DB": str(services.store.path)}
+                "RAT_STUDIO_ALLOW_PRIVATE_URLS": "1", "RAT_STUDIO_DB": str(app.store.path)}
     return env
 
 
@@ -275,13 +275,13 @@ def test_rat_step_asks_for_marks_and_the_papers_prompts_keep_their_words():
         assert "brackets" not in paper and "[2]" not in paper
 
 
-async def test_a_runs_pages_are_named_as_the_search_results_named_them(services, llm):
+async def test_a_runs_pages_are_named_as_the_search_results_named_them(app, llm):
     """A run reads pages without metadata (half the extraction work); their <title> elements
     carry the site's name, so the title shown is the search result's."""
     from common.events import PageRead
 
     llm.reply(RatAuthor(draft_steps(3)))
-    events = await collect(services.runner.start("rat-step", TASK))
+    events = await collect(app.runner.start("rat-step", TASK))
     named = {r.url: r.title for e in of(events, SearchDone) for r in e.results}
     read = [e for e in of(events, PageRead) if e.status == "ok"]
     assert read and all(e.title == named[e.url] for e in read), [(e.title, named[e.url]) for e in read]

@@ -39,11 +39,11 @@ class TalkingAuthor(RatAuthor):
         return reply
 
 
-async def test_a_revision_that_talks_is_refused_and_the_run_says_which_step(services, llm):
+async def test_a_revision_that_talks_is_refused_and_the_run_says_which_step(app, llm):
     author = TalkingAuthor(draft_steps(3), talk_on={2})
     llm.reply(author)
-    events = await collect(services.runner.start("rat-step", TASK))
-    run = services.store.get_run(events[0].run_id)
+    events = await collect(app.runner.start("rat-step", TASK))
+    run = app.store.get_run(events[0].run_id)
     assert run.status == RunStatus.DONE, "two of three steps were checked"
     revs = of(events, StepRevised)
     assert [bool(r.guarded) for r in revs] == [False, True, False]
@@ -57,23 +57,23 @@ async def test_a_revision_that_talks_is_refused_and_the_run_says_which_step(serv
     assert (run.steps_sourced, run.steps_guarded, run.steps_total) == (2, 1, 3)
     md = to_markdown(Article(run.task, final.text, final.sources, unchecked=final.unchecked))
     assert "## Not checked against a source\n\n- Step 2: the model's revision was refused" in md
-    stored = [e for e in services.store.events(run.id) if isinstance(e, StepRevised)]
+    stored = [e for e in app.store.events(run.id) if isinstance(e, StepRevised)]
     assert stored[1].rejected == TALK, "the refused reply is stored with the event"
 
 
-async def test_when_every_revision_is_refused_the_run_is_unsourced_and_keeps_the_draft(services, llm):
+async def test_when_every_revision_is_refused_the_run_is_unsourced_and_keeps_the_draft(app, llm):
     author = TalkingAuthor(draft_steps(3), talk_on={1, 2, 3})
     llm.reply(author)
-    events = await collect(services.runner.start("rat", TASK))
-    run = services.store.get_run(events[0].run_id)
+    events = await collect(app.runner.start("rat", TASK))
+    run = app.store.get_run(events[0].run_id)
     assert run.status == RunStatus.UNSOURCED
     assert events[-1].text == "\n\n".join(author.steps), "the draft, whole"
     assert events[-1].sources == () and len(events[-1].unchecked) == 3
     assert (run.steps_sourced, run.steps_guarded) == (0, 3)
-    cause = unsourced_cause(services.store.events(run.id))
+    cause = unsourced_cause(app.store.events(run.id))
     assert cause.startswith("the model's revisions were refused at 3 step(s)") and "try a larger model" in cause
     assert "--min-keep" not in cause, "a lower --min-keep would not take a reply that is talk about the task"
-    assert arena.sync_run_outputs(services.store) == 0, "an unsourced RAT output is not rated as RAT"
+    assert arena.sync_run_outputs(app.store) == 0, "an unsourced RAT output is not rated as RAT"
 
 
 def test_the_unsourced_cause_names_min_keep_only_where_it_refused_a_revision():
@@ -99,22 +99,22 @@ async def test_unreachable_search_ends_unsourced_with_the_cause(tmp_path, llm, w
     assert "Error(" not in cause, "a sentence, not an exception's repr"
 
 
-async def test_a_method_that_does_not_search_is_done_without_sources(services, llm):
+async def test_a_method_that_does_not_search_is_done_without_sources(app, llm):
     llm.reply(RatAuthor(draft_steps(2)))
-    events = await collect(services.runner.start("cot", TASK))
-    assert services.store.get_run(events[0].run_id).status == RunStatus.DONE
+    events = await collect(app.runner.start("cot", TASK))
+    assert app.store.get_run(events[0].run_id).status == RunStatus.DONE
     assert events[-1].sources == () and events[-1].unchecked == ()
 
 
-async def test_a_run_whose_answer_holds_no_text_fails_instead_of_being_done(services, llm):
+async def test_a_run_whose_answer_holds_no_text_fails_instead_of_being_done(app, llm):
     llm.reply(lambda body: " \n\n ")
-    events = await collect(services.runner.start("direct", TASK))
-    run = services.store.get_run(events[0].run_id)
+    events = await collect(app.runner.start("direct", TASK))
+    run = app.store.get_run(events[0].run_id)
     assert run.status == RunStatus.FAILED and not of(events, Final)
     assert isinstance(events[-1], Failed) and "ended with no text" in events[-1].error and "--model" in events[-1].error
 
 
-async def test_a_text_that_ends_where_the_token_limit_cut_the_answer_says_so(services, llm):
+async def test_a_text_that_ends_where_the_token_limit_cut_the_answer_says_so(app, llm):
     """From a real itrg-refine run: its first round's answer, cut at the token limit, was the
     article ("... **3) 20"), and the run, its Markdown and the CLI said nothing of it."""
     from tests.fakes.llm_server import FakeReply
@@ -125,11 +125,11 @@ async def test_a_text_that_ends_where_the_token_limit_cut_the_answer_says_so(ser
 
     cut_answer = "Python 3.0 came out in 2008.\n\n**3) 20"
     llm.queue(FakeReply(cut_answer, finish_reason="length"), "Python 3.0 came out in 2008.")
-    cut_run, whole_run = [await collect(services.runner.start("direct", TASK)) for _ in range(2)]
+    cut_run, whole_run = [await collect(app.runner.start("direct", TASK)) for _ in range(2)]
     final = cut_run[-1]
     assert isinstance(final, Final) and final.cut and final.text.endswith("**3) 20")
     assert not whole_run[-1].cut, "an answer that ended on its own is not cut"
-    stored = [e for e in services.store.events(cut_run[0].run_id) if isinstance(e, Final)]
+    stored = [e for e in app.store.events(cut_run[0].run_id) if isinstance(e, Final)]
     assert stored[-1].cut, "kept with the run: History, replay and exports read it"
     assert "cut at the token limit" in progress_line(final) and "--max-tokens" in progress_line(final)
     md = to_markdown(Article(TASK.prompt, final.text, final.sources, cut=final.cut))
@@ -142,22 +142,22 @@ async def test_a_text_that_ends_where_the_token_limit_cut_the_answer_says_so(ser
     document = Document(io.BytesIO(to_docx(Article(TASK.prompt, final.text, (), cut=True))))
     paragraphs = [p.text for p in document.paragraphs]
     assert any(p.startswith("Cut short: the text ends where") for p in paragraphs)
-    view = fold(services.store.events(cut_run[0].run_id))
+    view = fold(app.store.events(cut_run[0].run_id))
     assert "cut at the token limit" in progress_text(view, "done")
     assert "Cut short" in export_markdown(view, final.text)
     assert "Cut short" not in export_markdown(view, final.text.replace("**3) 20", "**3) 2010s: Python 3 won.**")), \
         "an author who wrote the end is not told it is missing"
 
 
-async def test_an_edited_draft_drops_the_sources_of_the_old_revisions(services, llm):
+async def test_an_edited_draft_drops_the_sources_of_the_old_revisions(app, llm):
     llm.reply(RatAuthor(draft_steps(2)))
-    first = await collect(services.runner.start("rat-step", TASK))
+    first = await collect(app.runner.start("rat-step", TASK))
     assert first[-1].sources
     run_id = first[0].run_id
     llm.reply(TalkingAuthor(draft_steps(2), talk_on={1, 2}))
-    again = await collect(services.runner.resume(run_id, draft=["Step A: my own first step.", "Step B: mine too."]))
+    again = await collect(app.runner.resume(run_id, draft=["Step A: my own first step.", "Step B: mine too."]))
     assert again[-1].sources == (), "the revisions that used them are gone with the old draft"
-    run = services.store.get_run(run_id)
+    run = app.store.get_run(run_id)
     assert run.status == RunStatus.UNSOURCED and (run.steps_sourced, run.steps_guarded) == (0, 2)
 
 

@@ -17,7 +17,7 @@ from common.errors import (
     LLMTimeout,
 )
 from common.settings import LLMSettings
-from core.llm import LOCAL_PLACEHOLDER_KEY, MAX_WAIT, RESET, Completion, LLMClient, Reset, Retry
+from core.llm import LOCAL_PLACEHOLDER_KEY, MAX_WAIT, Completion, LLMClient, Reset, Retry
 from tests.fakes.llm_server import FakeReply, count_tokens
 from tests.helpers import Sleeps, free_port
 
@@ -174,7 +174,7 @@ async def test_mid_stream_failure_is_retried_and_yields_reset(llm, make_client, 
     llm.queue(FakeReply(text="one two three four", cut_after=2), "fresh answer")
     async with make_client() as client:
         items = await collect(client, "count", role="revise")
-    assert items[:3] == ["one ", "two ", RESET]
+    assert items[:3] == ["one ", "two ", Reset()]
     assert isinstance(items[3], Retry) and items[3].attempt == 1 and "connection" in items[3].reason.lower()
     assert items[4:-1] == ["fresh ", "answer"]
     assert items[-1].text == "fresh answer"
@@ -186,7 +186,7 @@ async def test_failure_before_any_delta_yields_no_reset(llm, make_client):
     llm.queue(FakeReply.fail(502), "clean")
     async with make_client() as client:
         items = await collect(client, "x", role="draft")
-    assert RESET not in items
+    assert Reset() not in items
     retry, first = items[0], items[1]
     assert isinstance(retry, Retry) and "502" in retry.reason and retry.of == 2
     assert first == "clean"

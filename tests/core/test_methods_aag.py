@@ -137,24 +137,24 @@ def test_parse_rewrite(text, outline, questions):
     assert parse_rewrite(text, 4) == (outline, questions)
 
 
-async def test_aag_end_to_end_stores_the_sources_its_summaries_used(services, llm, monkeypatch):
+async def test_aag_end_to_end_stores_the_sources_its_summaries_used(app, llm):
     """Through the runner (HTTP, SQLite): the runner's memory reaches AAG, the summaries' sources
     are stored as SourcesUsed events, and the final sources are numbered from the events."""
     from common.events import SourcesUsed, TokenDelta
-    from tests.fakes.method_scripts import collect, patch_context
+    from tests.fakes.method_scripts import collect, runner_with
 
-    memory = ProcedureMemory(services.store)
+    memory = ProcedureMemory(app.store)
     memory.add("a fresh computer", "install Python packages", ["Create a virtualenv", "pip install the packages"])
     memory.add("a Django project", "test a Django application",
                ["Write tests with the test client", "Run manage.py test"])
     llm.reply(MethodAuthor())
-    patch_context(monkeypatch, services, memory=memory)
-    events = await collect(services.runner.start("aag-nocr", TASK))
+    runner = runner_with(app, memory=memory)
+    events = await collect(runner.start("aag-nocr", TASK))
     used = of(events, SourcesUsed)
     assert [u.i for u in used] == [2, 3] and all(u.urls for u in used)
-    assert services.store.events(events[0].run_id) == [e for e in events if not isinstance(e, TokenDelta)]
+    assert app.store.events(events[0].run_id) == [e for e in events if not isinstance(e, TokenDelta)]
     final = events[-1]
     assert isinstance(final, Final) and final.sources
     assert {u for e in used for u in e.urls} <= {s.url for s in final.sources}
-    stored = services.store.get_run(events[0].run_id)
+    stored = app.store.get_run(events[0].run_id)
     assert [s["url"] for s in stored.sources] == [s.url for s in final.sources]

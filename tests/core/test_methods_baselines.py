@@ -21,7 +21,7 @@ from common.settings import MethodSettings
 from common.types import Task
 from core.methods import METHODS
 from core.methods.base import MethodContext
-from core.methods.helpers import QA_INSTRUCTION, normalize_answer, param, web_query
+from core.methods.helpers import QA_INSTRUCTION, param, qa_normal_form, web_query
 from core.text import prompts
 from tests.fakes.method_scripts import MethodAuthor, collect, method_context, of, run_method
 from tests.fakes.model import FakeModel
@@ -68,14 +68,14 @@ async def test_direct_asks_qa_tasks_for_a_short_answer_line(author):
     assert author.calls[0][1] == "What is the capital of Australia?\n\n" + QA_INSTRUCTION
 
 
-async def test_cot_uses_prompt_b1_and_splits_the_draft(services, http_author):
+async def test_cot_uses_prompt_b1_and_splits_the_draft(app, http_author):
     author = http_author
-    events = await collect(services.runner.start("cot", TASK))
+    events = await collect(app.runner.start("cot", TASK))
     assert author.kinds() == ["draft"]
     assert author.calls[0][1] == prompts.DRAFT.format(question=TASK.prompt)
     assert of(events, DraftReady)[0].steps == tuple(author.steps)
     assert events[-1].text == "\n\n".join(author.steps)
-    run = services.store.get_run(events[0].run_id)
+    run = app.store.get_run(events[0].run_id)
     assert run.status == "done" and run.steps_total == len(author.steps)
 
 
@@ -127,5 +127,5 @@ def test_web_query_cuts_long_text_at_a_word():
 @pytest.mark.parametrize("text, expected", [
     ("The  Eiffel Tower!", "eiffel tower"), ("a cat, an owl", "cat owl"), ("U.S.A.", "usa"), ("  ", ""),
 ])
-def test_normalize_answer_is_squads(text, expected):
-    assert normalize_answer(text) == expected
+def test_qa_normal_form_is_squads(text, expected):
+    assert qa_normal_form(text) == expected

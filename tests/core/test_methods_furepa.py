@@ -13,7 +13,7 @@ from common.events import Final, Note, QueryMade, StepRevised
 from common.types import Passage, Task
 from core.methods.furepa import filter_queries, parse_plan, score_queries
 from tests.fakes.llm_server import FakeReply
-from tests.fakes.method_scripts import MethodAuthor, collect, method_context, of, patch_context, run_method
+from tests.fakes.method_scripts import MethodAuthor, collect, method_context, of, run_method, runner_with
 from tests.fakes.model import FakeModel
 
 QUESTION = "When was Python 3.6.0 released?"
@@ -185,13 +185,13 @@ async def test_per_iteration_temperature_schedule(web):
     assert events[-1].text == "December 2016"
 
 
-async def test_an_unknown_schedule_is_refused_with_the_fix_before_a_run_is_created(services, llm, monkeypatch):
+async def test_an_unknown_schedule_is_refused_with_the_fix_before_a_run_is_created(app, llm):
     """End to end: the runner checks the declared choices before it stores anything (no failed
     run is left in History)."""
     from common.errors import ConfigError
 
     llm.reply(MethodAuthor())
-    patch_context(monkeypatch, services, params={"furepa.temperature_schedule": "sometimes"})
+    runner = runner_with(app, params={"furepa.temperature_schedule": "sometimes"})
     with pytest.raises(ConfigError, match="on-repeat, per-iteration"):
-        await collect(services.runner.start("furepa", Task(QUESTION)))
-    assert services.store.list_runs() == [] and llm.requests == []
+        await collect(runner.start("furepa", Task(QUESTION)))
+    assert app.store.list_runs() == [] and llm.requests == []

@@ -67,7 +67,7 @@ async def test_cot_rag_retrieves_once_with_the_whole_draft(author, web):
     revised = of(events, StepRevised)
     assert len(revised) == 1 and revised[0].before == draft and revised[0].sources
     assert of(events, DraftReady)[0].steps == tuple(author.steps)
-    assert events[-1].text == prompts.normalise_answer(author.default("revise", author.of_kind("revise")[0], 1))
+    assert events[-1].text == prompts.tidy_reply(author.default("revise", author.of_kind("revise")[0], 1))
 
 
 async def test_cot_rag_keeps_the_draft_when_search_fails(author, web):

@@ -18,7 +18,7 @@ from core.batch import Batch
 from core.methods import METHODS, MethodContext
 from core.methods.base import Param, check_params, declared_param
 from core.methods.helpers import param
-from tests.fakes.method_scripts import collect, patch_context
+from tests.fakes.method_scripts import collect, runner_with
 from tests.test_app import cli
 
 CORE_METHODS = Path(__file__).resolve().parents[2] / "core" / "methods"
@@ -125,34 +125,34 @@ def test_a_bool_param_reads_yes_and_no_words():
 
 
 # -- before any run is created -----------------------------------------------------------------
-async def test_the_runner_stores_nothing_for_a_bad_param(services, llm, monkeypatch):
-    patch_context(monkeypatch, services, params={"itrg.iteration": "1"})
+async def test_the_runner_stores_nothing_for_a_bad_param(app, llm):
+    runner = runner_with(app, params={"itrg.iteration": "1"})
     with pytest.raises(ConfigError, match="did you mean itrg.iterations"):
-        await collect(services.runner.start("itrg-refine", Task("When was Python 3.6.0 released?")))
-    patch_context(monkeypatch, services, params={"itrg.iterations": "-5"})
+        await collect(runner.start("itrg-refine", Task("When was Python 3.6.0 released?")))
+    runner = runner_with(app, params={"itrg.iterations": "-5"})
     with pytest.raises(ConfigError, match="out of range"):
-        await collect(services.runner.start("itrg-refine", Task("When was Python 3.6.0 released?")))
-    assert services.store.list_runs() == [], "no run row, so no failed run in History"
+        await collect(runner.start("itrg-refine", Task("When was Python 3.6.0 released?")))
+    assert app.store.list_runs() == [], "no run row, so no failed run in History"
     assert llm.requests == []
 
 
-async def test_resume_checks_the_params_before_it_claims_the_run(services, llm, monkeypatch):
+async def test_resume_checks_the_params_before_it_claims_the_run(app, llm):
     llm.reply(lambda body: "A plain answer.")
-    events = await collect(services.runner.start("direct", Task("Who wrote Hamlet?")))
-    run = services.store.get_run(events[0].run_id)
-    patch_context(monkeypatch, services, params={"aag.critic_cycles": "99"})
+    events = await collect(app.runner.start("direct", Task("Who wrote Hamlet?")))
+    run = app.store.get_run(events[0].run_id)
+    runner = runner_with(app, params={"aag.critic_cycles": "99"})
     with pytest.raises(ConfigError, match="aag.critic_cycles=99 is out of range"):
-        await collect(services.runner.resume(run.id))
-    assert services.store.get_run(run.id).status == run.status
+        await collect(runner.resume(run.id))
+    assert app.store.get_run(run.id).status == run.status
 
 
-async def test_a_batch_refuses_a_param_none_of_its_methods_reads(services, monkeypatch):
-    patch_context(monkeypatch, services, params={"itrg.iterations": "3"})
+async def test_a_batch_refuses_a_param_none_of_its_methods_reads(app):
+    runner = runner_with(app, params={"itrg.iterations": "3"})
     with pytest.raises(ConfigError, match="itrg.iterations is a parameter of itrg-refine, itrg-refresh, "
                                           "not of direct, cot"):
-        Batch(services.runner, services.store, ["direct", "cot"])
-    Batch(services.runner, services.store, ["direct", "itrg-refresh"])  # read by one of them: fine
-    assert services.store.list_runs() == []
+        Batch(runner, app.store, ["direct", "cot"])
+    Batch(runner, app.store, ["direct", "itrg-refresh"])  # read by one of them: fine
+    assert app.store.list_runs() == []
 
 
 # -- the command line --------------------------------------------------------------------------

@@ -15,13 +15,13 @@ from tests.fakes.method_scripts import MethodAuthor, collect
 
 
 @pytest.fixture
-def memory(services):
-    return ProcedureMemory(services.store)
+def memory(app):
+    return ProcedureMemory(app.store)
 
 
-def test_the_migration_creates_the_table(services):
-    assert "procedures" in services.store.db.table_names()
-    applied = {r[0] for r in services.store.db.execute("select name from _migrations").fetchall()}
+def test_the_migration_creates_the_table(app):
+    assert "procedures" in app.store.db.table_names()
+    applied = {r[0] for r in app.store.db.execute("select name from _migrations").fetchall()}
     assert "m003_procedures" in applied
 
 
@@ -126,28 +126,28 @@ def test_import_names_the_bad_line_and_stores_nothing(memory, tmp_path, line, me
     assert memory.count() == 0
 
 
-async def test_a_finished_run_becomes_a_procedure(services, llm, memory):
+async def test_a_finished_run_becomes_a_procedure(app, llm, memory):
     author = MethodAuthor(["First, gather wood.", "Then craft planks."])
     llm.reply(author)
-    events = await collect(services.runner.start("cot", Task("Plan a crafting table", "plan")))
+    events = await collect(app.runner.start("cot", Task("Plan a crafting table", "plan")))
     run_id = events[0].run_id
     proc_id, new = memory.add_from_run(run_id)
     assert new
-    proc = table.get(services.store, proc_id)
+    proc = table.get(app.store, proc_id)
     assert proc["input"] == "Plan a crafting table"
     assert proc["output"] == "First, gather wood.\n\nThen craft planks."
     assert proc["steps"] == ["First, gather wood.", "Then craft planks."] and proc["run_id"] == run_id
     assert memory.add_from_run(run_id) == (proc_id, False)
 
 
-async def test_an_unfinished_run_is_refused(services, llm, memory):
+async def test_an_unfinished_run_is_refused(app, llm, memory):
     llm.reply(MethodAuthor())
-    events = await collect(services.runner.start("rat", Task("Write about Python")), stop_after=lambda ev: len(ev) > 3)
+    events = await collect(app.runner.start("rat", Task("Write about Python")), stop_after=lambda ev: len(ev) > 3)
     with pytest.raises(TaskError, match="has not finished"):
         memory.add_from_run(events[0].run_id)
 
 
-def test_procedures_commands(services, tmp_path, capsys):
+def test_procedures_commands(app, tmp_path, capsys):
     from ui.cli import build_parser
 
     parser = build_parser()
@@ -156,7 +156,7 @@ def test_procedures_commands(services, tmp_path, capsys):
 
     def run(*argv):
         args = parser.parse_args(list(argv))
-        return args.func(args, services)
+        return args.func(args, app)
 
     assert run("procedures", "import", str(src)) == 0
     assert "1 procedures added" in capsys.readouterr().err

@@ -104,11 +104,11 @@ async def test_rat_continues_from_prior_events_and_numbers_sources_as_the_live_r
     assert resumed[-1].sources == live[-1].sources, "sources from before the stop keep their numbers"
 
 
-async def test_rat_event_order_and_storage(services, author):
-    events = await collect(services.runner.start("rat", TASK))
+async def test_rat_event_order_and_storage(app, author):
+    events = await collect(app.runner.start("rat", TASK))
     assert isinstance(events[0], RunStarted)
     run_id = events[0].run_id
-    stored = services.store.events(run_id)
+    stored = app.store.events(run_id)
     assert stored == [e for e in events if not isinstance(e, TokenDelta)]
     assert any(isinstance(e, TokenDelta) for e in events), "tokens are streamed live"
     # per step: started, query, search, pages, passages, revised - in that order
@@ -116,9 +116,9 @@ async def test_rat_event_order_and_storage(services, author):
     assert kinds[0] is StepStarted and kinds[1] is QueryMade and kinds[2] is SearchDone
     assert kinds[-1] is StepRevised and kinds[-2] is PassagesChosen
     assert set(kinds[3:-2]) == {PageRead}
-    seqs = [r.seq for r in services.store.event_rows(run_id)]
+    seqs = [r.seq for r in app.store.event_rows(run_id)]
     assert seqs == list(range(1, len(stored) + 1))
-    run = services.store.get_run(run_id)
+    run = app.store.get_run(run_id)
     assert run.status == "done" and run.steps_done == 4 and run.steps_total == 4
     assert run.llm_calls == 1 + 4 + 4
     assert run.completion_tokens > 0 and set(run.tokens_by_role) == {"draft", "query", "revise"}
@@ -140,13 +140,13 @@ async def test_rat_step_scope_rewrites_only_its_step(in_process):
     assert final.text == "\n\n".join(s + " [revised]" for s in author.steps)
 
 
-async def test_resume_after_interruption_continues_from_last_step(services, author, llm):
-    events = await collect(services.runner.start("rat", TASK),
+async def test_resume_after_interruption_continues_from_last_step(app, author, llm):
+    events = await collect(app.runner.start("rat", TASK),
                            stop_after=lambda ev: len(of(ev, StepRevised)) == 2)
     run_id = events[0].run_id
-    assert services.store.get_run(run_id).status == "interrupted"
+    assert app.store.get_run(run_id).status == "interrupted"
     calls_before = len(author.calls)
-    resumed = await collect(services.runner.resume(run_id))
+    resumed = await collect(app.runner.resume(run_id))
     new_calls = author.calls[calls_before:]
     assert [k for k, _ in new_calls].count("draft") == 0, "the draft is not written again"
     assert [k for k, _ in new_calls].count("query") == 2, "only steps 3 and 4 are queried"
@@ -154,11 +154,11 @@ async def test_resume_after_interruption_continues_from_last_step(services, auth
     final = resumed[-1]
     assert isinstance(final, Final) and final.text.count("[revised]") == 4
     assert {n for s in final.sources for n in s.steps} == {1, 2, 3, 4}
-    run = services.store.get_run(run_id)
+    run = app.store.get_run(run_id)
     assert run.status == "done" and run.llm_calls == 9
 
 
-async def test_llm_that_stays_down_fails_resumable_then_resumes(services, author, llm):
+async def test_llm_that_stays_down_fails_resumable_then_resumes(app, author, llm):
     state = {"n": 0}
 
     def flaky(body):
@@ -169,26 +169,26 @@ async def test_llm_that_stays_down_fails_resumable_then_resumes(services, author
         return author(body)
 
     llm.reply(flaky)
-    events = await collect(services.runner.start("rat", TASK))
+    events = await collect(app.runner.start("rat", TASK))
     failed = events[-1]
     assert isinstance(failed, Failed) and failed.resumable
     assert "503" in failed.error or "server" in failed.error.lower()
     run_id = events[0].run_id
-    assert services.store.get_run(run_id).status == "failed"
-    assert services.store.events(run_id)[-1] == failed
+    assert app.store.get_run(run_id).status == "failed"
+    assert app.store.events(run_id)[-1] == failed
     llm.reply(author)
-    resumed = await collect(services.runner.resume(run_id))
+    resumed = await collect(app.runner.resume(run_id))
     assert isinstance(resumed[-1], Final)
     assert [e.i for e in of(resumed, StepRevised)] == [2, 3, 4]
 
 
-async def test_llm_429_is_retried_and_run_succeeds(services, author, llm):
+async def test_llm_429_is_retried_and_run_succeeds(app, author, llm):
     llm.fail_next(1, status=429)
-    events = await collect(services.runner.start("rat", TASK))
+    events = await collect(app.runner.start("rat", TASK))
     assert isinstance(events[-1], Final)
     notes = [e.text for e in of(events, Note)]
     assert len(notes) == 1 and "draft call failed" in notes[0] and "Retrying" in notes[0]
-    assert services.store.events(events[0].run_id).count(of(events, Note)[0]) == 1, "the retry is stored"
+    assert app.store.events(events[0].run_id).count(of(events, Note)[0]) == 1, "the retry is stored"
     assert len(llm.requests) == 1 + 1 + 4 + 4
 
 
@@ -215,10 +215,10 @@ async def test_bad_pages_become_page_errors_and_the_run_completes(tmp_path, llm,
 
     settings = make_settings(tmp_path, llm, web, k=5)
     settings = replace(settings, fetch=replace(settings.fetch, timeout=1.0, max_bytes=1_000_000))
-    services = app_module.build(settings)
+    app = app_module.build(settings)
     web.extra_results = [{"url": web.url(r), "title": f"bad {r}", "content": "a snippet"} for r in routes]
     llm.reply(RatAuthor(draft_steps(2)))
-    events = await collect(services.runner.start("rat", TASK))
+    events = await collect(app.runner.start("rat", TASK))
     assert isinstance(events[-1], Final)
     pages = of(events, PageRead)
     assert len(pages) == 2 * 5, "RAT reads at most 5 results per step"
@@ -240,9 +240,9 @@ async def test_private_addresses_are_refused_without_the_setting(tmp_path, llm, 
 
     settings = make_settings(tmp_path, llm, web)
     settings = replace(settings, fetch=replace(settings.fetch, allow_private_urls=False))
-    services = app_module.build(settings)
+    app = app_module.build(settings)
     llm.reply(RatAuthor(draft_steps(1)))
-    events = await collect(services.runner.start("rat", TASK))
+    events = await collect(app.runner.start("rat", TASK))
     pages = of(events, PageRead)
     assert pages and all(p.status == "error" for p in pages)
     assert all("allow-private-urls" in p.error for p in pages)
@@ -250,34 +250,34 @@ async def test_private_addresses_are_refused_without_the_setting(tmp_path, llm, 
 
 
 @pytest.mark.parametrize("prompt, words", [("", "empty"), ("   \n ", "empty"), ("x" * 20_001, "20,001")])
-async def test_empty_or_oversized_task_is_refused(services, prompt, words):
+async def test_empty_or_oversized_task_is_refused(app, prompt, words):
     with pytest.raises(TaskError, match=words):
-        await collect(services.runner.start("rat", Task(prompt)))
-    assert services.store.list_runs() == []
+        await collect(app.runner.start("rat", Task(prompt)))
+    assert app.store.list_runs() == []
 
 
-async def test_unknown_method_is_refused(services):
+async def test_unknown_method_is_refused(app):
     with pytest.raises(TaskError, match="Known methods"):
-        await collect(services.runner.start("nope", TASK))
+        await collect(app.runner.start("nope", TASK))
 
 
-async def test_literal_slash_n_draft_is_split(services, llm):
+async def test_literal_slash_n_draft_is_split(app, llm):
     author = RatAuthor([], draft_text="First part./n/nSecond part.\n\nThird part.")
     llm.reply(author)
-    events = await collect(services.runner.start("rat", TASK, draft_only=True))
+    events = await collect(app.runner.start("rat", TASK, draft_only=True))
     assert of(events, DraftReady)[0].steps == ("First part.", "Second part.", "Third part.")
-    assert services.store.get_run(events[0].run_id).status == "draft"
+    assert app.store.get_run(events[0].run_id).status == "draft"
 
 
-async def test_an_edited_draft_is_revised_as_edited(services, author):
-    events = await collect(services.runner.start("rat-step", TASK, draft_only=True))
+async def test_an_edited_draft_is_revised_as_edited(app, author):
+    events = await collect(app.runner.start("rat-step", TASK, draft_only=True))
     run_id = events[0].run_id
-    assert services.store.get_run(run_id).status == "draft"
+    assert app.store.get_run(run_id).status == "draft"
     edited = ["Step A: Python 3.6.0 added formatted string literals.", author.steps[2]]
-    resumed = await collect(services.runner.resume(run_id, draft=edited))
+    resumed = await collect(app.runner.resume(run_id, draft=edited))
     assert isinstance(resumed[0], RunStarted) and resumed[1] == DraftReady(steps=tuple(edited))
     assert [sections(p)["Paragraph to revise"] for p in author.of_kind("revise-step")] == edited
     assert resumed[-1].text == "\n\n".join(s + " [revised]" for s in edited)
-    stored = services.store.events(run_id)
+    stored = app.store.events(run_id)
     assert [e for e in stored if isinstance(e, DraftReady)][-1].steps == tuple(edited)
-    assert services.store.get_run(run_id).steps_total == 2
+    assert app.store.get_run(run_id).steps_total == 2

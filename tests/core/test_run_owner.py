@@ -20,6 +20,7 @@ import pytest
 from common.errors import RunLive
 from common.events import DraftReady, Final, LLMCalled, RunStarted
 from common.types import RunStatus, Task
+from core.runner import Runner
 from data.store import HOST, Store, new_owner, owner_alive
 from tests.fakes.scripts import RatAuthor, draft_steps
 from tests.helpers import collect, of
@@ -78,37 +79,35 @@ def test_orphans_become_interrupted_and_live_runs_do_not(tmp_path):
     assert store.interrupt_orphans() == []
 
 
-async def test_a_second_resume_of_a_live_run_is_refused_and_nothing_is_lost(services, llm):
+async def test_a_second_resume_of_a_live_run_is_refused_and_nothing_is_lost(app, llm):
     llm.reply(RatAuthor(draft_steps(3)))
-    drafted = await collect(services.runner.start("rat-step", TASK, draft_only=True))
+    drafted = await collect(app.runner.start("rat-step", TASK, draft_only=True))
     run_id = drafted[0].run_id
     llm.latency = 0.2
-    first = services.runner.resume(run_id)
+    first = app.runner.resume(run_id)
     started = await first.__anext__()
     assert isinstance(started, RunStarted)
     with pytest.raises(RunLive, match=f"Run {run_id} is already running in this process"):
-        await collect(services.runner.resume(run_id))
+        await collect(app.runner.resume(run_id))
     rest = [e async for e in first]
     assert isinstance(rest[-1], Final)
-    stored = services.store.events(run_id)
-    seqs = [row.seq for row in services.store.event_rows(run_id)]
+    stored = app.store.events(run_id)
+    seqs = [row.seq for row in app.store.event_rows(run_id)]
     assert seqs == list(range(1, len(seqs) + 1)), "one writer: no gap, no clash"
-    run = services.store.get_run(run_id)
+    run = app.store.get_run(run_id)
     assert run.status == RunStatus.DONE
     assert run.llm_calls == len(of(stored, LLMCalled)), "the counters agree with the events"
 
 
-async def test_a_run_beats_while_it_waits_on_the_model(services, llm, monkeypatch):
-    import data.store
-
-    monkeypatch.setattr(data.store, "HEARTBEAT_SECONDS", 0.05)
+async def test_a_run_beats_while_it_waits_on_the_model(app, llm):
+    runner = Runner(app.store, app.clients, app.settings, memory=app.runner.memory, heartbeat=0.05)
     llm.reply(RatAuthor(draft_steps(1)))
     llm.latency = 0.6
-    running = asyncio.create_task(collect(services.runner.start("cot", TASK)))
+    running = asyncio.create_task(collect(runner.start("cot", TASK)))
     await asyncio.sleep(0.15)
-    (run,) = services.store.list_runs(limit=1)
+    (run,) = app.store.list_runs(limit=1)
     await asyncio.sleep(0.3)
-    assert services.store.get_run(run.id).heartbeat > run.heartbeat, "the heartbeat moves though no event came"
+    assert app.store.get_run(run.id).heartbeat > run.heartbeat, "the heartbeat moves though no event came"
     events = await running
     assert isinstance(events[-1], Final)
 

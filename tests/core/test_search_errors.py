@@ -278,9 +278,9 @@ async def test_run_with_an_unreachable_provider_warns_once(tmp_path, llm, web):
     notes.mkdir()
     (notes / "python.md").write_text("# Python 3.6\nPython 3.6.0 was released in December 2016 with formatted "
                                      "string literals.", encoding="utf-8")
-    services = _app(tmp_path, llm, web, providers=("searxng", "corpus"), corpus_dir=notes)
+    app = _app(tmp_path, llm, web, providers=("searxng", "corpus"), corpus_dir=notes)
     llm.reply(RatAuthor(draft_steps(3)))
-    events = await collect(services.runner.start("rat", Task("Write a short history of Python 3.")))
+    events = await collect(app.runner.start("rat", Task("Write a short history of Python 3.")))
     searches = of(events, SearchDone)
     assert len(searches) == 3 and all(not s.error and s.provider == "corpus" for s in searches)
     texts = _texts(events)
@@ -294,9 +294,9 @@ async def test_run_with_an_unreachable_provider_warns_once(tmp_path, llm, web):
 
 
 async def test_run_with_only_an_unreachable_provider_says_why_once_and_each_step_in_one_line(tmp_path, llm, web):
-    services = _app(tmp_path, llm, web, providers=("searxng",))
+    app = _app(tmp_path, llm, web, providers=("searxng",))
     llm.reply(RatAuthor(draft_steps(3)))
-    events = await collect(services.runner.start("rat", Task("Write a short history of Python 3.")))
+    events = await collect(app.runner.start("rat", Task("Write a short history of Python 3.")))
     searches = of(events, SearchDone)
     assert len(searches) == 3 and all(s.error for s in searches)
     texts = _texts(events)

@@ -172,14 +172,15 @@ async def run_method(name: str, task, ctx, *, stop_after=None) -> list:
     return [book.sourced(e) for e in events]
 
 
-def patch_context(monkeypatch, services, *, params: dict | None = None, memory=None):
-    """Run with method ``params`` (as ``--param KEY=VALUE`` sets them) and, when given, a
-    procedure ``memory`` other than the one app.py gives the runner."""
+def runner_with(app, *, params: dict | None = None, memory=None):
+    """A runner like ``app.runner`` (its store, clients and settings) but with method ``params``
+    (as ``--param KEY=VALUE`` sets them) and, when given, a procedure ``memory`` other than the
+    one app.py gives the runner."""
     from dataclasses import replace
 
-    runner = services.runner
+    from core.runner import Runner
+
+    settings = app.runner.settings
     if params:
-        method = replace(runner.settings.method, params=dict(params))
-        monkeypatch.setattr(runner, "settings", replace(runner.settings, method=method))
-    if memory is not None:
-        monkeypatch.setattr(runner, "memory", memory)
+        settings = replace(settings, method=replace(settings.method, params=dict(params)))
+    return Runner(app.store, app.clients, settings, memory=app.runner.memory if memory is None else memory)

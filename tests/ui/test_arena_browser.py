@@ -23,7 +23,7 @@ HOSTILE = 'Alpha answer <script>window.pwned = 1</script><img src=x onerror="win
 
 
 @pytest.fixture
-def services(tmp_path) -> Store:
+def arena_store(tmp_path) -> Store:
     path = tmp_path / "arena.db"
     store = Store(path)
     arena.import_outputs(store, [
@@ -41,9 +41,9 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def app(services):
+def arena_url(arena_store):
     with gr.Blocks() as demo:
-        arena_tab.build(Arena(services))
+        arena_tab.build(Arena(arena_store))
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
     yield f"http://127.0.0.1:{port}"
@@ -59,10 +59,10 @@ def leaks(text: str) -> list[str]:
     return [m for m in METHODS if m in text]
 
 
-def test_no_method_name_in_config_or_api_info(app):
-    config = get(f"{app}/config")
+def test_no_method_name_in_config_or_api_info(arena_url):
+    config = get(f"{arena_url}/config")
     assert leaks(config) == []
-    info = json.loads(get(f"{app}/gradio_api/info"))
+    info = json.loads(get(f"{arena_url}/gradio_api/info"))
     assert info["named_endpoints"] == {} and info["unnamed_endpoints"] == {}  # every event is private
     deps = json.loads(config)["dependencies"]
     assert deps and all(d["api_visibility"] == "private" for d in deps)
@@ -89,7 +89,7 @@ def test_reveal_names_both_methods():
 
 @pytest.mark.browser
 @pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
-def test_blind_until_the_vote_in_a_browser(app, services):
+def test_blind_until_the_vote_in_a_browser(arena_url, arena_store):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -100,7 +100,7 @@ def test_blind_until_the_vote_in_a_browser(app, services):
             page = browser.new_page()
             dialogs = []
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(app)
+            page.goto(arena_url)
             page.get_by_label("Your name").fill("ana")
             page.get_by_role("button", name="Start").click()
             page.get_by_text("Beta answer").wait_for(timeout=15_000)
@@ -114,5 +114,5 @@ def test_blind_until_the_vote_in_a_browser(app, services):
             assert page.get_by_role("button", name="B is better").is_disabled()
         finally:
             browser.close()
-    rows = arena.vote_rows(services)
+    rows = arena.vote_rows(arena_store)
     assert [r.choice for r in rows] == ["a"] and {rows[0].method_a, rows[0].method_b} == set(METHODS)

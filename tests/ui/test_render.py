@@ -335,7 +335,7 @@ def test_replay_schedule_caps_gaps_scales_speed_and_retypes_model_text():
 
 
 # -- the live panel's pace ------------------------------------------------------------------------
-async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(services):
+async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(app):
     import gradio as gr
 
     from ui.writer import RunPanel
@@ -347,7 +347,7 @@ async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(ser
         yield DraftReady(steps=("w0",))
 
     with gr.Blocks():
-        panel = RunPanel(services.runner, services.store, services.clients)
+        panel = RunPanel(app.runner, app.store, app.clients)
         panel.layout()
     updates = [u async for u in panel.follow(burst(), RunView(), live=False)]
     # the reset, RunStarted, the first token, at most a few more tokens, DraftReady, the settled panel
@@ -356,30 +356,30 @@ async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(ser
 
 
 # -- the Writer's helpers (no browser) ------------------------------------------------------------
-def test_search_choices_and_per_run_provider(services):
+def test_search_choices_and_per_run_provider(app):
     from dataclasses import replace
 
     from ui.writer import CHAIN, providers_for, search_choices
 
-    assert search_choices(services.settings) == [("searxng", "searxng")]
-    assert providers_for(services.settings, "searxng") == ("searxng",)
-    two = services.settings.with_(search=replace(services.settings.search, providers=("searxng", "ddg")))
+    assert search_choices(app.settings) == [("searxng", "searxng")]
+    assert providers_for(app.settings, "searxng") == ("searxng",)
+    two = app.settings.with_(search=replace(app.settings.search, providers=("searxng", "ddg")))
     assert search_choices(two)[0] == ("all, in order: searxng → ddg", CHAIN)
     assert providers_for(two, CHAIN) == ("searxng", "ddg") and providers_for(two, None) == ("searxng", "ddg")
     assert providers_for(two, "ddg") == ("ddg",)
     assert providers_for(two, ["corpus"]) == ("searxng", "ddg"), "a provider that is not configured is ignored"
 
 
-async def test_llm_check_says_what_to_fix(services, llm):
+async def test_llm_check_says_what_to_fix(app, llm):
     from ui.writer import llm_check, model_html
 
-    problem, served = await llm_check(services.clients)
+    problem, served = await llm_check(app.clients)
     assert problem == "" and "fake-model" in served
-    assert "the model server answers" in model_html(services.settings, problem, served)
+    assert "the model server answers" in model_html(app.settings, problem, served)
     llm.down = True
-    problem, _ = await llm_check(services.clients)
+    problem, _ = await llm_check(app.clients)
     assert problem and "503" in problem
-    shown = model_html(services.settings, "<b>set OPENAI_BASE_URL</b>")
+    shown = model_html(app.settings, "<b>set OPENAI_BASE_URL</b>")
     assert "&lt;b&gt;set OPENAI_BASE_URL&lt;/b&gt;" in shown
 
 

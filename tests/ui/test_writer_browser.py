@@ -48,11 +48,11 @@ async def _collect(events) -> list:
         return [e async for e in gen]
 
 
-def run_now(services: app_module.App, method: str, prompt: str, **kw) -> str:
+def run_now(app: app_module.App, method: str, prompt: str, **kw) -> str:
     """Run a task straight through the runner (no browser); its run id. In a thread of its own:
     Playwright's sync API keeps an event loop in this one."""
     with ThreadPoolExecutor(1) as pool:
-        events = pool.submit(asyncio.run, _collect(services.runner.start(method, Task(prompt), **kw))).result()
+        events = pool.submit(asyncio.run, _collect(app.runner.start(method, Task(prompt), **kw))).result()
     return events[0].run_id
 
 
@@ -106,7 +106,7 @@ def web(stand_ins):
 
 
 @pytest.fixture
-def services(stand_ins):
+def app(stand_ins):
     return stand_ins[2]
 
 
@@ -235,7 +235,7 @@ def test_draft_only_edit_the_steps_continue_undo_and_export(open_page, llm, tmp_
     assert {int(x) for _, used in sources for x in used.split(",")} == {1, 3}, "step 2 was undone"
 
 
-def test_stop_then_continue(open_page, llm, services):
+def test_stop_then_continue(open_page, llm, app):
     author = RatAuthor(draft_steps(3))
     llm.reply(author)
     llm.latency = 0.4
@@ -246,20 +246,20 @@ def test_stop_then_continue(open_page, llm, services):
     writer.get_by_role("button", name="Stop").click()
     expect(progress).to_contain_text(re.compile(r"^Stopped (after step \d of 3|before the first step)"),
                                      timeout=TIMEOUT)
-    run = services.store.list_runs(limit=1)[0]
+    run = app.store.list_runs(limit=1)[0]
     assert run.status == "interrupted" and run.task == "Write about Python environments, slowly."
     llm.latency = 0.0
     writer.get_by_role("button", name="Continue").click()
     expect(progress).to_contain_text("Done: 3 steps revised.", timeout=TIMEOUT)
-    assert services.store.get_run(run.id).status == "done"
+    assert app.store.get_run(run.id).status == "done"
     assert [k for k, _ in author.calls].count("draft") == 1, "the draft was not written again"
 
 
-def test_history_opens_replays_and_continues_a_stored_run(open_page, llm, services):
+def test_history_opens_replays_and_continues_a_stored_run(open_page, llm, app):
     llm.reply(RatAuthor(draft_steps(2)))
     llm.latency = 0.2  # stored time stamps far enough apart for the replay to show each step
-    done_id = run_now(services, "rat", "A stored run about Mercurial.")
-    draft_id = run_now(services, "rat", "A stored draft about virtualenv.", draft_only=True)
+    done_id = run_now(app, "rat", "A stored run about Mercurial.")
+    draft_id = run_now(app, "rat", "A stored draft about virtualenv.", draft_only=True)
     llm.latency = 0.0
     page, _ = open_page()
     page.get_by_role("tab", name="History").click()
@@ -296,7 +296,7 @@ def test_history_opens_replays_and_continues_a_stored_run(open_page, llm, servic
     expect(progress).to_contain_text("Draft ready: 2 steps.")
     history.get_by_role("button", name="Continue").click()
     expect(progress).to_contain_text("Done: 2 steps revised.", timeout=TIMEOUT)
-    assert services.store.get_run(draft_id).status == "done"
+    assert app.store.get_run(draft_id).status == "done"
 
 
 class TwoAuthors:
@@ -328,16 +328,16 @@ def test_two_browsers_run_at_once_and_see_only_their_own_run(open_page, llm):
     assert "Beta step 1" in text_b and "Alpha step" not in text_b
 
 
-def test_a_model_server_that_is_down_is_named_instead_of_failing(open_page, llm, services):
+def test_a_model_server_that_is_down_is_named_instead_of_failing(open_page, llm, app):
     llm.down = True
-    runs_before = len(services.store.list_runs())
+    runs_before = len(app.store.list_runs())
     page, writer = open_page(ready=False)
     model = writer.locator(".rat-model")
     expect(model).to_contain_text("fake-model")
     expect(model).to_contain_text("503")
     start(writer, "Write about Python 3.")
     expect(page.get_by_role("status").filter(has_text="failed with 503")).to_be_visible()
-    assert len(services.store.list_runs()) == runs_before, "no run was started"
+    assert len(app.store.list_runs()) == runs_before, "no run was started"
     expect(writer.locator(".rat-progress")).to_have_text("No run yet: type a task and press Run.")
 
 
@@ -393,7 +393,7 @@ class Quoter(RatAuthor):
         return f"{reply}\n\n{self.quote}"
 
 
-def test_a_mark_opens_on_its_passage_and_the_article_is_exported_as_docx(open_page, llm, services, tmp_path):
+def test_a_mark_opens_on_its_passage_and_the_article_is_exported_as_docx(open_page, llm, app, tmp_path):
     from docx import Document
 
     author = Quoter(draft_steps(3))
@@ -438,7 +438,7 @@ def test_a_mark_opens_on_its_passage_and_the_article_is_exported_as_docx(open_pa
     assert "Sources" in text
 
     # History shows the stored run with the same marks and counts
-    run = services.store.list_runs(limit=1)[0]
+    run = app.store.list_runs(limit=1)[0]
     page.get_by_role("tab", name="History").click()
     history = page.locator("#rat-tab-history")
     history.get_by_label("Run", exact=True).fill(run.id)
