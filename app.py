@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,105 +24,83 @@ from typing import TYPE_CHECKING
 from common.errors import ConfigError, RatStudioError
 from common.settings import (
     ROLES,
-    SEARCH_PROVIDERS,
+    SETTINGS,
+    TRUE_WORDS,
     FetchSettings,
     LLMSettings,
     MethodSettings,
     SearchSettings,
+    Setting,
     Settings,
+    search_providers,
 )
 from ui.cli import build_parser
 
 if TYPE_CHECKING:  # pragma: no cover
+    from annotation.service import Arena
     from core.clients import Clients
     from core.runner import Runner
     from data.store import Store
 
-TRUE = {"1", "true", "yes", "on"}
-MIN_PASSWORD = 8  # characters of an --auth password
-MIN_CONTEXT_TOKENS = 1024  # the smallest --context-tokens that leaves room for a prompt and its answer
+PARAM = next(row for row in SETTINGS if row.flag == "--param")  # the one repeatable flag: command_params reads it
 
 
 # -- settings -------------------------------------------------------------------------------------
+def setting_value(row: Setting, args: argparse.Namespace, env: dict[str, str]) -> object:
+    """One row of ``SETTINGS``: the flag first, then the environment variable (when set and not
+    empty; cast with the row's type), then the row's default; the row's check is applied to any
+    value but None. A switch is on when its flag is given or its variable is one of TRUE_WORDS; a
+    repeatable flag's values come as a list, the variable's as its comma list. Raises ConfigError."""
+    given = getattr(args, row.name, None) if row.flag else None
+    raw = env.get(row.env, "")
+    if row.type is bool:
+        value = True if given else (raw.strip().lower() in TRUE_WORDS if raw.strip() else row.default)
+    elif given is not None:
+        value = given
+    elif raw == "":
+        value = row.default
+    elif row.type is list:
+        value = [p for p in raw.split(",") if p.strip()]
+    else:
+        try:
+            value = row.type(raw)
+        except ValueError as exc:
+            raise ConfigError(f"{row.env}={raw!r} is not valid: {exc}") from exc
+    if value is not None and row.check is not None:
+        row.check(value)
+    return value
+
+
 def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
-    """Flags first, then environment, then defaults. Raises ConfigError for invalid values."""
-
-    def pick(flag: str, var: str | None, default=None, cast: Callable = str):
-        value = getattr(args, flag, None)
-        if value is None and var and env.get(var, "") != "":
-            try:
-                value = cast(env[var])
-            except ValueError as exc:
-                raise ConfigError(f"{var}={env[var]!r} is not valid: {exc}") from exc
-        return default if value is None else value
-
-    def flag_on(flag: str, var: str) -> bool:
-        return bool(getattr(args, flag, None)) or env.get(var, "").strip().lower() in TRUE
-
-    def share_of(key: str, var: str, default: float) -> float:
-        value = pick(key, var, default, float)
-        if not 0 <= value <= 1:
-            raise ConfigError(f"--{key.replace('_', '-')} must be a share between 0 and 1 (e.g. 0.4 for 40%), "
-                              f"not {value}.")
-        return value
-
-    context_tokens = pick("context_tokens", "RAT_STUDIO_CONTEXT_TOKENS", None, int)
-    if context_tokens is not None and context_tokens < MIN_CONTEXT_TOKENS:
-        raise ConfigError(f"--context-tokens {context_tokens} is too small for any of the prompts: give the "
-                          f"model's context window, at least {MIN_CONTEXT_TOKENS} (e.g. 8192).")
-
-    providers = tuple(p.strip() for p in pick("search", "RAT_STUDIO_SEARCH", "ddg").split(",") if p.strip())
-    unknown = [p for p in providers if p not in SEARCH_PROVIDERS]
-    if unknown or not providers:
-        raise ConfigError(f"Unknown search provider {', '.join(unknown) or '(none)'}: use a comma list of "
-                          f"{', '.join(SEARCH_PROVIDERS)}, e.g. --search ddg,searxng.")
-    corpus = pick("corpus", "RAT_STUDIO_CORPUS")
-    db = pick("db", "RAT_STUDIO_DB") or str(default_db_path(env))
-    auth = pick("auth", "RAT_STUDIO_AUTH")
-    if auth is not None:
-        user, sep, password = auth.partition(":")
-        if not sep or not user.strip() or len(password) < MIN_PASSWORD:
-            raise ConfigError(f"--auth must be USER:PASSWORD with a user name and a password of at least "
-                              f"{MIN_PASSWORD} characters, e.g. --auth ana:correct-horse.")
-    share = flag_on("share", "RAT_STUDIO_SHARE")
-    if share and not auth:
+    """Every row of ``common.settings.SETTINGS`` read with ``setting_value`` (flags first, then
+    environment, then defaults), the checks that join two settings, and the Settings built from
+    them. Raises ConfigError for invalid values."""
+    v = {row.name: setting_value(row, args, env) for row in SETTINGS if row.type is not list}
+    if v["share"] and not v["auth"]:
         raise ConfigError("--share makes the UI public: also pass --auth USER:PASSWORD.")
-    max_tokens = pick("max_tokens", "RAT_STUDIO_MAX_TOKENS", None, int)
-    if max_tokens is not None and max_tokens < 1:
-        raise ConfigError(f"--max-tokens must be at least 1 (e.g. 1024), not {max_tokens}; leave it out for the "
-                          "server's own limit.")
-    role_models = {r: m for r in ROLES if (m := pick(f"{r}_model", f"RAT_STUDIO_{r.upper()}_MODEL"))}
-    base_url = pick("base_url", "OPENAI_BASE_URL")
     return Settings(
         llm=LLMSettings(
-            base_url=base_url, api_key=env.get("OPENAI_API_KEY") or None,
-            model=pick("model", "RAT_STUDIO_MODEL", LLMSettings.model), role_models=role_models,
-            timeout=pick("llm_timeout", "RAT_STUDIO_LLM_TIMEOUT", LLMSettings.timeout, float),
-            max_retries=pick("max_retries", "RAT_STUDIO_MAX_RETRIES", LLMSettings.max_retries, int),
-            max_tokens=max_tokens,
+            base_url=v["base_url"], api_key=v["openai_api_key"], model=v["model"],
+            role_models={r: m for r in ROLES if (m := v[f"{r}_model"])},
+            timeout=v["llm_timeout"], max_retries=v["max_retries"], max_tokens=v["max_tokens"],
         ),
         search=SearchSettings(
-            providers=providers, searxng_url=pick("searxng_url", "RAT_STUDIO_SEARXNG_URL"),
-            corpus_dir=Path(corpus).expanduser() if corpus else None,
+            providers=search_providers(v["search"]), searxng_url=v["searxng_url"],
+            corpus_dir=Path(v["corpus"]).expanduser() if v["corpus"] else None,
         ),
-        fetch=FetchSettings(allow_private_urls=flag_on("allow_private_urls", "RAT_STUDIO_ALLOW_PRIVATE_URLS")),
+        fetch=FetchSettings(allow_private_urls=v["allow_private_urls"]),
         method=MethodSettings(
-            k=pick("k", "RAT_STUDIO_K", MethodSettings.k, int),
-            passage_tokens=pick("passage_tokens", "RAT_STUDIO_PASSAGE_TOKENS", MethodSettings.passage_tokens, int),
-            max_steps=pick("max_steps", "RAT_STUDIO_MAX_STEPS", MethodSettings.max_steps, int),
-            context_tokens=context_tokens,
-            min_keep=share_of("min_keep", "RAT_STUDIO_MIN_KEEP", MethodSettings.min_keep),
-            cite_threshold=share_of("cite_threshold", "RAT_STUDIO_CITE_THRESHOLD", MethodSettings.cite_threshold),
-            max_task_chars=pick("max_task_chars", "RAT_STUDIO_MAX_TASK_CHARS", MethodSettings.max_task_chars, int),
-            params=command_params(args, env),
+            k=v["k"], passage_tokens=v["passage_tokens"], max_steps=v["max_steps"],
+            context_tokens=v["context_tokens"], min_keep=v["min_keep"], cite_threshold=v["cite_threshold"],
+            max_task_chars=v["max_task_chars"], params=command_params(args, env),
         ),
-        db_path=Path(db).expanduser(),
-        host=pick("host", "RAT_STUDIO_HOST", "127.0.0.1"),
-        port=pick("port", "RAT_STUDIO_PORT", 7860, int),
-        concurrency=pick("concurrency", "RAT_STUDIO_CONCURRENCY", 4, int),
-        share=share,
-        auth=tuple(auth.split(":", 1)) if auth else None,
-        arena_only=flag_on("arena_only", "RAT_STUDIO_ARENA_ONLY"),
+        db_path=Path(v["db"] or default_db_path(env)).expanduser(),
+        host=v["host"],
+        port=v["port"],
+        concurrency=v["concurrency"],
+        share=v["share"],
+        auth=tuple(v["auth"].split(":", 1)) if v["auth"] else None,
+        arena_only=v["arena_only"],
     )
 
 
@@ -148,7 +125,7 @@ def command_params(args: argparse.Namespace, env: dict[str, str]) -> dict[str, s
     from core.methods.base import check_params
 
     flags = getattr(args, "param", None)
-    params = method_params(flags or [p for p in env.get("RAT_STUDIO_PARAMS", "").split(",") if p.strip()])
+    params = method_params(setting_value(PARAM, args, env) or [])
     named = getattr(args, "methods", None) or ""
     named = [getattr(args, "method", None) or "", *(named.split(",") if isinstance(named, str) else named)]
     methods = [m.strip() for m in named if m and m.strip() in METHODS]
@@ -164,17 +141,21 @@ def default_db_path(env: dict[str, str]) -> Path:
 
 @dataclass(frozen=True)
 class App:
-    """What app.py builds from the settings; each front end takes the parts it uses."""
+    """What app.py builds from the settings; each front end takes the parts it uses. ``arena`` is
+    the one arena service (and leaderboard cache) of the process: the CLI's arena commands and
+    both of the UI's arena tabs use it."""
 
     settings: Settings
     store: Store
     clients: Clients
     runner: Runner
+    arena: Arena
 
 
 def build(settings: Settings) -> App:
-    """The composition root: the store, the client factories and the runner, each handed what
-    it uses. Raises StoreError when the database cannot be opened."""
+    """The composition root: the store, the client factories, the runner and the arena service,
+    each handed what it uses. Raises StoreError when the database cannot be opened."""
+    from annotation.service import Arena
     from core.clients import Clients
     from core.procedures import ProcedureMemory
     from core.runner import Runner
@@ -185,7 +166,7 @@ def build(settings: Settings) -> App:
     clients = Clients(settings, cache=store,
                       corpus_db=store.path.with_name(store.path.stem + ".corpus.db"))
     runner = Runner(store, clients, settings, memory=ProcedureMemory(store))
-    return App(settings=settings, store=store, clients=clients, runner=runner)
+    return App(settings=settings, store=store, clients=clients, runner=runner, arena=Arena(store))
 
 
 # -- entry point ----------------------------------------------------------------------------------

@@ -1,14 +1,25 @@
 """Settings in force. Built once, in app.py, from CLI flags and the environment; everything else
-receives them. Defaults are the papers' own where a paper gives one."""
+receives them. Defaults are the papers' own where a paper gives one.
+
+``SETTINGS`` is the one table of what can be set: a ``Setting`` row per flag (and environment
+variable) with its type, default (read from the dataclasses below, never retyped), help and check.
+``ui.cli.common_flags`` makes the argparse flags from it, ``app.settings_from`` reads the values
+through it, and tests/test_settings_table.py holds README.md's "Settings" table to it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from common.errors import ConfigError
 
 ROLES = ("draft", "query", "revise", "judge")
 DEFAULT_CONTEXT_TOKENS = 8192  # when neither --context-tokens nor the server says
 SEARCH_PROVIDERS = ("ddg", "searxng", "corpus")
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})  # an environment variable that turns a switch on
+MIN_PASSWORD = 8  # characters of an --auth password
+MIN_CONTEXT_TOKENS = 1024  # the smallest --context-tokens that leaves room for a prompt and its answer
 
 
 @dataclass(frozen=True)
@@ -105,3 +116,157 @@ class Settings:
             "k": self.method.k,
             "passage_tokens": self.method.passage_tokens,
         }
+
+
+# -- the table of settings ----------------------------------------------------------------------
+MODEL_GROUP = "model (any OpenAI-compatible server)"
+SEARCH_GROUP = "search and pages"
+SERVER_GROUP = "storage and server"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of ``SETTINGS``: a flag and its environment variable.
+
+    ``type``: what one value is: str, int or float (an environment value is cast with it; a bad one
+    is a ConfigError), bool (a switch: ``--flag``, or the variable set to one of ``TRUE_WORDS``),
+    or list (a repeatable flag, argparse's ``action="append"``; the variable holds a comma list).
+    ``default``: the value when neither the flag nor the variable gives one, taken from the
+    dataclasses above; None where the default is decided later (the server's, the user data folder).
+    ``check``: raises ConfigError for a bad value; applied to every value that is not None.
+    ``readme_default``: how README.md and --help say the default where the value alone does not
+    (e.g. "the server's" for None); without it ``shown_default`` renders the value: None "none", a
+    switch "off"/"on", a float without trailing zeros (120.0 -> "120"), anything else as str.
+    ``flag`` is None for a setting of the environment only (OPENAI_API_KEY)."""
+
+    flag: str | None
+    env: str
+    type: type
+    default: object
+    help: str
+    check: Callable[[object], None] | None = None
+    group: str = MODEL_GROUP
+    readme_default: str | None = None
+    metavar: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The attribute argparse stores the flag in (``--max-tokens`` -> ``max_tokens``)."""
+        return (self.flag[2:] if self.flag else self.env.lower()).replace("-", "_")
+
+    @property
+    def shown_default(self) -> str:
+        """The default as README.md's table and --help say it."""
+        if self.readme_default is not None:
+            return self.readme_default
+        if self.default is None:
+            return "none"
+        if isinstance(self.default, bool):
+            return "on" if self.default else "off"
+        if isinstance(self.default, float):
+            return f"{self.default:g}"
+        return str(self.default)
+
+    @property
+    def help_text(self) -> str:
+        """The flag's --help line: its help, then "[ENV; default]"."""
+        return f"{self.help} [{self.env}; {self.shown_default}]"
+
+
+def search_providers(value: str) -> tuple[str, ...]:
+    """``--search``'s comma list as a tuple of names."""
+    return tuple(p.strip() for p in value.split(",") if p.strip())
+
+
+def _check_search(value) -> None:
+    providers = search_providers(value)
+    unknown = [p for p in providers if p not in SEARCH_PROVIDERS]
+    if unknown or not providers:
+        raise ConfigError(f"Unknown search provider {', '.join(unknown) or '(none)'}: use a comma list of "
+                          f"{', '.join(SEARCH_PROVIDERS)}, e.g. --search ddg,searxng.")
+
+
+def _check_max_tokens(value) -> None:
+    if value < 1:
+        raise ConfigError(f"--max-tokens must be at least 1 (e.g. 1024), not {value}; leave it out for the "
+                          "server's own limit.")
+
+
+def _check_context_tokens(value) -> None:
+    if value < MIN_CONTEXT_TOKENS:
+        raise ConfigError(f"--context-tokens {value} is too small for any of the prompts: give the "
+                          f"model's context window, at least {MIN_CONTEXT_TOKENS} (e.g. 8192).")
+
+
+def _share(flag: str) -> Callable[[object], None]:
+    def check(value) -> None:
+        if not 0 <= value <= 1:
+            raise ConfigError(f"{flag} must be a share between 0 and 1 (e.g. 0.4 for 40%), not {value}.")
+
+    return check
+
+
+def _check_auth(value) -> None:
+    user, sep, password = value.partition(":")
+    if not sep or not user.strip() or len(password) < MIN_PASSWORD:
+        raise ConfigError(f"--auth must be USER:PASSWORD with a user name and a password of at least "
+                          f"{MIN_PASSWORD} characters, e.g. --auth ana:correct-horse.")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # model
+    Setting("--base-url", "OPENAI_BASE_URL", str, LLMSettings.base_url,
+            "server URL, e.g. http://localhost:11434/v1 for Ollama", readme_default="OpenAI's"),
+    Setting(None, "OPENAI_API_KEY", str, LLMSettings.api_key, "the key; not needed for local servers"),
+    Setting("--model", "RAT_STUDIO_MODEL", str, LLMSettings.model, "model for every role"),
+    *(Setting(f"--{role}-model", f"RAT_STUDIO_{role.upper()}_MODEL", str, None, f"model for the {role} role",
+              readme_default="--model") for role in ROLES),
+    Setting("--llm-timeout", "RAT_STUDIO_LLM_TIMEOUT", float, LLMSettings.timeout, "seconds for one model call"),
+    Setting("--max-retries", "RAT_STUDIO_MAX_RETRIES", int, LLMSettings.max_retries, "retries on 429/5xx/timeouts"),
+    Setting("--max-tokens", "RAT_STUDIO_MAX_TOKENS", int, LLMSettings.max_tokens,
+            "most tokens of one model answer, for models that ramble", _check_max_tokens,
+            readme_default="the server's"),
+    # search and pages
+    Setting("--search", "RAT_STUDIO_SEARCH", str, ",".join(SearchSettings.providers),
+            f"providers tried in order, comma separated: {', '.join(SEARCH_PROVIDERS)}", _check_search,
+            group=SEARCH_GROUP),
+    Setting("--searxng-url", "RAT_STUDIO_SEARXNG_URL", str, SearchSettings.searxng_url, "SearXNG base URL",
+            group=SEARCH_GROUP),
+    Setting("--corpus", "RAT_STUDIO_CORPUS", str, SearchSettings.corpus_dir,
+            "folder of .md/.txt/.html files to search", group=SEARCH_GROUP),
+    Setting("--allow-private-urls", "RAT_STUDIO_ALLOW_PRIVATE_URLS", bool, FetchSettings.allow_private_urls,
+            "let the fetcher read private/loopback hosts", group=SEARCH_GROUP),
+    Setting("--k", "RAT_STUDIO_K", int, MethodSettings.k, "search results read per retrieval", group=SEARCH_GROUP),
+    Setting("--passage-tokens", "RAT_STUDIO_PASSAGE_TOKENS", int, MethodSettings.passage_tokens,
+            "retrieved tokens per revision", group=SEARCH_GROUP),
+    Setting("--max-steps", "RAT_STUDIO_MAX_STEPS", int, MethodSettings.max_steps, "most draft steps revised",
+            group=SEARCH_GROUP),
+    Setting("--context-tokens", "RAT_STUDIO_CONTEXT_TOKENS", int, MethodSettings.context_tokens,
+            "the model's context window in tokens; prompts are fitted to it (passages shrink first)",
+            _check_context_tokens, group=SEARCH_GROUP,
+            readme_default=f"what the server reports, else {DEFAULT_CONTEXT_TOKENS}"),
+    Setting("--min-keep", "RAT_STUDIO_MIN_KEEP", float, MethodSettings.min_keep,
+            "share of a text's characters a revision must keep, else the text stays as it was",
+            _share("--min-keep"), group=SEARCH_GROUP),
+    Setting("--cite-threshold", "RAT_STUDIO_CITE_THRESHOLD", float, MethodSettings.cite_threshold,
+            "share of a sentence's content words a retrieved passage must hold for the sentence to cite it",
+            _share("--cite-threshold"), group=SEARCH_GROUP),
+    Setting("--max-task-chars", "RAT_STUDIO_MAX_TASK_CHARS", int, MethodSettings.max_task_chars,
+            "longest task accepted", group=SEARCH_GROUP),
+    Setting("--param", "RAT_STUDIO_PARAMS", list, None,
+            "a method parameter, repeatable, e.g. --param itrg.iterations=3 (the variable: a comma list)",
+            group=SEARCH_GROUP, readme_default="the papers'", metavar="KEY=VALUE"),
+    # storage and server
+    Setting("--db", "RAT_STUDIO_DB", str, None, "SQLite file", group=SERVER_GROUP,
+            readme_default="the user data folder (~/.local/share/rat-studio/rat_studio.db on Linux)"),
+    Setting("--host", "RAT_STUDIO_HOST", str, Settings.host, "address the UI listens on", group=SERVER_GROUP),
+    Setting("--port", "RAT_STUDIO_PORT", int, Settings.port, "UI port", group=SERVER_GROUP),
+    Setting("--concurrency", "RAT_STUDIO_CONCURRENCY", int, Settings.concurrency, "runs at once in the UI queue",
+            group=SERVER_GROUP),
+    Setting("--share", "RAT_STUDIO_SHARE", bool, Settings.share, "public Gradio link; needs --auth",
+            group=SERVER_GROUP),
+    Setting("--auth", "RAT_STUDIO_AUTH", str, Settings.auth, "USER:PASSWORD required to open the UI", _check_auth,
+            group=SERVER_GROUP),
+    Setting("--arena-only", "RAT_STUDIO_ARENA_ONLY", bool, Settings.arena_only,
+            "serve only the Arena and Leaderboard tabs, for annotators", group=SERVER_GROUP),
+)

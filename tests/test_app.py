@@ -158,3 +158,16 @@ def test_method_params_reach_the_method_and_bad_ones_are_refused(env, llm):
     assert len(generations) == 2, "two ITRG iterations, one generation each"
     bad = cli("run", "x", "--param", "itrg.iterations", env_extra=env)
     assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr
+
+
+def test_help_lists_every_setting_with_its_variable_and_default():
+    from common.settings import SETTINGS
+
+    proc = cli("--help")
+    assert proc.returncode == 0, proc.stderr
+    text = "".join(proc.stdout.split())  # argparse wraps the lines where it likes
+    for s in SETTINGS:
+        assert s.env in text
+        if s.flag:
+            assert "".join(f"{s.flag} {s.metavar or ''}".split()) in text
+            assert "".join(f"[{s.env}; {s.shown_default}]".split()) in text, s.flag

@@ -1,7 +1,8 @@
 """The Gradio app: one tab per module, each built from the parts it uses.
 
-    build_app(settings, store, clients, runner)
-                          the Blocks (tabs, queue with the settings' concurrency); nothing started
+    build_app(settings, store, clients, runner, arena_service)
+                          the Blocks (tabs, queue with the settings' concurrency); nothing started;
+                          ``arena_service`` is app.py's one arena service (``App.arena``)
     launch(...)           build and serve on the settings' host and port (127.0.0.1 unless
                           --host says otherwise); a public link only with --share and --auth
 """
@@ -30,9 +31,12 @@ def css() -> str:
     return STYLE.read_text(encoding="utf-8")
 
 
-def build_app(settings: Settings, store, clients: Clients, runner: Runner, *, warm: bool = False) -> gr.Blocks:
-    """``warm``: bring the leaderboard up to date in the background now (``Arena.warm_up``), as
-    ``launch`` does, so that neither the first pair nor the first opening of its tab reads every vote."""
+def build_app(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena, *,
+              warm: bool = False) -> gr.Blocks:
+    """``arena_service``: app.py's one arena service (``App.arena``), for both the Arena and the
+    Leaderboard tab (one leaderboard cache). ``warm``: bring the leaderboard up to date in the
+    background now (``Arena.warm_up``), as ``launch`` does, so that neither the first pair nor the
+    first opening of its tab reads every vote."""
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         gr.Markdown(f"# {TITLE}\nWrite long, sourced texts with a language model, step by step.")
         with gr.Tabs():
@@ -42,24 +46,24 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, *, wa
                 with gr.Tab("History", id="history", elem_id="rat-tab-history") as history_tab:
                     past = history.build(runner, store, clients)
                 past.refresh_on(history_tab.select)
-            votes = Arena(store)  # one service (and one leaderboard cache) for both tabs
-            with gr.Tab("Arena", id="arena", elem_id="rat-tab-arena"):
-                arena.build(votes)
+            with gr.Tab("Arena", id="arena", elem_id="rat-tab-arena"):  # one service for both tabs
+                arena.build(arena_service)
             with gr.Tab("Leaderboard", id="leaderboard", elem_id="rat-tab-leaderboard") as board_tab:
                 # annotators' deployments serve nothing that spends the model
-                board = leaderboard.build(votes, None if settings.arena_only else clients)
+                board = leaderboard.build(arena_service, None if settings.arena_only else clients)
             board.load_on(board_tab.select)  # computed when the tab opens, not on every page load
             if warm:
-                votes.warm_up(leaderboard.BOOTSTRAP)
+                arena_service.warm_up(leaderboard.BOOTSTRAP)
     demo.queue(default_concurrency_limit=settings.concurrency)
     return demo
 
 
-def launch(settings: Settings, store, clients: Clients, runner: Runner, **overrides) -> gr.Blocks:
+def launch(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena,
+           **overrides) -> gr.Blocks:
     """Start the UI on the settings' host and port (127.0.0.1 unless told otherwise). Blocks
     until the server stops, unless ``prevent_thread_lock=True`` is passed."""
     s = settings
-    demo = build_app(settings, store, clients, runner, warm=True)
+    demo = build_app(settings, store, clients, runner, arena_service, warm=True)
     options = dict(server_name=s.host, server_port=s.port, share=s.share, auth=s.auth,
                    show_error=True, footer_links=[], css=css())
     options.update(overrides)

@@ -28,12 +28,12 @@ def chromium_missing() -> str:
 
 
 @contextmanager
-def serve(services) -> Iterator[str]:
+def serve(app) -> Iterator[str]:
     """The app on http://127.0.0.1:<free port>/ for the duration of the block."""
     from ui.app import build_app, css
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    demo = build_app(services.settings, services.store, services.clients, services.runner)
+    demo = build_app(app.settings, app.store, app.clients, app.runner, app.arena)
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, css=css(), quiet=True,
                 show_error=True, footer_links=[])

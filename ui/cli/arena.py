@@ -1,7 +1,7 @@
 """The arena's commands: votes import/export/correct/corrections, outputs import, leaderboard, judge; printing over
-``annotation.service.Arena``. JSONL formats: ``annotation.records``. A file is checked whole
-before anything is written: a bad line imports nothing. Votes are written in batches (votes
-keep coming in meanwhile), and importing a file again adds only what is not there yet."""
+``annotation.service.Arena``, the one that app.py builds (``app.arena``). JSONL formats: ``annotation.records``.
+A file is checked whole before anything is written: a bad line imports nothing. Votes are written in batches
+(votes keep coming in meanwhile), and importing a file again adds only what is not there yet."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from annotation.errors import ArenaError
 from annotation.judge import N_CALLS
 from annotation.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE
-from annotation.service import SOURCES, Arena, Leaderboard
+from annotation.service import SOURCES, Leaderboard
 from data.arena import CHOICES, VOID
 
 
@@ -69,20 +69,20 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
 
 
 def cmd_votes_import(args, app) -> int:
-    added, skipped = Arena(app.store).import_votes(args.file)
+    added, skipped = app.arena.import_votes(args.file)
     print(f"Imported {added} vote(s) from {args.file}" + (f"; {skipped} already present" if skipped else "") + ".")
     return 0
 
 
 def cmd_votes_correct(args, app) -> int:
-    c = Arena(app.store).correct(args.vote_id, args.choice, args.by, args.why)
+    c = app.arena.correct(args.vote_id, args.choice, args.by, args.why)
     print(f"Vote {c.vote_id} (cast: {c.cast}) now counts as {c.choice}; correction {c.id} by {c.corrected_by}: "
           f"{c.why}")
     return 0
 
 
 def cmd_votes_corrections(args, app) -> int:
-    rows = Arena(app.store).corrections()
+    rows = app.arena.corrections()
     if not rows:
         print("No vote has been corrected.")
     for c in rows:
@@ -91,7 +91,7 @@ def cmd_votes_corrections(args, app) -> int:
 
 
 def cmd_votes_export(args, app) -> int:
-    lines = (json.dumps(v, ensure_ascii=False) + "\n" for v in Arena(app.store).export_votes())
+    lines = (json.dumps(v, ensure_ascii=False) + "\n" for v in app.arena.export_votes())
     if args.out:
         count = _write_lines(Path(args.out), lines)
         print(f"Wrote {count} vote(s) to {args.out}.", file=sys.stderr)
@@ -110,13 +110,13 @@ def _write_lines(path: Path, lines: Iterable[str]) -> int:
 
 
 def cmd_outputs_import(args, app) -> int:
-    added, present = Arena(app.store).import_outputs(args.file)
+    added, present = app.arena.import_outputs(args.file)
     print(f"Imported {added} output(s) from {args.file}" + (f"; {present} already present" if present else "") + ".")
     return 0
 
 
 def cmd_leaderboard(args, app) -> int:
-    service = Arena(app.store)
+    service = app.arena
     board = service.leaderboard(args.source, args.task_set, bootstrap=args.bootstrap, seed=args.seed,
                                 leave_out_flagged=args.leave_out_flagged)
     if args.json:
@@ -161,7 +161,7 @@ def cmd_judge(args, app) -> int:
     def progress(done: int, total: int, line: str) -> None:
         print(f"[{done}/{total}] {line}", file=sys.stderr)
 
-    report = asyncio.run(Arena(app.store).judge(app.clients.llm, app.settings.llm.model_for("judge"),
+    report = asyncio.run(app.arena.judge(app.clients.llm, app.settings.llm.model_for("judge"),
                                                 methods=methods, n=args.n, on_progress=progress))
     print(report.summary())
     return 0

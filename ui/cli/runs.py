@@ -72,7 +72,7 @@ def cmd_ui(args, app) -> int:
     if s.host not in ("127.0.0.1", "localhost", "::1") and not s.auth:
         print(f"warning: listening on {s.host} without --auth: anyone who can reach this machine "
               "can run the model on your key and read your runs. Add --auth USER:PASSWORD.", file=sys.stderr)
-    launch(app.settings, app.store, app.clients, app.runner)
+    launch(app.settings, app.store, app.clients, app.runner, app.arena)
     return 0
 
 
