@@ -196,10 +196,10 @@ def main() -> None:
                 method=MethodSettings(max_steps=args.steps),
                 db_path=Path(tmp) / f"bench-{name}.db")  # a fresh store: no page or search is cached yet
             llm.reply(Author(prompts, args.steps))
-            services = app_module.build(settings)
-            runner = WatchedRunner(services.runner)
+            app = app_module.build(settings)
+            runner = WatchedRunner(app.runner)
             tasks = [TaskSpec(f"t{n + 1}", p, task_set="bench-batch") for n, p in enumerate(prompts)]
-            job = Batch(runner, services.store, [args.method], concurrency=concurrency)
+            job = Batch(runner, app.store, [args.method], concurrency=concurrency)
             pages = sum(r.startswith("/pages/") for r in web.requests)
             searches, calls = web.search_count, len(llm.requests)
             cpu, workers = time.process_time(), worker_cpu_seconds()

@@ -201,8 +201,8 @@ def row(method: str, c: Counter) -> str:
             f"{share(c['model precise'], c['model']):>7}{c['read']:>6}{c['snippet']:>8}")
 
 
-async def run_one(services: app_module.App, method: str, prompt: str) -> tuple[str, list]:
-    events = [e async for e in services.runner.start(method, Task(prompt))]
+async def run_one(app: app_module.App, method: str, prompt: str) -> tuple[str, list]:
+    events = [e async for e in app.runner.start(method, Task(prompt))]
     return events[0].run_id, events
 
 
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> dict[str, Counter]:
             search=SearchSettings(providers=("searxng",), searxng_url=web.searxng_url),
             fetch=FetchSettings(allow_private_urls=True),
             method=MethodSettings(max_steps=args.max_steps), db_path=Path(tmp) / "bench-citations.db")
-        services = app_module.build(settings)
+        app = app_module.build(settings)
         print(f"fake model, local web ({len(web.manifest)} pages); {len(tasks)} task(s) per method, "
               f"max_steps {args.max_steps}; model invents [{INVENTED}] on task 1 of every 3\n")
         print(HEADER)
@@ -241,13 +241,13 @@ def main(argv: list[str] | None = None) -> dict[str, Counter]:
                 total: Counter = Counter()
                 for t, task in enumerate(tasks):
                     llm.reply(CitingAuthor(list(task.steps), invent=t % 3 == 0))
-                    run_id, events = asyncio.run(run_one(services, method, task.prompt))
+                    run_id, events = asyncio.run(run_one(app, method, task.prompt))
                     final = next((e for e in events if isinstance(e, Final)), None)
                     if final is None:
                         failed = next((e for e in events if isinstance(e, Failed)), None)
                         problems.append(f"{method} on task {t + 1}: failed: {failed.error if failed else '?'}")
                         continue
-                    book = SourceBook.from_events(services.store.events(run_id),
+                    book = SourceBook.from_events(app.store.events(run_id),
                                                   threshold=settings.method.cite_threshold)
                     cited = book.cited(final.text)
                     if (cited.sentences, cited.supported, cited.removed) != (
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> dict[str, Counter]:
                 results[method] = total
                 print(row(method, total), flush=True)
         finally:
-            services.store.close()
+            app.store.close()
     print(f"\nprec: marks whose passage shares >= {PRECISION_WORDS} content words and >= "
           f"{PRECISION_SHARE:.0%} of its sentence's; prec m: the same over the kept model marks.")
     for line in problems:

@@ -77,12 +77,12 @@ def _add_to_last(text: str, sentence: str) -> str:
     return "\n\n".join(paragraphs)
 
 
-async def one_run(services: app_module.App, method: str, delays: dict[str, float], latency: float, tps: float,
+async def one_run(app: app_module.App, method: str, delays: dict[str, float], latency: float, tps: float,
                   llm: FakeLLM | None = None) -> dict:
     arrived = len(llm.arrivals) if llm else 0
     started = time.perf_counter()
     events, stamps = [], []
-    async for e in services.runner.start(method, Task("Write an overview of Python 3, its tools and its community.")):
+    async for e in app.runner.start(method, Task("Write an overview of Python 3, its tools and its community.")):
         events.append(e)
         stamps.append(time.perf_counter())
     wall = time.perf_counter() - started
@@ -125,7 +125,7 @@ async def one_run(services: app_module.App, method: str, delays: dict[str, float
         "out": sum(by_role.values()), "article": count_tokens(final.text), "run_id": events[0].run_id
         if isinstance(events[0], RunStarted) else "",
         "prompt": sum(c.prompt_tokens for c in calls),
-        "event_bytes": services.store.db.execute(
+        "event_bytes": app.store.db.execute(
             "select coalesce(sum(length(payload)), 0) from events where run_id = ?", [events[0].run_id]).fetchone()[0],
         "first_call": (llm.arrivals[arrived] - started) if llm and len(llm.arrivals) > arrived else float("nan"),
     }
@@ -153,7 +153,7 @@ def main() -> None:
                   f"{'crawl/rd':>9}{'worst sl':>9}{'worst rd':>9}{'cached':>7}{'1st call':>9}")
         print(header)
         print("-" * len(header))
-        def services(name: str, n: int) -> app_module.App:
+        def build_app(name: str, n: int) -> app_module.App:
             db = Path(tmp) / f"bench-{name}-{n}.db"  # a fresh store: no page is cached yet
             settings = Settings(
                 llm=LLMSettings(base_url=llm.base_url, api_key="sk-bench", model="fake-model", max_retries=0),
@@ -163,10 +163,10 @@ def main() -> None:
             llm.reply(Reviser(draft_steps(n)))
             return app_module.build(settings)
 
-        asyncio.run(one_run(services("warm-up", 2), "rat-step", delays, args.latency, args.tps))
+        asyncio.run(one_run(build_app("warm-up", 2), "rat-step", delays, args.latency, args.tps))
         for n in [int(x) for x in args.steps.split(",")]:
             for method in args.methods.split(","):
-                r = asyncio.run(one_run(services(method, n), method, delays, args.latency, args.tps, llm))
+                r = asyncio.run(one_run(build_app(method, n), method, delays, args.latency, args.tps, llm))
                 print(f"{method:<9}{r['steps']:>6}{r['wall']:>9.2f}{r['bound']:>9.2f}{r['wall'] / r['bound']:>7.3f}"
                       f"{r['crawl']:>9.2f}{r['slowest']:>9.2f}{r['pages_sum']:>8.2f}{r['out']:>9}{r['article']:>9}"
                       f"{r['out'] / r['article']:>8.2f}"

@@ -61,9 +61,9 @@ def main() -> None:
     offset = time.time() - time.perf_counter()  # FakeLLM.arrivals are perf_counter(): on the wall clock
     rows = []
     with FakeLLM() as llm, FakeWeb() as web, tempfile.TemporaryDirectory() as tmp:
-        services = app_module.build(make_settings(Path(tmp), llm, web))
+        app = app_module.build(make_settings(Path(tmp), llm, web))
         llm.reply(RatAuthor(draft_steps(3)))
-        with serve(services) as url, chromium() as browser:
+        with serve(app) as url, chromium() as browser:
             page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
             page.set_default_timeout(30_000)
             page.goto(url)
