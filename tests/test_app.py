@@ -47,10 +47,10 @@ def test_run_writes_a_sourced_markdown_article(tmp_path, env, llm):
     article = out.read_text()
     assert article.startswith("# Write a short history of Python 3.")
     assert article.count("[revised]") == 3
-    sources = re.findall(r"^(\d+)\. \[(.+)\]\((http://127\.0\.0\.1:\d+/pages/[^)]+)\) — used in steps? "
-                         r"([\d, ]+)(?:; no sentence cites it)?$",
-                         article, flags=re.M)
-    assert sources and [int(n) for n, *_ in sources] == list(range(1, len(sources) + 1))
+    sources = re.findall(r"^(\d+\.|-) \[(.+)\]\((http://127\.0\.0\.1:\d+/pages/[^)]+)\) — used in steps? "
+                         r"([\d, ]+)(?:; no sentence cites it)?$", article, flags=re.M)
+    numbered = [int(n.rstrip(".")) for n, *_ in sources if n != "-"]  # cited: 1..n; read, not cited: "-"
+    assert sources and numbered == list(range(1, len(numbered) + 1))
     used = {int(x) for *_, steps in sources for x in steps.split(",")}
     assert used == {1, 2, 3}
     # the same article comes back from the store

@@ -1,13 +1,18 @@
 """The article in the Writer: the steps the author may undo or take (labelled for the
 checkbox lists), the text with its citations as HTML (each [n] opens on the passage that supports
-its sentence; a sentence no source supports is underlined), and the export as Markdown or Word.
-What the edits do to the article is ``core.article.edits``'; the export is its ``Article``."""
+its sentence and links to its entry in the source list; a sentence no source supports is
+underlined), the source list as HTML, and the export as Markdown or Word. What the edits do to the
+article is ``core.article.edits``'; the export is its ``Article``. The marks and the list are in the
+readers' numbering (``core.article.article.renumber_cited``, ``Article.renumbered``), so the Writer
+shows the numbers the export writes."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
 
+from common.types import Source
+from core.article.article import Article, renumber_cited
 from core.article.citations import CITE_THRESHOLD, Cited, Mark
 from core.article.docx import to_docx
 from core.article.markdown import to_markdown
@@ -18,6 +23,7 @@ from ui.runview import RunView
 _STEP_LABEL = re.compile(r"^\s*step\s*\d+\s*[:.)-]\s*", re.I)  # "Step 2: ..." -> "..."
 PASSAGE_CHARS = 600  # characters of a supporting passage shown when its mark is opened
 UNSUPPORTED = "no source supports this sentence"
+SOURCE_ID = "rat-source-{n}"  # the id of source n's entry in ``sources_html``; its marks link to it
 
 
 def revert_choices(view: RunView) -> list[tuple[str, int]]:
@@ -37,7 +43,8 @@ def _label(view: RunView, i: int) -> str:
 
 def mark_html(mark: Mark) -> str:
     """One [n] mark: a ``<details>`` whose summary is "[n]" and which opens on the passage that
-    supports the sentence (escaped, at most PASSAGE_CHARS characters) and a link to its page."""
+    supports the sentence (escaped, at most PASSAGE_CHARS characters), a link to its page and one
+    ("[n]") to its entry in the source list (``sources_html``)."""
     passage = re.sub(r"[ \t]*\r?\n\s*", "\n", mark.passage.strip())  # line breaks kept, blank lines not
     if len(passage) > PASSAGE_CHARS:
         passage = passage[:PASSAGE_CHARS - 1].rstrip() + "…"
@@ -45,7 +52,9 @@ def mark_html(mark: Mark) -> str:
     by = " · cited by the model" if mark.by_model else ""
     box = (f"<span class='rat-cite-box'><span class='rat-cite-passage'>{esc(passage).replace(chr(10), '<br>')}"
            f"</span>"
-           f"<span class='rat-meta'>[{mark.n}] {link(mark.url, title)} · {mark.score:.0%} of the sentence's "
+           f"<span class='rat-meta'><a class='rat-cite-to' href='#{SOURCE_ID.format(n=mark.n)}' "
+           f"title='Source {mark.n} in the list'>[{mark.n}]</a> {link(mark.url, title)} · "
+           f"{mark.score:.0%} of the sentence's "
            f"words{by}</span></span>")
     html_ = (f"<details class='rat-cite'><summary title='Source {mark.n}: {esc(title)}'>[{mark.n}]</summary>"
              f"{box}</details>")
@@ -56,7 +65,10 @@ def cited_html(cited: Cited, *, head: bool = True) -> str:
     """The article with its citations, as HTML with no script: each [n] opens on its passage
     and page (``mark_html``); a sentence that needs a source and has none is underlined, with a
     marker and a tooltip. Blank lines separate paragraphs, single newlines break lines, and
-    everything is escaped. ``head``: a line with the counts above it."""
+    everything is escaped. ``head``: a line with the counts above it. The marks are in the readers'
+    numbering (``renumber_cited``: the export's numbers for the same text), whatever numbering
+    ``cited`` came in."""
+    cited = renumber_cited(cited)
     parts = []
     for piece in cited.pieces:
         if piece.marks:
@@ -80,6 +92,35 @@ def cited_html(cited: Cited, *, head: bool = True) -> str:
         top = (f"<div class='rat-cite-summary'>{esc(cited.summary())}. Click a [n] to see the passage that "
                f"supports its sentence.{todo}</div>")
     return f"<div class='rat-cited'>{top}{paragraphs}</div>"
+
+
+def sources_html(article: Article) -> str:
+    """The article's source list as HTML with no script, in the readers' numbering
+    (``Article.renumbered``, as the export and ``cited_html``): under "Sources" the cited ones, each
+    "[n]" with its title as a link to its page, the steps that used it and id ``rat-source-{n}``
+    (where its marks link); then "Also read" (pages read that no sentence cites) and the snippet-only
+    sources with why their page was not read, apart and with no number. Everything is escaped."""
+    article = article.renumbered()
+    also = "Also read <span class='rat-meta'>(no sentence of the text cites these)</span>"
+    groups = [("Sources", article.numbered), (also, article.also_read),
+              ("Search snippets only (page not read)", article.snippets_apart)]
+    html_ = "".join(f"<div class='rat-sources-group'><div class='rat-sources-head'>{head}</div>"
+                    f"{''.join(_source_html(article, s) for s in sources)}</div>"
+                    for head, sources in groups if sources)
+    if not html_:
+        return "<div class='rat-sources rat-empty'>No source was used.</div>"
+    return f"<div class='rat-sources'>{html_}</div>"
+
+
+def _source_html(article: Article, s: Source) -> str:
+    """One entry of ``sources_html``: "[n]" and an id when it has a number."""
+    title = " ".join((s.title or s.url).split())
+    unread = "" if s.read else f"; the page was not read: {s.why or 'unknown reason'}"
+    meta = f"<span class='rat-meta'>{esc(article.used_in(s) + unread)}</span>"
+    if s.n > 0:
+        return (f"<div class='rat-source' id='{SOURCE_ID.format(n=s.n)}'><span class='rat-source-n'>[{s.n}]</span> "
+                f"{link(s.url, title)}{meta}</div>")
+    return f"<div class='rat-source rat-source-apart'>{link(s.url, title)}{meta}</div>"
 
 
 def export_markdown(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,

@@ -5,17 +5,27 @@ is decided once.
 An ``Article`` is made from a run's events (:meth:`Article.from_events`: the text and sources
 of its ``Final``) or from an author's edited text (:meth:`Article.edited`, with the source book
 of the edits: ``core.article.edits``).
+
+Two numberings. While a run goes on, a source is numbered when a step first uses it
+(``core.article.sources.SourceBook``): prompts label passages with those numbers, ``Final`` and the
+marks of ``Revisions.cited`` keep them. An article as it leaves the house is in the readers'
+numbering (:meth:`Article.renumbered`, which both constructors apply): the sources its text cites are
+numbered 1..n in the order their first [n] mark appears, the ones a step read but no sentence cites
+have no number ("Also read"), nor have snippet-only sources no sentence cites. The numbers follow
+from the cited text alone, so one version of an article has the same numbers in Markdown, Word, the
+command line and the Writer (whose marks :func:`renumber_cited` renumbers alike), however the run
+numbered them (an undo that renumbers the run's sources changes none of them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from common.events import DraftReady, Event, Final, PageRead, SearchDone, StepRevised
 from common.types import Source
-from core.article.citations import cited_numbers
+from core.article.citations import Cited, cited_numbers, mark_order, renumber_marks
 from core.article.sources import SourceBook
 from core.text.oneline import short
 
@@ -24,13 +34,35 @@ CUT_TEXT = f"{CUT} (raise --max-tokens)"  # the CLI's and the exports' words; th
 TITLE_CHARS = 120  # of the task, when it stands as the article's title
 
 
+def readers_numbers(cited: str, numbers: Iterable[int]) -> dict[int, int]:
+    """Old number -> the readers' number: the ``numbers`` (of sources) that the marks of ``cited``
+    name, 1..n in the order their first mark appears (``core.article.citations.mark_order``)."""
+    known = set(numbers)
+    return {old: k for k, old in enumerate((n for n in mark_order(cited) if n in known), start=1)}
+
+
+def renumber_cited(cited: Cited) -> Cited:
+    """``cited`` (marks in the run's numbering, e.g. ``Revisions.cited``) with the numbers
+    :meth:`Article.renumbered` gives the same text: what the Writer shows agrees with the export.
+    A ``Cited`` already in the readers' numbering is returned as it is."""
+    new = readers_numbers(cited.text, (m.n for p in cited.pieces for m in p.marks))
+    if all(old == k for old, k in new.items()):
+        return cited
+    def marks(piece):
+        return tuple(sorted((replace(m, n=new.get(m.n, m.n)) for m in piece.marks), key=lambda m: m.n))
+
+    return replace(cited, pieces=tuple(replace(p, marks=marks(p)) if p.marks else p for p in cited.pieces))
+
+
 @dataclass(frozen=True)
 class Article:
     """An article with what its ending must say.
 
     ``text``: the article as written; ``cited``: the same text with its [n] marks
-    (``core.article.citations``), "" when it was not attributed; ``sources``: numbered, the
-    read ones and the snippet-only ones (``Source.read``); ``unchecked``: one line per step never
+    (``core.article.citations``), "" when it was not attributed; ``sources``: the read ones and the
+    snippet-only ones (``Source.read``), numbered as the marks of ``cited`` number them; from the
+    constructors, in the readers' numbering (:meth:`renumbered`: the cited ones 1..n first, then the
+    others with ``n`` 0); ``unchecked``: one line per step never
     checked against a source; ``unsourced``: why no part of it was checked ("" when some was);
     ``cut``: its end is missing (an answer the token limit cut short); ``title``: "" for the task's
     first words."""
@@ -62,6 +94,45 @@ class Article:
     def snippet_sources(self) -> tuple[Source, ...]:
         """Sources whose page was never read: only their search snippet was used."""
         return tuple(s for s in self.sources if not s.read)
+
+    @property
+    def numbered(self) -> tuple[Source, ...]:
+        """The list under "Sources": the sources the text's marks name, by number (a snippet-only
+        one among them: its entry says so); for a text never attributed, every read source."""
+        marked = self.marked
+        if marked is None:
+            return self.read_sources
+        return tuple(sorted((s for s in self.sources if s.n in marked), key=lambda s: s.n))
+
+    @property
+    def also_read(self) -> tuple[Source, ...]:
+        """Sources a step read that no mark of the text names (none for a text never attributed:
+        nothing is said of which sources it cites)."""
+        marked = self.marked
+        return () if marked is None else tuple(s for s in self.read_sources if s.n not in marked)
+
+    @property
+    def snippets_apart(self) -> tuple[Source, ...]:
+        """Snippet-only sources not in :attr:`numbered`, listed apart with why their page was not read."""
+        marked = self.marked or set()
+        return tuple(s for s in self.snippet_sources if s.n not in marked)
+
+    def renumbered(self) -> Article:
+        """This article in the readers' numbering: the sources its marks name numbered 1..n in the
+        order their first mark appears in ``cited`` (its marks rewritten to match, as
+        ``core.article.citations.renumber_marks`` writes them), then the sources no mark names, in
+        their order, with ``n`` 0 (no number: "Also read", or snippets apart). A mark naming no
+        source is left out. An article never attributed (``cited`` "") keeps its numbers, and one
+        already renumbered is returned as it is."""
+        if not self.cited:
+            return self
+        new = readers_numbers(self.cited, (s.n for s in self.sources if s.n > 0))
+        sources = (*sorted((replace(s, n=new[s.n]) for s in self.sources if s.n in new), key=lambda s: s.n),
+                   *(replace(s, n=0) for s in self.sources if s.n not in new))
+        cited = renumber_marks(self.cited, new)
+        if sources == self.sources and cited == self.cited:
+            return self
+        return replace(self, sources=sources, cited=cited)
 
     @cached_property
     def marked(self) -> set[int] | None:
@@ -100,7 +171,7 @@ class Article:
         if final is None:
             return cls(task=task, text="", unsourced=cause)
         return cls(task=task, text=final.text, sources=tuple(final.sources), cited=final.cited,
-                   unchecked=tuple(final.unchecked), unsourced=cause, cut=final.cut)
+                   unchecked=tuple(final.unchecked), unsourced=cause, cut=final.cut).renumbered()
 
     @classmethod
     def edited(cls, task: str, text: str, book: SourceBook, *, sources: Iterable[Source] | None = None,
@@ -110,12 +181,12 @@ class Article:
         revisions used); ``sources``: the list to give, when not the book's own."""
         return cls(task=task, text=text, sources=tuple(book.sources() if sources is None else sources),
                    cited=book.cited(text, undone=undone, taken=taken).text, unchecked=tuple(unchecked),
-                   cut=book.ends_cut(text))
+                   cut=book.ends_cut(text)).renumbered()
 
 
 def unsourced_cause(events: list[Event]) -> str:
-    """Why a run used no source, and what to do, in one line: read from its events (the last
-    draft's steps on)."""
+    """Why a run used no source (or only search snippets: no page could be read), and what to do,
+    in one line: read from its events (the last draft's steps on)."""
     last_draft = max((k for k, e in enumerate(events) if isinstance(e, DraftReady)), default=0)
     events = events[last_draft:]
     searches = [e for e in events if isinstance(e, SearchDone)]
@@ -126,6 +197,12 @@ def unsourced_cause(events: list[Event]) -> str:
     if searches and not any(s.results for s in searches if not s.error):
         return ("no search returned any result: try another provider (--search ddg,searxng,corpus) "
                 "or a task with more common words")
+    final = next((e for e in reversed(events) if isinstance(e, Final)), None)
+    if final is not None and final.sources and not any(s.read for s in final.sources):  # snippets, no page
+        failed = [p.error for p in pages if p.status != "ok"] or [s.why for s in final.sources if s.why]
+        last = f"; last: {failed[-1]}" if failed else ""
+        return (f"only search snippets were used: no page could be read ({len(pages)} tried{last}): try another "
+                "search provider, or --corpus with local files")
     if pages and not any(p.status == "ok" for p in pages):
         return (f"no page could be read ({len(pages)} tried; last: {pages[-1].error}): try another search "
                 "provider, or --corpus with local files")

@@ -1,7 +1,9 @@
 """Inline citations by attribution: each sentence of an article gets [n] marks for the one or
 two sources whose passages support it, where n is the source's number in the article's list
 (``core.article.sources.SourceBook``: a source is numbered when it is first used, and passages in a
-revision prompt carry those numbers, so a label the model copies is a right one).
+revision prompt carry those numbers, so a label the model copies is a right one). An article that
+leaves the house is renumbered for its readers from its marks (:func:`mark_order`,
+:func:`renumber_marks`; ``core.article.article.Article.renumbered``).
 
 A sentence is matched against the passages retrieved for its step: the steps whose revised text
 holds the sentence (for RAT, where each revision rewrites the answer so far, every step that kept
@@ -298,8 +300,54 @@ def _unmark(line: str) -> tuple[str, list[tuple[int, int]]]:
 
 
 def cited_numbers(text: str) -> set[int]:
-    """The source numbers the [n] marks of ``text`` name."""
-    return {n for line in text.splitlines() for _, n in _unmark(line)[1]}
+    """The source numbers the [n] marks of a cited text (``Cited.text``) name."""
+    return set(mark_order(text))
+
+
+def mark_order(text: str) -> list[int]:
+    """The source numbers the [n] marks of a cited text (``Cited.text``) name, each once, in the
+    order they first appear. Marks are read where :func:`cite` writes them: not in headings nor
+    in fenced code (lines it leaves as they are), and "[1]:" is a mark unless it starts its line
+    (a sentence that ends in a colon gets its marks before it; a reference definition does not)."""
+    seen: dict[int, None] = {}
+    _each_mark(text, lambda numbers: seen.update(dict.fromkeys(numbers)))
+    return list(seen)
+
+
+def renumber_marks(text: str, new: Mapping[int, int]) -> str:
+    """A cited text with each number its marks name replaced by ``new[n]``, written as
+    :func:`cite` writes marks: marks side by side as one run in order ("[3][1]" -> "[1][3]"), and
+    "[2, 5]" or "[2-4]" as single marks; a number ``new`` lacks is left out, and a run left with
+    none goes with the space before it. Marks are read as :func:`mark_order` reads them."""
+    return _each_mark(text, lambda numbers: "".join(f"[{k}]" for k in sorted({new[n] for n in numbers if n in new})))
+
+
+# _MARK, and also before a colon (where a sentence's tail starts with one): for cited text only
+_CITED_MARK = re.compile(_MARK.pattern.replace("(?![(:])", r"(?!\()"))
+_CITED_MARKS = re.compile(f"(?:{_CITED_MARK.pattern})+")  # marks side by side, as cite writes "[1][3]"
+
+
+def _each_mark(text: str, write) -> str:
+    """``text`` with each run of marks side by side (see :func:`mark_order`) replaced by what
+    ``write`` gives for the numbers they name, in order (kept as they are when it gives None);
+    the space before them stays when something is written."""
+    def one(m: re.Match) -> str:
+        if not m.string[:m.start()].strip() and m.string[m.end():m.end() + 1] == ":":
+            return m.group(0)  # "[1]: https://..." starts its line: a reference definition
+        out = write([n for mark in _CITED_MARK.finditer(m.group(0)) for n in _numbers(mark.group(1))])
+        if out is None:
+            return m.group(0)
+        return m.group(0)[:len(m.group(0)) - len(m.group(0).lstrip(" \t"))] + out if out else ""
+
+    lines: list[str] = []
+    in_fence = False
+    for line in text.splitlines(keepends=True):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        elif not in_fence and not _HEADING.match(line):
+            line = _CITED_MARKS.sub(one, line)
+        lines.append(line)
+    return "".join(lines)
 
 
 def _numbers(inside: str) -> list[int]:

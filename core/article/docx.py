@@ -1,8 +1,8 @@
 """The article as a Word document (python-docx): the same content as ``core.article.markdown.to_markdown``
 (title, unsourced warning, the text with its [n] marks, a line when its end was cut, the
-numbered sources, the snippet-only sources apart, the steps never checked), for authors who
-finish their articles in a word processor. Titles and the task are written as plain text runs:
-nothing in them is interpreted.
+sources in the readers' numbering with "Also read" and the snippet-only ones apart, the steps
+never checked), for authors who finish their articles in a word processor. Titles and the task
+are written as plain text runs: nothing in them is interpreted.
 
 The article's own Markdown is mapped to Word's structure where it is plain to see: "#" headings
 become headings, "- " and "1. " items list paragraphs, **bold** and *italic* runs; anything else
@@ -15,6 +15,7 @@ import io
 import re
 import zipfile
 
+from common.types import Source
 from core.article.article import CUT_TEXT, Article
 
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -26,9 +27,11 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # not allowed in XML
 
 
 def to_docx(article: Article) -> bytes:
-    """The article as the bytes of a .docx file, with the content of ``to_markdown``."""
+    """The article as the bytes of a .docx file, with the content of ``to_markdown`` (in the
+    readers' numbering: ``Article.renumbered``)."""
     from docx import Document  # python-docx: imported when a document is made
 
+    article = article.renumbered()
     doc = Document()
     doc.core_properties.title = _clean(article.title or article.task)[:250]
     doc.add_heading(_clean(article.heading), level=1)
@@ -41,15 +44,18 @@ def to_docx(article: Article) -> bytes:
         note = doc.add_paragraph()
         note.add_run("Cut short: ").bold = True
         note.add_run(f"{CUT_TEXT}.")
-    if article.read_sources:
+    if article.numbered:
         doc.add_heading("Sources", level=2)
-        for s in article.read_sources:
-            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{article.used_in(s)}"))
-    if article.snippet_sources:
+        for s in article.numbered:
+            doc.add_paragraph(_clean(_entry(article, s) + ("" if s.read else _unread(s))))
+    if article.also_read:
+        doc.add_heading("Also read", level=2)
+        for s in article.also_read:
+            doc.add_paragraph(_clean(_entry(article, s)), style="List Bullet")
+    if article.snippets_apart:
         doc.add_heading("Search snippets only (page not read)", level=2)
-        for s in article.snippet_sources:
-            doc.add_paragraph(_clean(f"[{s.n}] {s.title or s.url} — {s.url}{article.used_in(s)}; the page was "
-                                     f"not read: {s.why or 'unknown reason'}"))
+        for s in article.snippets_apart:
+            doc.add_paragraph(_clean(_entry(article, s) + _unread(s)), style=None if s.n > 0 else "List Bullet")
     if article.unchecked_lines:
         doc.add_heading("Not checked against a source", level=2)
         for line in article.unchecked_lines:
@@ -57,6 +63,16 @@ def to_docx(article: Article) -> bytes:
     out = io.BytesIO()
     doc.save(out)
     return _reproducible(out.getvalue())
+
+
+def _entry(article: Article, s: Source) -> str:
+    """One source's line: "[n] " when it has a number, its title, its URL and the steps that used it."""
+    number = f"[{s.n}] " if s.n > 0 else ""
+    return f"{number}{s.title or s.url} — {s.url}{article.used_in(s)}"
+
+
+def _unread(s: Source) -> str:
+    return f"; the page was not read: {s.why or 'unknown reason'}"
 
 
 def _reproducible(docx: bytes) -> bytes:

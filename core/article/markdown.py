@@ -1,5 +1,6 @@
 """The article as Markdown: its title, an unsourced warning, the text with its [n] marks, a line
-when its end was cut, the numbered sources (the snippet-only ones apart) and the steps never
+when its end was cut, the sources in the readers' numbering (``Article.renumbered``: the cited ones
+1..n, then "Also read" and the snippet-only ones apart, with no number) and the steps never
 checked. Titles and the task are written as text: Markdown and HTML in them are escaped."""
 
 from __future__ import annotations
@@ -7,14 +8,18 @@ from __future__ import annotations
 import html
 import re
 
+from common.types import Source
 from core.article.article import CUT_TEXT, Article
 
 
 def to_markdown(article: Article) -> str:
-    """The article with a numbered source list that says which steps used each source (and which
-    no sentence cites), the sources whose page was never read listed apart with why, and the
-    steps that were never checked against a source, one line each. An unsourced article gets a
-    warning above the text instead; a cut one a line under it that says its end is missing."""
+    """The article (in the readers' numbering: ``Article.renumbered``) with its sources: under
+    "Sources" those its marks name, numbered 1..n, each with the steps that used it (a snippet-only
+    one says its page was not read, and why); under "Also read" the pages a step read that no
+    sentence cites, with no number; the other snippet-only sources apart with why; then the steps
+    that were never checked against a source, one line each. An unsourced article gets a warning
+    above the text instead; a cut one a line under it that says its end is missing."""
+    article = article.renumbered()
     parts = [f"# {escape_text(article.heading)}", ""]
     if article.unsourced:
         parts += [f"> **Unsourced**: no part of this text was checked against retrieved text ({article.unsourced}).",
@@ -22,21 +27,34 @@ def to_markdown(article: Article) -> str:
     parts += [article.body, ""]
     if article.cut:
         parts += [f"> **Cut short**: {CUT_TEXT}.", ""]
-    if article.read_sources:
+    if article.numbered:
         parts += ["## Sources", ""]
-        parts += [f"{s.n}. [{escape_text(s.title or s.url)}]({link_target(s.url)}){article.used_in(s)}"
-                  for s in article.read_sources]
+        parts += [_entry(article, s) + ("" if s.read else _unread(s)) for s in article.numbered]
         parts.append("")
-    if article.snippet_sources:
+    if article.also_read:
+        parts += ["## Also read", ""]
+        parts += [_entry(article, s) for s in article.also_read]
+        parts.append("")
+    if article.snippets_apart:
         parts += ["## Search snippets only (page not read)", ""]
-        parts += [f"{s.n}. [{escape_text(s.title or s.url)}]({link_target(s.url)}){article.used_in(s)}; the page "
-                  f"was not read: {escape_text(s.why or 'unknown reason')}" for s in article.snippet_sources]
+        parts += [_entry(article, s) + _unread(s) for s in article.snippets_apart]
         parts.append("")
     if article.unchecked_lines:
         parts += ["## Not checked against a source", ""]
         parts += [f"- {line}" for line in article.unchecked_lines]
         parts.append("")
     return "\n".join(parts)
+
+
+def _entry(article: Article, s: Source) -> str:
+    """One source's list item: "n. " when it has a number, else "- "; its title as a link, and the
+    steps that used it."""
+    item = f"{s.n}." if s.n > 0 else "-"
+    return f"{item} [{escape_text(s.title or s.url)}]({link_target(s.url)}){article.used_in(s)}"
+
+
+def _unread(s: Source) -> str:
+    return f"; the page was not read: {escape_text(s.why or 'unknown reason')}"
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")

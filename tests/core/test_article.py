@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from common.events import DraftReady, Final, SearchDone, StepRevised
 from common.types import Source
 from core.article.article import Article
@@ -41,11 +43,12 @@ def test_a_revision_keeping_exactly_min_keep_is_used_and_one_character_less_is_r
 def test_an_article_from_a_runs_events_is_its_final():
     final = Final(text="One. Two.", sources=SOURCES, cited="One [1]. Two.", unchecked=("step 2: kept",), cut=True)
     article = Article.from_events("Task", [DraftReady(steps=("One.", "Two.")), final])
+    uncited = replace(SOURCES[1], n=0)  # in the readers' numbering a source no mark names has no number
     assert (article.text, article.sources, article.cited, article.unchecked, article.cut) == (
-        final.text, final.sources, final.cited, final.unchecked, True)
+        final.text, (SOURCES[0], uncited), final.cited, final.unchecked, True)
     assert article.unsourced == "" and article.body == "One [1]. Two."
-    assert article.read_sources == SOURCES[:1] and article.snippet_sources == SOURCES[1:]
-    assert article.marked == {1} and article.used_in(SOURCES[1]) == " — used in step 2; no sentence cites it"
+    assert article.read_sources == SOURCES[:1] and article.snippet_sources == (uncited,)
+    assert article.marked == {1} and article.used_in(uncited) == " — used in step 2; no sentence cites it"
     assert article.unchecked_lines == ("Step 2: kept",)
 
 
@@ -67,7 +70,8 @@ def test_the_authors_article_takes_its_sources_and_endings_from_the_edits():
     events = rat_run("rat")
     edits = Revisions.from_events(events)
     whole = edits.article("Task", edits.text())
-    assert whole.sources == edits.final.sources  # nothing undone: the run's own list
+    # nothing undone: the run's own list; no sentence of rat_run's text is cited, so none has a number
+    assert whole.sources == tuple(replace(s, n=0) for s in edits.final.sources)
     undone = edits.article("Task", edits.text([2]), [2])
     assert [s.url for s in undone.sources] == ["http://example.org/page1"]
     assert undone.unchecked == ("step 2: its revision was undone by the author",

@@ -90,23 +90,31 @@ def test_markdown_escapes_a_hostile_title_and_lists_snippets_apart():
     assert "<script>" not in md and "&lt;script&gt;" in md
     assert "](javascript" not in md, "a title cannot open a link of its own"
     assert "Text [1][2]." in md
+    # a cited snippet-only source is numbered with the cited ones, and says its page was not read
+    assert "## Search snippets only" not in md
+    assert "2. [Y](https://b.example/y) — used in step 2; the page was not read: HTTP 404" in md.split("## Sources")[1]
+    md = to_markdown(Article("Task", "Text.", sources, cited="Text [1]."))
     read, snippets = md.split("## Search snippets only (page not read)")
     assert "https://a.example/x" in read and "https://b.example/y" not in read
-    assert "2. [Y](https://b.example/y) — used in step 2; the page was not read: HTTP 404" in snippets
+    assert "- [Y](https://b.example/y) — used in step 2; no sentence cites it; the page was not read: HTTP 404" \
+        in snippets
 
 
 def test_a_source_no_sentence_cites_says_so():
     sources = [Source(1, "https://a.example/x", "X", (1, 3)), Source(2, "https://b.example/y", "Y", (2,)),
                Source(3, "https://c.example/z", "Z", ())]
     md = to_markdown(Article("Task", "One. Two.", sources, cited="One [2-3]. Two."))
-    assert "1. [X](https://a.example/x) — used in steps 1, 3; no sentence cites it" in md
-    assert "2. [Y](https://b.example/y) — used in step 2\n" in md
-    assert "3. [Z](https://c.example/z)\n" in md
+    # the readers' numbering: the cited Y and Z are 1 and 2, the uncited X is listed apart with no number
+    assert "One [1][2]. Two." in md
+    assert "1. [Y](https://b.example/y) — used in step 2\n" in md
+    assert "2. [Z](https://c.example/z)\n" in md
+    assert "## Also read\n\n- [X](https://a.example/x) — used in steps 1, 3; no sentence cites it" in md
     assert "cites" not in to_markdown(Article("Task", "One.", sources)), "without attribution nothing is claimed"
     doc = docx.Document(io.BytesIO(to_docx(Article("Task", "One. Two.", sources, cited="One [2]."))))
     lines = [p.text for p in doc.paragraphs]
-    assert "[1] X — https://a.example/x — used in steps 1, 3; no sentence cites it" in lines
-    assert "[3] Z — https://c.example/z — no sentence cites it" in lines
+    assert "[1] Y — https://b.example/y — used in step 2" in lines
+    assert "X — https://a.example/x — used in steps 1, 3; no sentence cites it" in lines
+    assert "Z — https://c.example/z — no sentence cites it" in lines
 
 
 # -- end to end --------------------------------------------------------------------------------

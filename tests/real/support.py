@@ -35,8 +35,8 @@ from common.events import (
 from common.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
 from common.types import RunStatus, Task
 from core.article.article import Article
-from core.article.citations import cited_numbers, strip_marks
-from core.article.markdown import to_markdown
+from core.article.citations import cited_numbers, mark_order, strip_marks
+from core.article.markdown import link_target, to_markdown
 from core.clients import Clients
 from core.methods import METHODS
 from core.methods.helpers import SHORTER
@@ -175,11 +175,24 @@ def _citation_problems(final: Final, events: Sequence[Event]) -> list[str]:
             found.append(f"6. source [{s.n}] {s.url} is listed as read but no passage of its page was used")
     if not 0 <= final.supported <= final.sentences:
         found.append(f"6. {final.supported} of {final.sentences} sentences supported")
-    listed = to_markdown(Article("task", final.text, final.sources, cited=final.cited or final.text))
-    for s in final.sources:
-        line = next((x for x in listed.splitlines() if x.startswith(f"{s.n}. [")), "")
-        if s.n not in marks and "no sentence cites it" not in line:
-            found.append(f"6. source [{s.n}] is listed as if cited, but no sentence of the text names it: {line}")
+    # the export, in the readers' numbering: the cited sources 1..n in order of their first mark,
+    # the others listed with no number and saying no sentence cites them
+    article = Article("task", final.text, final.sources, cited=final.cited or final.text).renumbered()
+    if " ".join(strip_marks(article.cited).split()) != " ".join(strip_marks(final.cited or final.text).split()):
+        found.append(f"6. renumbering the marks changed the text: {_short(article.cited)}")
+    cited = [s.n for s in article.sources if s.n > 0]
+    if cited != list(range(1, len(cited) + 1)) or mark_order(article.cited) != cited:
+        found.append(f"6. the export numbers its sources {cited}, its marks name {mark_order(article.cited)}: "
+                     "not 1..n in order of the first mark")
+    if sorted(s.url for s in article.sources) != sorted(s.url for s in final.sources):
+        found.append("6. the export does not list the run's sources, each once")
+    listed = to_markdown(article).splitlines()
+    for s in article.sources:
+        line = next((x for x in listed if f"]({link_target(s.url)})" in x), "")
+        if s.n == 0 and (not line.startswith("- ") or "no sentence cites it" not in line):
+            found.append(f"6. a source no sentence names is listed as if cited: {line}")
+        if s.n > 0 and not line.startswith(f"{s.n}. "):
+            found.append(f"6. cited source [{s.n}] is not listed under its number: {line}")
     return found
 
 
@@ -196,7 +209,8 @@ def problems(app: app_module.App, method: str, events: Sequence[Event]) -> list[
        method that searches ends with no source at all), the final text or the error;
     6. citations: the marked text is the final text plus marks (no word lost or added), each [n]
        names a source of the run, a source listed as read had a passage of its page (not a
-       snippet) chosen, the counts add up, and the exported list says which sources no sentence cites.
+       snippet) chosen, the counts add up, and the export numbers the cited sources 1..n in order of
+       their first mark and lists the others with no number, saying no sentence cites them.
     """
     found: list[str] = []
     if not events or not isinstance(events[0], RunStarted):

@@ -228,7 +228,7 @@ def test_draft_only_edit_the_steps_continue_undo_and_export(open_page, llm, tmp_
     markdown = path.read_text(encoding="utf-8")
     assert markdown.startswith("# Write about Python packaging.")
     assert "A closing line by the author." in markdown and f"{edited[1]}\n" in markdown
-    sources = re.findall(r"^\d+\. \[.+\]\((http://127\.0\.0\.1:\d+/pages/[^)]+)\) — used in steps? "
+    sources = re.findall(r"^(?:\d+\.|-) \[.+\]\((http://127\.0\.0\.1:\d+/pages/[^)]+)\) — used in steps? "
                          r"([\d, ]+)(?:; no sentence cites it)?$",
                          markdown, flags=re.M)
     assert sources, markdown
