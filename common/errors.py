@@ -167,3 +167,22 @@ class RunNotFound(StoreError):
 class RunLive(TaskError):
     """The run is being driven by another runner (another process, or another Continue in this
     one) that is still alive: one runner per run."""
+
+
+class VersionNotFound(StoreError):
+    """No version with that number (or name) of a run's article; the message says which versions
+    the run has and what to pick instead."""
+
+
+class StoreBusy(StoreError):
+    """The database stayed locked by another writer past the busy timeout; nothing of the write
+    was kept, and trying again once the lock is gone succeeds."""
+
+    retryable = True
+
+
+class StoreFull(StoreError):
+    """The disk holding the database is full (sqlite's "database or disk is full", or ENOSPC);
+    nothing of the write was kept: free space, then try again (a run: resume it)."""
+
+    retryable = True

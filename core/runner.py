@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import asdict, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from common.errors import LLMError, RatStudioError, TaskError
@@ -26,6 +28,7 @@ from common.events import (
     Final,
     LLMCalled,
     PageRead,
+    PassagesChosen,
     RunStarted,
     SearchDone,
     StepRevised,
@@ -47,7 +50,10 @@ class Runner:
     """Runs methods. ``store`` keeps runs and their events; ``clients`` makes each run's LLM,
     search and fetch clients; ``memory`` is AAG's procedural memory (None: AAG finds none);
     ``heartbeat`` is how many seconds pass between a running run's heartbeats (None:
-    ``data.store.HEARTBEAT_SECONDS``, which the store's staleness check is made for)."""
+    ``data.store.HEARTBEAT_SECONDS``, which the store's staleness check is made for).
+
+    The runner knows the runs it drives now, so that a process going down before their tasks can
+    end (the server stopped by SIGTERM or Ctrl-C) stores them as interrupted: :meth:`interrupt_live`."""
 
     def __init__(self, store, clients: Clients, settings: Settings, *, memory: Any = None,
                  heartbeat: float | None = None):
@@ -56,6 +62,8 @@ class Runner:
         self.settings = settings
         self.memory = memory
         self.heartbeat = _heartbeat_seconds() if heartbeat is None else heartbeat
+        self._driving: set[str] = set()  # the runs driven now, until their last status is stored
+        self._driving_lock = threading.Lock()  # a last status and interrupt_live never cross
 
     # -- public ----------------------------------------------------------------------------
     async def start(self, method: str, task: Task, *, draft_only: bool = False,
@@ -110,6 +118,34 @@ class Runner:
             async for event in events:
                 yield event
 
+    def interrupt_live(self, why: str = "") -> list[str]:
+        """Store every run this runner drives now as interrupted (resumable), with ``why`` as its
+        error: for a process going down before the runs' tasks can end (their own clean-up would
+        do it, but a stopped server's event loop never runs it). A run whose last status is
+        already stored is left as it is; one that goes on after this may still store its own.
+        Returns the ids of the runs it stopped; a run the store refuses is logged and skipped."""
+        why = why or ("The app was stopped (SIGTERM or Ctrl-C) while this run went on; continue it from "
+                      "where it stopped.")
+        stopped = []
+        with self._driving_lock:
+            for run_id in sorted(self._driving):
+                try:
+                    self.store.update_run(run_id, status=RunStatus.INTERRUPTED, error=why)
+                    stopped.append(run_id)
+                except RatStudioError as exc:
+                    log.warning("run %s could not be stored as interrupted: %s", run_id, exc)
+            self._driving.clear()
+        return stopped
+
+    def _last_status(self, run_id: str, write: Any) -> None:
+        """Store a run's last status (``write()``) and forget the run, with no
+        :meth:`interrupt_live` in between."""
+        with self._driving_lock:
+            try:
+                write()
+            finally:
+                self._driving.discard(run_id)
+
     # -- the loop --------------------------------------------------------------------------
     async def _drive(self, run_id: str, method: str, task: Task, *, prior: list[Event], seq: int,
                      draft_only: bool, providers: tuple[str, ...], owner: str, resumed: bool = False,
@@ -120,7 +156,7 @@ class Runner:
         row never disagrees with the events. ``owner`` (this runner) beats every few seconds
         while the run goes on. ``edited``: an author's edited draft, stored and passed on right
         after RunStarted (the method finds it in ``prior``)."""
-        tally = _Tally(counts)
+        tally = _Tally(counts, prior)
         started = time.perf_counter()
         status = RunStatus.INTERRUPTED
         resumable = get_method(method).resumable
@@ -130,7 +166,11 @@ class Runner:
             if event.persist:
                 seq += 1
                 tally.see(event)
-                self.store.append_event(run_id, seq, event, {**tally.fields(started), **run})
+                write = partial(self.store.append_event, run_id, seq, event, {**tally.fields(started), **run})
+                if "status" in run:
+                    self._last_status(run_id, write)
+                else:
+                    write()
 
         first = RunStarted(run_id=run_id, method=method, task=task.prompt, resumed=resumed)
         store(first)
@@ -141,6 +181,8 @@ class Runner:
         ctx = None
         book = SourceBook.from_events(prior, self.settings.method.cite_threshold)  # Final's sources and marks
         beating = asyncio.get_running_loop().create_task(self._beat(run_id, owner))
+        with self._driving_lock:
+            self._driving.add(run_id)
         try:
             ctx = self._context(prior, providers, book)
             if ctx.settings.context_tokens is None:  # what the server reports, else the default
@@ -162,7 +204,8 @@ class Runner:
                 yield event
                 if draft_only and isinstance(event, DraftReady):
                     status = RunStatus.DRAFT
-                    self.store.update_run(run_id, status=status, **tally.fields(started))
+                    self._last_status(run_id, partial(self.store.update_run, run_id, status=status,
+                                                      **tally.fields(started)))
                     return
             if status not in FINISHED:  # a method that ended without Final
                 raise RatStudioError(f"The method {method!r} ended without a result.")
@@ -186,7 +229,10 @@ class Runner:
         finally:
             beating.cancel()
             if status == RunStatus.INTERRUPTED:
-                self.store.update_run(run_id, status=status, **tally.fields(started))
+                self._last_status(run_id, partial(self.store.update_run, run_id, status=status,
+                                                  **tally.fields(started)))
+            with self._driving_lock:
+                self._driving.discard(run_id)
             if ctx is not None:
                 await _close(ctx)
 
@@ -214,9 +260,12 @@ class Runner:
 
 
 class _Tally:
-    """Tokens, calls and seconds of a run, from its events (added to ``run``'s, on a resume)."""
+    """Tokens, calls and seconds of a run, from its events (added to ``run``'s, on a resume).
+    A step counts as sourced (``steps_sourced``) when it was checked against a page that was
+    read: a step checked only against search snippets is not (``prior``: the run's stored
+    events, which say which pages were read before a resume)."""
 
-    def __init__(self, run: RunRow | None = None):
+    def __init__(self, run: RunRow | None = None, prior: Sequence[Event] = ()):
         self.prompt_tokens = run.prompt_tokens if run else 0
         self.completion_tokens = run.completion_tokens if run else 0
         self.llm_calls = run.llm_calls if run else 0
@@ -226,10 +275,17 @@ class _Tally:
         self.fetch_seconds = run.fetch_seconds if run else 0.0
         self.steps_done = run.steps_done if run else 0
         self.steps_total = run.steps_total if run else 0
-        self.checked: dict[int, bool] = {}  # step -> checked against retrieved text (this stretch)
+        self.checked: dict[int, bool] = {}  # step -> checked against a read page (this stretch)
         self.sourced_before = run.steps_sourced if run else 0
         self.guarded = run.steps_guarded if run else 0
         self.wall_before = run.wall_seconds if run else 0.0
+        self.read: set[str] = set()  # URLs of which a passage of the page itself was chosen
+        for e in prior:
+            if isinstance(e, PassagesChosen):
+                self._chosen(e)
+
+    def _chosen(self, e: PassagesChosen) -> None:
+        self.read.update(p.url for p in e.passages if not p.snippet)
 
     def see(self, e: Event) -> bool:
         """Count the event; True when it changed a step count."""
@@ -249,13 +305,16 @@ class _Tally:
         if isinstance(e, PageRead):
             self.fetch_seconds += e.seconds
             return False
+        if isinstance(e, PassagesChosen):
+            self._chosen(e)
+            return False
         if isinstance(e, DraftReady):
             self.steps_total, self.steps_done = len(e.steps), 0
             self.checked, self.sourced_before = {}, 0
             return True
         if isinstance(e, StepRevised):
             self.steps_done = e.i
-            self.checked[e.i] = e.checked
+            self.checked[e.i] = e.checked and any(url in self.read for url in e.sources)
             self.guarded += bool(e.guarded)
             return True
         return False
@@ -284,8 +343,10 @@ FINISHED = (RunStatus.DONE, RunStatus.UNSOURCED)
 
 
 def _unsourced(method: str, final: Final) -> bool:
-    """A method that searches ended with no source at all: nothing it wrote was checked."""
-    return get_method(method).uses_search and not final.sources
+    """A method that searches ended with no page read: no source at all, or only search snippets
+    (every source's page could not be read, ``Source.read`` is False): nothing it wrote was
+    checked against a page."""
+    return get_method(method).uses_search and not any(s.read for s in final.sources)
 
 
 def _resumable(exc: RatStudioError) -> bool:

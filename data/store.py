@@ -2,25 +2,36 @@
 
 A ``sqlite_utils.Database`` must not cross threads, so ``Store`` keeps one connection per
 thread (Gradio handlers run in worker threads; the runner in the event loop's thread). The file
-is in WAL mode so readers never block the writer.
+is in WAL mode so readers never block the writer; a write waits up to ``busy_timeout`` seconds
+(``BUSY_SECONDS``) for another writer's lock. The WAL is folded back into the file and emptied
+every ``CHECKPOINT_EVERY`` events (when no reader holds it) and when the store closes.
+
+What sqlite (or the file system) raises is mapped at this boundary, in every public method, to
+one of ours, whose message names the cause and the fix: ``StoreBusy`` (still locked after the
+wait), ``StoreFull`` (the disk is full) or ``StoreError``; a failed write is rolled back whole
+(an event and its run's row are one transaction), and the message of a write for a run says how
+to continue it (``python app.py resume RUN``).
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import json
 import os
 import socket
 import sqlite3
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import sqlite_utils
 
-from common.errors import RunLive, RunNotFound, StoreError
+from common.errors import RunLive, RunNotFound, StoreBusy, StoreError, StoreFull
 from common.events import Event, event_from_dict
 from common.types import RunStatus
 from data import migrations
@@ -31,6 +42,8 @@ def now() -> str:
 
 
 HEARTBEAT_SECONDS = 5.0  # how often a runner says it is alive
+BUSY_SECONDS = 30.0  # how long a write waits for another writer's lock before it gives up
+CHECKPOINT_EVERY = 500  # events stored between two checkpoints of the WAL
 STALE_SECONDS = 30.0  # a runner not heard from for this long is gone
 HOST = socket.gethostname()
 
@@ -119,7 +132,7 @@ class RunRow:
     wall_seconds: float = 0.0
     steps_done: int = 0
     steps_total: int = 0
-    steps_sourced: int = 0  # steps whose text was checked against retrieved text
+    steps_sourced: int = 0  # steps whose text was checked against a page that was read
     steps_guarded: int = 0  # revisions refused by the guards (the text was kept)
     sentences: int = 0  # the finished article's sentences (0: not counted, e.g. stored before citations)
     sentences_cited: int = 0  # of them, supported by a source (they carry [n] marks)
@@ -141,21 +154,69 @@ class RunRow:
 
 _RUN_FIELDS = frozenset(f.name for f in fields(RunRow))
 
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_FULL = 5, 6, 13  # sqlite's primary result codes
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def store_error(path: Path, exc: BaseException, run_id: str | None = None, *,
+                waited: float = BUSY_SECONDS) -> StoreError:
+    """Our error for what sqlite or the file system raised on the database ``path``: StoreFull
+    (the disk is full), StoreBusy (still locked by another writer after ``waited`` seconds) or
+    StoreError. Each names the cause and the fix; with ``run_id``, how to continue that run."""
+    then = f"then continue the run: python app.py resume {run_id}" if run_id else "then try again"
+    code = getattr(exc, "sqlite_errorcode", None)
+    code = code & 0xFF if isinstance(code, int) else None
+    text = str(exc) or type(exc).__name__
+    if code == _SQLITE_FULL or "database or disk is full" in text or getattr(exc, "errno", None) == errno.ENOSPC:
+        return StoreFull(f"The disk holding the database {path} is full ({text}): free space on "
+                         f"{path.parent} (or pass another --db), {then}.")
+    if code in (_SQLITE_BUSY, _SQLITE_LOCKED) or "database is locked" in text:
+        return StoreBusy(f"The database {path} stayed locked by another program for {waited:g} s ({text}): "
+                         f"close what holds it (another RAT Studio writing to the same --db, a database "
+                         f"browser), {then}.")
+    return StoreError(f"The database {path} could not be used ({text}): check the file and the disk it is on, "
+                      f"{then}.")
+
+
+def _mapped(method: _F) -> _F:
+    """Map sqlite's and the file system's errors of a Store method to ours (``store_error``),
+    after rolling back what its transaction had written; a method whose first argument is
+    ``run_id`` names that run in the message."""
+    names_run = method.__code__.co_varnames[1:2] == ("run_id",)
+
+    @functools.wraps(method)
+    def mapped(self: Store, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.Error, OSError) as exc:
+            self._roll_back()
+            run_id = kwargs.get("run_id", args[0] if names_run and args else None)
+            raise store_error(self.path, exc, run_id, waited=self.busy_timeout) from exc
+
+    return mapped  # type: ignore[return-value]
+
 
 class Store:
-    """Raises StoreError when the file cannot be opened or created."""
+    """``busy_timeout``: seconds a write waits for another writer's lock (then StoreBusy).
+    Raises StoreError when the file cannot be opened or created (StoreFull when its disk is full)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, busy_timeout: float = BUSY_SECONDS):
         self.path = Path(path)
+        self.busy_timeout = busy_timeout
         self._local = threading.local()
         self._trails: dict[str, _Trail] = {}  # run id -> what its next StepRevised may be stored against
         self._trails_lock = threading.Lock()
+        self._stored = 0  # events stored since the last checkpoint of the WAL
+        self._stored_lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self.db
             db.enable_wal()
             migrations.apply(db, self.path)
         except (sqlite3.Error, OSError) as exc:
+            error = store_error(self.path, exc, waited=busy_timeout)
+            if isinstance(error, StoreFull | StoreBusy):
+                raise error from exc
             raise StoreError(
                 f"Cannot open the database {self.path}: {exc}. Pass another path with --db or RAT_STUDIO_DB."
             ) from exc
@@ -165,20 +226,64 @@ class Store:
         """This thread's connection."""
         db = getattr(self._local, "db", None)
         if db is None:
-            conn = sqlite3.connect(str(self.path), timeout=30, check_same_thread=True)
-            conn.execute("pragma busy_timeout = 30000")
+            conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout, check_same_thread=True)
+            conn.execute(f"pragma busy_timeout = {int(self.busy_timeout * 1000)}")
             conn.execute("pragma foreign_keys = on")
             db = sqlite_utils.Database(conn)
             self._local.db = db
         return db
 
     def close(self) -> None:
+        """Close this thread's connection, after folding the WAL back into the file and emptying
+        it (``checkpoint``; skipped, not waited for, while another connection reads)."""
         db = getattr(self._local, "db", None)
         if db is not None:
+            try:
+                self.checkpoint()
+            except StoreError:  # the file is busy or its disk full: the WAL stays, and is folded in later
+                pass
             db.close()
             self._local.db = None
 
+    def checkpoint(self) -> tuple[int, int, int]:
+        """Fold the WAL into the database file and truncate it (``wal_checkpoint(TRUNCATE)``),
+        without waiting: when another connection is reading or writing, as much as can be is
+        folded in now and the rest later. Returns sqlite's (busy, WAL pages, pages folded in).
+        Raises StoreError (StoreFull, ...)."""
+        conn = self.db.conn
+        try:
+            conn.execute("pragma busy_timeout = 0")
+            try:
+                return tuple(conn.execute("pragma wal_checkpoint(TRUNCATE)").fetchone())
+            finally:
+                conn.execute(f"pragma busy_timeout = {int(self.busy_timeout * 1000)}")
+        except (sqlite3.Error, OSError) as exc:
+            raise store_error(self.path, exc, waited=0) from exc
+
+    def _roll_back(self) -> None:
+        """Undo what this thread's open transaction wrote (a write that failed mid-way)."""
+        db = getattr(self._local, "db", None)
+        if db is not None and db.conn.in_transaction:
+            try:
+                db.conn.rollback()
+            except sqlite3.Error:  # the connection is gone: nothing of it was committed
+                pass
+
+    def _event_stored(self) -> None:
+        """Count an event; every ``CHECKPOINT_EVERY`` events, checkpoint the WAL (without waiting)."""
+        with self._stored_lock:
+            self._stored += 1
+            due = self._stored >= CHECKPOINT_EVERY
+            if due:
+                self._stored = 0
+        if due:
+            try:
+                self.checkpoint()
+            except StoreError:  # the next one will try again; the event itself is stored
+                pass
+
     # -- tasks -----------------------------------------------------------------------------
+    @_mapped
     def add_task(self, prompt: str, kind: str = "writing", task_set: str = "", meta: dict | None = None) -> int:
         """The id of the task with this prompt, kind and set; created if new."""
         db = self.db
@@ -194,6 +299,7 @@ class Store:
             )
         return cur.lastrowid
 
+    @_mapped
     def get_task(self, task_id: int) -> TaskRow:
         """Raises StoreError for an unknown id."""
         rows = list(self.db.query("select * from tasks where id = ?", [task_id]))
@@ -204,6 +310,7 @@ class Store:
                        meta=json.loads(row["meta"] or "{}"), created=row["created"])
 
     # -- runs ------------------------------------------------------------------------------
+    @_mapped
     def create_run(self, method: str, task_id: int, settings: dict, *, steps_total: int = 0, owner: str = "") -> str:
         """A new run, status running, driven by ``owner``."""
         run_id = uuid.uuid4().hex[:12]
@@ -221,10 +328,12 @@ class Store:
             )
         return run_id
 
+    @_mapped
     def update_run(self, run_id: str, **changes: Any) -> None:
         with self.db.conn:
             self.db["runs"].update(run_id, _run_changes(changes))
 
+    @_mapped
     def claim_run(self, run_id: str, owner: str) -> None:
         """Make ``owner`` the one runner of the run and mark it running, in one transaction.
         Raises RunLive when another runner that is still alive drives it, RunNotFound."""
@@ -247,11 +356,13 @@ class Store:
                 conn.execute("rollback")
             raise
 
+    @_mapped
     def beat(self, run_id: str, owner: str) -> None:
         """The runner ``owner`` is alive (only while it still owns the run)."""
         with self.db.conn:
             self.db.execute("update runs set heartbeat = ? where id = ? and owner = ?", [now(), run_id, owner])
 
+    @_mapped
     def interrupt_orphans(self) -> list[str]:
         """Runs left ``running`` by a runner that is gone (killed, its machine restarted) become
         ``interrupted``, so they can be continued; returns their ids."""
@@ -268,6 +379,7 @@ class Store:
                      for run_id in gone])
         return gone
 
+    @_mapped
     def get_run(self, run_id: str) -> RunRow:
         """The run with its task's prompt and kind. Raises RunNotFound."""
         rows = list(
@@ -281,6 +393,7 @@ class Store:
             raise RunNotFound(f"No run {run_id!r} in {self.path}. `python app.py history` lists the runs.")
         return _decode_run(rows[0])
 
+    @_mapped
     def list_runs(self, *, limit: int = 200, method: str | None = None,
                   status: RunStatus | str | None = None) -> list[RunRow]:
         where, args = [], []
@@ -299,6 +412,7 @@ class Store:
         return [_decode_run(r) for r in self.db.query(sql, [*args, limit])]
 
     # -- events ----------------------------------------------------------------------------
+    @_mapped
     def append_event(self, run_id: str, seq: int, event: Event, run: dict | None = None) -> None:
         """Store an event and, in the same transaction, the run's changes it brings (``run``:
         counters, status...), so the run's row never disagrees with its events.
@@ -327,7 +441,9 @@ class Store:
         if run and run.get("status") not in (None, RunStatus.RUNNING):
             with self._trails_lock:
                 self._trails.pop(run_id, None)  # the run ended: forget its trail
+        self._event_stored()
 
+    @_mapped
     def events(self, run_id: str) -> list[Event]:
         trail = _Trail()
         return [
@@ -335,16 +451,19 @@ class Store:
             for row in self.db.query("select type, payload from events where run_id = ? order by seq", [run_id])
         ]
 
+    @_mapped
     def event_rows(self, run_id: str) -> list[EventRow]:
         """Each event's number, type and time, for timing a replay."""
         return [EventRow(*row) for row in
                 self.db.execute("select seq, type, ts from events where run_id = ? order by seq", [run_id])]
 
+    @_mapped
     def last_seq(self, run_id: str) -> int:
         row = self.db.execute("select max(seq) from events where run_id = ?", [run_id]).fetchone()
         return row[0] or 0
 
     # -- caches (the Fetcher's PageCache and the SearchChain's SearchCache) -------------------
+    @_mapped
     def get_page(self, url: str) -> dict | None:
         rows = list(self.db.query("select * from pages where url = ?", [url]))
         if not rows:
@@ -353,6 +472,7 @@ class Store:
         row["metadata"] = json.loads(row["metadata"] or "{}")
         return row
 
+    @_mapped
     def put_page(self, page: dict) -> None:
         record = {k: page.get(k) for k in ("url", "final_url", "title", "text", "content_type", "size")}
         record["metadata"] = _json(page.get("metadata") or {})
@@ -360,12 +480,14 @@ class Store:
         with self.db.conn:
             self.db["pages"].upsert(record, pk="url")
 
+    @_mapped
     def get_search(self, provider: str, query: str, k: int) -> list[dict] | None:
         row = self.db.execute(
             "select results from searches where provider = ? and query = ? and k = ?", [provider, query, k]
         ).fetchone()
         return json.loads(row[0]) if row else None
 
+    @_mapped
     def put_search(self, provider: str, query: str, k: int, results: list[dict]) -> None:
         with self.db.conn:
             self.db["searches"].upsert(

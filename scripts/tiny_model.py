@@ -24,6 +24,7 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -143,6 +144,9 @@ def start_tiny_model(*, port: int | None = None, n_ctx: int = N_CTX, n_threads: 
             server.stop()
             if not port_taken or attempt == tries:
                 raise
+        except BaseException:  # Ctrl-C, SIGTERM (main's Stopped), any error: the server goes too
+            server.stop()
+            raise
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -159,7 +163,10 @@ def _launch(model_file: Path, port: int, n_ctx: int, n_threads: int, log: Path |
     # OpenMP's threads spin while they wait by default: on a busy machine (two cores, tests beside
     # the server) that turns a 5 s call into minutes. Passive threads sleep instead.
     env = {"OMP_WAIT_POLICY": "PASSIVE", **os.environ}
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env)
+    # A session of its own: a Ctrl-C in the terminal reaches whoever started it, who stops it once
+    # what uses it (the app) has stopped, not before.
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT, env=env,
+                               start_new_session=True)
     return TinyModel(process=process, base_url=f"http://127.0.0.1:{port}/v1", model=MODEL, log=log,
                      _log_file=log_file, _own_log=own)
 
@@ -187,11 +194,46 @@ def _wait_ready(server: TinyModel, timeout: float) -> None:
 
 
 # -- python scripts/tiny_model.py -----------------------------------------------------------------
+class Stopped(Exception):  # noqa: N818 - a signal, not an error
+    """SIGTERM, SIGINT or SIGHUP reached ``main``: the app and then the model are stopped."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Start the tiny model, then ``python app.py --base-url ... --model ... --max-tokens 256 ARGS``
     on it (ARGS may set their own --max-tokens); stop the model when the app ends. Runs go to a
     database of their own (tiny_model.db in the app's data folder) unless --db or RAT_STUDIO_DB
-    says otherwise, so they never reach the arena of real runs."""
+    says otherwise, so they never reach the arena of real runs.
+
+    However it ends (the app's end, SIGTERM, SIGINT or SIGHUP, an error), nothing it started is
+    left: the app is asked to stop as Ctrl-C asks it (it stores its runs as interrupted and ends its
+    own workers), killed after ``STOP_TIMEOUT`` seconds, then the model's server is stopped. Both
+    run in sessions of their own, so a Ctrl-C in the terminal reaches this script alone, which
+    stops them in that order. Returns the app's exit code (128 + the signal's number when it had
+    to be killed, or was never started)."""
+    previous = {sig: signal.signal(sig, _raise_stopped) for sig in STOP_SIGNALS}
+    try:
+        return _serve(argv)
+    except Stopped as stop:
+        return 128 + stop.signum
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    for sig in STOP_SIGNALS:  # once: stopping what was started must not be cut short by the next one
+        signal.signal(sig, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+def _serve(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
         description="Try RAT Studio offline on a tiny local model (SmolLM2-135M: it writes poorly). "
                     "Every other argument goes to app.py, e.g. `run \"TASK\"` or `--search corpus --corpus DIR`.",
@@ -217,16 +259,39 @@ def main(argv: list[str] | None = None) -> int:
         "RAT_STUDIO_MAX_TOKENS")
     cap = [] if capped else ["--max-tokens", str(MAX_TOKENS)]
     with model:
-        app = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--base-url", model.base_url,
-                                "--model", model.model, *cap, *app_args], cwd=ROOT, env=env)
+        app = start_app([sys.executable, str(ROOT / "app.py"), "--base-url", model.base_url, "--model", model.model,
+                         *cap, *app_args], env)
         try:
             return app.wait()
-        except KeyboardInterrupt:  # the app got the same Ctrl-C; let it finish
-            try:
-                return app.wait(STOP_TIMEOUT)
-            except (subprocess.TimeoutExpired, KeyboardInterrupt):
-                app.kill()
-                return 130
+        except Stopped as stop:
+            return stop_app(app, stop.signum)
+        finally:
+            stop_app(app)  # an error here: the app goes too (nothing when it has ended)
+
+
+def start_app(command: list[str], env: dict[str, str]) -> subprocess.Popen:
+    """``python app.py ...`` in a session of its own (see ``main``)."""
+    return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+
+
+def stop_app(app: subprocess.Popen, signum: int = signal.SIGINT) -> int:
+    """Ask the app to stop as Ctrl-C does (SIGINT: it stores its runs as interrupted), wait up
+    to ``STOP_TIMEOUT`` seconds, then kill it. Returns its exit code, or 128 + ``signum`` when it
+    had to be killed. Further signals while it stops are ignored: it is stopping already."""
+    if app.poll() is not None:
+        return app.returncode
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in STOP_SIGNALS}
+    try:
+        app.send_signal(signal.SIGINT)
+        try:
+            return app.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            app.kill()
+            app.wait()
+            return 128 + signum
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

@@ -6,20 +6,29 @@ lock (one trafilatura call at a time in a process).
 Both functions are synchronous and CPU-bound. On an event loop, :func:`extract_html_async`
 runs ``extract_html`` in a pool of worker processes (``EXTRACT_WORKERS``): each has its own
 trafilatura and lxml, so pages are extracted in parallel, safely, and off the loop's process.
-:func:`warm_up` starts the workers (and their imports) ahead of the first page.
+:func:`warm_up` starts the workers (and their imports) ahead of the first page; :func:`shutdown`
+ends them. It is called from one place: an ``atexit`` hook that the first pool registers, so every
+way out of the process that unwinds (the end of a command, an error, Ctrl-C, or SIGTERM, which the
+front end turns into Ctrl-C) ends the workers before the interpreter goes; left alone, they would
+outlive the app, and a worker still starting would print a traceback as the app's semaphores go.
+A worker that finds the app gone (killed, so that nothing ran) ends itself within a second or two.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import html as html_lib
 import io
 import multiprocessing
 import os
 import re
+import signal
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
+import time
+from concurrent.futures import Future, InvalidStateError, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import suppress
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -117,20 +126,92 @@ def extract_pdf(data: bytes) -> Extracted:
 # -- the pool of extraction processes ------------------------------------------------------------
 #: Worker processes for extraction: one per core, at most 4 (each holds trafilatura, ~60 MB).
 EXTRACT_WORKERS = max(1, min(4, os.cpu_count() or 1))
+#: Seconds :func:`shutdown` waits for the workers to end before it kills them.
+STOP_SECONDS = 3.0
 _pool: ProcessPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_exit_hook = False  # shutdown is registered with atexit (once, by the first pool)
 
 
 def _get_pool() -> ProcessPoolExecutor:
-    global _pool
+    global _pool, _exit_hook
     with _pool_lock:
         if _pool is None:
             # forkserver: workers are forked from a clean server process, never from this one (whose
             # threads may hold locks); the server imports trafilatura once, so workers start warm.
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(["core.retrieval.extract", "trafilatura"])
-            _pool = ProcessPoolExecutor(max_workers=EXTRACT_WORKERS, mp_context=context)
+            _pool = ProcessPoolExecutor(max_workers=EXTRACT_WORKERS, mp_context=context,
+                                        initializer=_worker_started, initargs=(os.getpid(),))
+            if not _exit_hook:  # runs before multiprocessing's own exit hook (atexit runs the last first)
+                atexit.register(shutdown)
+                _exit_hook = True
         return _pool
+
+
+def shutdown(timeout: float = STOP_SECONDS) -> None:
+    """Stop the pool and end its worker processes now: pages being extracted are given up (their
+    runs are ending too). Waits at most ``timeout`` seconds for the workers to end, then kills
+    those left. A worker being started as this is called is waited for (the pool's own lock) and
+    ended with the others. Idempotent; a later page starts a new pool. Called by the ``atexit``
+    hook that the first pool registers (see the module's docstring)."""
+    global _pool
+    with _pool_lock:
+        pool, _pool = _pool, None
+    if pool is None:
+        return
+    workers = pool._processes  # the pool's own dict (pid -> process): a worker being started is added to it
+    pool.shutdown(wait=False, cancel_futures=True)  # waits for a submit that is starting a worker, then refuses more
+    deadline = time.monotonic() + timeout
+    _end(list((workers or {}).values()), timeout)
+    # The pool's manager thread sees its workers gone and closes the pool's queues: let it finish
+    # now, before multiprocessing's own exit hook closes them under it (a traceback at exit).
+    for thread in threading.enumerate():
+        if getattr(thread, "executor_reference", lambda: None)() is pool:
+            thread.join(max(0.1, deadline - time.monotonic()))
+
+
+def _end(processes: list, timeout: float) -> None:
+    """SIGTERM each process, wait up to ``timeout`` seconds in all, then SIGKILL the ones left."""
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    deadline = time.monotonic() + timeout
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    for process in processes:
+        if process.is_alive():
+            process.kill()
+            process.join(1.0)
+
+
+def _worker_started(app_pid: int) -> None:
+    """In each worker as it starts: Ctrl-C in a terminal reaches the whole process group, and the
+    app ends its workers itself (no traceback from each of them); and a worker whose app is gone
+    without ending it (SIGKILL, a crash) ends itself, instead of waiting for pages forever."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_end_with, args=(app_pid,), name="extract-app-watch", daemon=True).start()
+
+
+def _end_with(app_pid: int, every: float = 1.0) -> None:
+    while _alive(app_pid):
+        time.sleep(every)
+    os._exit(0)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` is running (a zombie, dead but not yet reaped, is not)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, as another user
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
+    except OSError:  # no /proc (not Linux): it exists
+        return True
 
 
 def _drop_pool(broken: ProcessPoolExecutor) -> None:
@@ -154,17 +235,23 @@ def warm_up() -> list[Future]:
                 pool.submit(_ready).add_done_callback(partial(_pass_on, future))
         except Exception as exc:  # the pages will say so when they are extracted
             for future in futures:
-                future.set_exception(exc)
+                with suppress(InvalidStateError):  # some may have been settled already
+                    future.set_exception(exc)
 
     threading.Thread(target=start, name="extract-warm-up", daemon=True).start()
     return futures
 
 
 def _pass_on(to: Future, done: Future) -> None:
-    if done.exception() is not None:
-        to.set_exception(done.exception())
-    else:
-        to.set_result(done.result())
+    try:
+        if done.cancelled():  # the pool was shut down before the worker started
+            to.cancel()
+        elif done.exception() is not None:
+            to.set_exception(done.exception())
+        else:
+            to.set_result(done.result())
+    except InvalidStateError:  # already settled: the warm-up failed as a whole (the pool was shut down)
+        pass
 
 
 def _ready() -> bool:
