@@ -31,6 +31,7 @@ TABLES = {
     "m003_procedures": ("procedures",),
     "m004_procedures_fts": ("procedures_fts",),
     "m008_vote_corrections": ("vote_corrections",),
+    "m011_versions": ("versions",),
 }
 
 
@@ -334,3 +335,47 @@ def m010_votes_annotator(db: sqlite_utils.Database) -> None:
     """People's votes by annotator: the leaderboard re-reads only the voters who voted since it
     last looked (their median time and sides), not every vote."""
     db.execute("create index votes_annotator on votes(annotator, id)")
+
+
+#: What an author did to make a version of a run's article (``data.versions``).
+VERSION_ACTIONS = ("edit", "undo", "take", "draft", "restore")
+
+
+@migration
+def m011_versions(db: sqlite_utils.Database) -> None:
+    """The author's versions of a run's article (``data.versions``): each edit of the text, undo of
+    step revisions, refused revision taken, edited draft continued, or old version restored is a
+    new row, numbered 1, 2, 3... per run, with the steps undone and taken (JSON lists of step
+    numbers) and the time. The model's own text stays in the run's Final event. Append-only in the
+    schema itself, as votes are: update, delete and an insert that reuses a stored row's id or
+    number (``insert or replace`` would delete that row) are refused, and a new version must be
+    the run's next number."""
+    actions = ", ".join(f"'{a}'" for a in VERSION_ACTIONS)
+    steps = "check (json_valid({c}) and json_type({c}) = 'array')"
+    refuse = "select raise(abort, 'versions are append-only: add a new version instead')"
+    statements = [
+        f"""create table versions (
+            id integer primary key,
+            run_id text not null references runs(id),
+            n integer not null check (n >= 1),
+            text text not null,
+            undone text not null default '[]' {steps.format(c='undone')},
+            taken text not null default '[]' {steps.format(c='taken')},
+            action text not null check (action in ({actions})),
+            restored_from integer check (restored_from is null
+                                         or (action = 'restore' and restored_from between 1 and n - 1)),
+            created text not null)""",
+        "create unique index versions_run_n on versions(run_id, n)",
+        f"create trigger versions_append_only_update before update on versions begin {refuse}; end",
+        f"create trigger versions_append_only_delete before delete on versions begin {refuse}; end",
+        f"""create trigger versions_append_only_reuse before insert on versions
+            when new.id is not null and exists (select 1 from versions where id = new.id)
+            begin {refuse}; end""",
+        """create trigger versions_numbered before insert on versions
+            when new.n != coalesce((select max(n) from versions where run_id = new.run_id), 0) + 1
+            begin select raise(abort, 'versions are numbered 1, 2, 3... per run: add the run''s next number'); end""",
+    ]
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for sql in statements:
+        db.execute(sql)

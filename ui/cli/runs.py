@@ -1,4 +1,4 @@
-"""Commands that write, read and look up: ui, run, resume, fetch, search, history, show.
+"""Commands that write, read and look up: ui, run, resume, fetch, search, history, show, versions.
 
     python app.py                      the browser UI on http://127.0.0.1:7860
     python app.py run "TASK"           write an article from the command line
@@ -6,7 +6,8 @@
     python app.py fetch URL            a page's extracted text and metadata
     python app.py search "QUERY"       search results
     python app.py history              past runs
-    python app.py show RUN_ID          a stored run's article as Markdown
+    python app.py show RUN_ID          a stored run's article as Markdown (--version model|latest|N)
+    python app.py versions RUN_ID      the author's versions of a run's article
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ OUT_HELP = "write the article to this file: Markdown, or Word for a name ending 
 
 
 def add_commands(sub: argparse._SubParsersAction, common: list[argparse.ArgumentParser]) -> None:
-    """Add ``ui``, ``run``, ``resume``, ``fetch``, ``search``, ``history`` and ``show`` (each
-    with ``common``, the flags every command takes)."""
+    """Add ``ui``, ``run``, ``resume``, ``fetch``, ``search``, ``history``, ``show`` and ``versions``
+    (each with ``common``, the flags every command takes)."""
     from core.methods import METHODS
 
     p = sub.add_parser("ui", parents=common, help="start the browser UI (the default)")
@@ -61,8 +62,15 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     p.set_defaults(func=cmd_history)
     p = sub.add_parser("show", parents=common, help="print a stored run's article as Markdown, or save it")
     p.add_argument("run_id")
+    p.add_argument("--version", default="latest", metavar="model|latest|N",
+                   help="which text: the model's own, the author's latest version (the default; the model's when "
+                        "there is none), or version N (`versions RUN_ID` lists them)")
     p.add_argument("--out", help=OUT_HELP)
     p.set_defaults(func=cmd_show)
+    p = sub.add_parser("versions", parents=common, help="list the author's versions of a stored run's article")
+    p.add_argument("run_id")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_versions)
 
 
 def cmd_ui(args, app) -> int:
@@ -235,10 +243,55 @@ def cmd_history(args, app) -> int:
 
 
 def cmd_show(args, app) -> int:
+    run = app.store.get_run(args.run_id)
+    write_article(getattr(args, "out", None), article_of(app, run, getattr(args, "version", "latest")))
+    return 0
+
+
+def article_of(app, run, which: str):
+    """The article (a ``core.article.Article``) of ``run`` (a ``data.store.RunRow``) at the version
+    ``which`` names: "model" (the run's Final, as the model wrote it), "latest" (the author's
+    newest version, else the model's) or a version's number. An unsourced run's article says so
+    on every version. Raises ConfigError for a version the run does not have."""
+    from dataclasses import replace
+
+    from common.errors import ConfigError, VersionNotFound
     from common.types import RunStatus
-    from core.article.article import Article
+    from core.article.article import Article, unsourced_cause
+    from core.article.edits import Revisions
+    from data.versions import LATEST, MODEL, Versions
+
+    which = str(which).strip().lower()
+    if which not in (MODEL, LATEST) and not (which.isascii() and which.isdigit()):
+        raise ConfigError(f"--version {which!r} names no version: give model, latest or a version's number "
+                          f"(`python app.py versions {run.id}` lists them).")
+    try:
+        version = Versions(app.store).find(run.id, which)
+    except VersionNotFound as exc:
+        raise ConfigError(str(exc)) from exc  # a bad --version is a bad setting: exit 2
+    events = app.store.events(run.id)
+    unsourced = run.status == RunStatus.UNSOURCED
+    if version is None:
+        return Article.from_events(run.task, events, unsourced=unsourced)
+    article = Revisions.from_events(events).article(run.task, version.text, version.undone, version.taken,
+                                                    threshold=app.settings.method.cite_threshold)
+    return replace(article, unsourced=unsourced_cause(events) if unsourced else "")
+
+
+def cmd_versions(args, app) -> int:
+    from data.versions import Versions
 
     run = app.store.get_run(args.run_id)
-    article = Article.from_events(run.task, app.store.events(args.run_id), unsourced=run.status == RunStatus.UNSOURCED)
-    write_article(getattr(args, "out", None), article)
+    versions = Versions(app.store).list(run.id)
+    if args.json:
+        print(json.dumps([v.to_dict() for v in versions], ensure_ascii=False, indent=2))
+        return 0
+    words = len(run.final_text.split())
+    print(f"{'model':>5}  {(run.finished or run.updated)[:19]}  {'model':<8} {words:>6} words  the model's own text")
+    for v in versions:
+        restored = f"  restored from {v.restored_from}" if v.restored_from else \
+            "  restored the model's text" if v.action == "restore" else ""
+        print(f"{v.n:>5}  {v.created[:19]}  {v.action:<8} {v.words:>6} words{restored}")
+    if not versions:
+        print(f"run {run.id} has no author versions: its text is the model's own", file=sys.stderr)
     return 0

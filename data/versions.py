@@ -1,0 +1,209 @@
+"""The author's versions of a run's article: the only SQL of the ``versions`` table (schema in
+migration ``m011_versions``).
+
+Every author action on a run's article is a new version, numbered 1, 2, 3... per run, with the
+time: an edit of the text (``edit``), an undo of step revisions (``undo``), a refused revision
+taken (``take``), a continue with an edited draft (``draft``), an old version restored
+(``restore``). A version holds the text as the author left it and the steps undone and taken
+(``core.article.edits.Revisions.article`` builds its article from them and the run's events).
+The model's own text is not a version: it stays the run's Final event (``MODEL``).
+
+Versions are append-only, in the schema itself: nothing here updates or deletes one, and the
+database refuses it from anyone else. Saving what the latest version already holds adds nothing
+(an autosave that fires twice leaves one version).
+
+    versions = Versions(store)
+    v = versions.add(run_id, text, undone=[2], action="undo")      # VersionRow(n=1, ...)
+    versions.restore(run_id, 1)                                      # a new version, restored_from=1
+    versions.list(run_id); versions.latest(run_id); versions.get(run_id, 2)
+    versions.find(run_id, "latest")   # "model" | "latest" | N: a VersionRow, or None for the model's text
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from common.errors import RunNotFound, StoreError, VersionNotFound
+from data.migrations import VERSION_ACTIONS
+from data.store import Store, now
+
+ACTIONS = VERSION_ACTIONS  # edit, undo, take, draft, restore
+MODEL, LATEST = "model", "latest"  # the two versions named by a word (see Versions.find)
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    """One stored version: the ``n``-th of run ``run_id``, its ``text``, the steps whose revision
+    is ``undone`` and whose refused revision is ``taken`` (sorted step numbers), what made it
+    (``action``), the version it restored (``restored_from``; None for any other action, and for
+    a restore of the model's own text) and when (``created``, ISO time)."""
+
+    id: int
+    run_id: str
+    n: int
+    text: str
+    undone: tuple[int, ...] = ()
+    taken: tuple[int, ...] = ()
+    action: str = "edit"
+    restored_from: int | None = None
+    created: str = ""
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split())
+
+    def to_dict(self) -> dict:
+        """The row as JSON-friendly values (``versions --json``), with its word count."""
+        return {"n": self.n, "created": self.created, "action": self.action, "restored_from": self.restored_from,
+                "words": self.words, "undone": list(self.undone), "taken": list(self.taken), "text": self.text}
+
+
+class Versions:
+    """The versions of runs' articles in ``store``'s file (each call uses the calling thread's
+    connection, as ``Store`` does)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def add(self, run_id: str, text: str, *, undone: Iterable[int] = (), taken: Iterable[int] = (),
+            action: str = "edit", restored_from: int | None = None) -> VersionRow:
+        """Store the article of run ``run_id`` as the author left it, as its next version; returns
+        it. When the latest version holds the same text, undone and taken steps, nothing is added
+        and the latest is returned. Raises RunNotFound, StoreError for an unknown action or a
+        ``restored_from`` that is not an earlier version restored, or when SQLite refuses the write."""
+        if action not in ACTIONS:
+            raise StoreError(f"Unknown version action {action!r}: use one of {', '.join(ACTIONS)}.")
+        if restored_from is not None and action != "restore":
+            raise StoreError(f"A {action!r} version restores nothing: pass restored_from only with action='restore'.")
+        undone, taken = _steps(undone), _steps(taken)
+        with _write(self.store, f"store a version of run {run_id}") as conn:
+            if conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is None:
+                raise _no_run(self.store, run_id)
+            latest = _latest(conn, run_id)
+            if latest is not None and (latest.text, latest.undone, latest.taken) == (text, undone, taken):
+                return latest
+            n = latest.n + 1 if latest else 1
+            if restored_from is not None and not 1 <= restored_from < n:
+                raise StoreError(f"Run {run_id} has no version {restored_from} to restore: {_range(n - 1)}.")
+            stamp = now()
+            cur = conn.execute(
+                "insert into versions (run_id, n, text, undone, taken, action, restored_from, created) "
+                "values (?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, n, text, json.dumps(undone), json.dumps(taken), action, restored_from, stamp],
+            )
+        return VersionRow(cur.lastrowid, run_id, n, text, undone, taken, action, restored_from, stamp)
+
+    def restore(self, run_id: str, n: int | str) -> VersionRow:
+        """A new version that holds what version ``n`` held (its text, undone and taken steps),
+        with action 'restore' and restored_from=n; ``n`` = MODEL restores the model's own text
+        (restored_from None). Nothing is added when the latest version holds it already (see
+        :meth:`add`). Raises VersionNotFound, RunNotFound."""
+        if n == MODEL:
+            row = self.store.db.execute("select final_text from runs where id = ?", [run_id]).fetchone()
+            if row is None:
+                raise _no_run(self.store, run_id)
+            if not (row[0] or "").strip():
+                raise VersionNotFound(f"Run {run_id} has no text of the model's to restore (it has not finished): "
+                                      "finish it first (`python app.py resume`), or pick one of its versions.")
+            return self.add(run_id, row[0], action="restore")
+        old = self.get(run_id, n)
+        return self.add(run_id, old.text, undone=old.undone, taken=old.taken, action="restore", restored_from=old.n)
+
+    def list(self, run_id: str) -> list[VersionRow]:
+        """Every version of the run, oldest first ([] for none, and for an unknown run)."""
+        rows = self.store.db.execute(f"select {_COLUMNS} from versions where run_id = ? order by n", [run_id])
+        return [_row(r) for r in rows.fetchall()]
+
+    def latest(self, run_id: str) -> VersionRow | None:
+        """The run's newest version; None when the author has saved none (its text is the model's)."""
+        return _latest(self.store.db.conn, run_id)
+
+    def get(self, run_id: str, n: int | str) -> VersionRow:
+        """Version ``n`` of the run (a number, or its digits). Raises VersionNotFound, whose message
+        says which versions the run has; RunNotFound for an unknown run."""
+        number = _number(n)
+        if number is not None:
+            row = self.store.db.execute(f"select {_COLUMNS} from versions where run_id = ? and n = ?",
+                                        [run_id, number]).fetchone()
+            if row is not None:
+                return _row(row)
+        if self.store.db.execute("select 1 from runs where id = ?", [run_id]).fetchone() is None:
+            raise _no_run(self.store, run_id)
+        count = self.store.db.execute("select max(n) from versions where run_id = ?", [run_id]).fetchone()[0] or 0
+        raise VersionNotFound(f"Run {run_id} has no version {n}: {_range(count)}.")
+
+    def find(self, run_id: str, which: int | str) -> VersionRow | None:
+        """The version a user names: MODEL ("model": None, the model's own text), LATEST ("latest":
+        the newest version, or None when there is none) or a number. Raises VersionNotFound for
+        anything else, RunNotFound."""
+        if which == MODEL:
+            return None
+        if which == LATEST:
+            return self.latest(run_id)
+        return self.get(run_id, which)
+
+
+# -- inside ---------------------------------------------------------------------------------------
+_COLUMNS = "id, run_id, n, text, undone, taken, action, restored_from, created"
+
+
+@contextmanager
+def _write(store: Store, what: str) -> Iterator[sqlite3.Connection]:
+    """One write transaction, holding the write lock from its start (the next number is read and
+    used in it). Raises StoreError (naming ``what``) when SQLite refuses it."""
+    conn = store.db.conn
+    try:
+        conn.execute("begin immediate")
+    except sqlite3.Error as exc:
+        raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database file.") from exc
+    try:
+        yield conn
+    except sqlite3.Error as exc:
+        conn.rollback()
+        raise StoreError(f"Could not {what}: {exc}.") from exc
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
+
+
+def _latest(conn: sqlite3.Connection, run_id: str) -> VersionRow | None:
+    row = conn.execute(f"select {_COLUMNS} from versions where run_id = ? order by n desc limit 1",
+                       [run_id]).fetchone()
+    return _row(row) if row else None
+
+
+def _row(row: tuple) -> VersionRow:
+    id_, run_id, n, text, undone, taken, action, restored_from, created = row
+    return VersionRow(id_, run_id, n, text, _steps(json.loads(undone)), _steps(json.loads(taken)), action,
+                      restored_from, created)
+
+
+def _steps(steps: Iterable[int]) -> tuple[int, ...]:
+    """Step numbers as stored: ints, each once, in order."""
+    return tuple(sorted({int(i) for i in steps}))
+
+
+def _number(n: int | str) -> int | None:
+    if isinstance(n, bool):
+        return None
+    if isinstance(n, int):
+        return n
+    text = str(n).strip()
+    return int(text) if text.isascii() and text.isdigit() else None
+
+
+def _range(count: int) -> str:
+    """Which versions a run has (``count`` of them), and what to pick."""
+    if count == 0:
+        return "it has none (its text is the model's own); pick 'model' or 'latest'"
+    have = "version 1" if count == 1 else f"versions 1-{count}"
+    return f"it has {have}; pick one of them, or 'model' for the model's own text"
+
+
+def _no_run(store: Store, run_id: str) -> RunNotFound:
+    return RunNotFound(f"No run {run_id!r} in {store.path}. `python app.py history` lists the runs.")
