@@ -16,10 +16,11 @@ import gradio as gr
 from common.errors import RatStudioError
 from common.events import Event
 from core.clients import Clients
+from core.live import LiveRuns
 from core.runner import Runner
 from ui import runs_table, runview
 from ui.runview import RunView
-from ui.writer import PRIVATE, RunPanel, stop_running
+from ui.writer import PRIVATE, STREAM, RunPanel, stop_running
 
 LIMIT = 300  # runs listed
 MAX_GAP = 2.0  # longest pause of a replay at 1x, in seconds
@@ -35,9 +36,9 @@ async def timed(schedule: Sequence[tuple[float, Event]]) -> AsyncIterator[Event]
 
 
 class HistoryTab:
-    def __init__(self, runner: Runner, store, clients: Clients):
+    def __init__(self, runner: Runner, live: LiveRuns, store, clients: Clients):
         self.store = store
-        self.panel = RunPanel(runner, store, clients,
+        self.panel = RunPanel(runner, store, clients, live=live,
                               hint="Pick a run in the table above to see it, replay it or continue it.")
 
     def layout(self) -> None:
@@ -59,8 +60,8 @@ class HistoryTab:
         panel = self.panel
         gr.on(None, self.rows, inputs=None, outputs=self.table, **PRIVATE)
         self.refresh_btn.click(self.rows, None, self.table, **PRIVATE)
-        self.table.select(self.on_select, None, [self.run_id, *panel.outputs()], **PRIVATE)
-        gr.on([self.open_btn.click, self.run_id.submit], self.on_open, self.run_id, panel.outputs(), **PRIVATE)
+        self.table.select(self.on_select, None, [self.run_id, *panel.outputs()], **STREAM)
+        gr.on([self.open_btn.click, self.run_id.submit], self.on_open, self.run_id, panel.outputs(), **STREAM)
         replay = self.replay_btn.click(self.on_replay, [self.run_id, self.speed], panel.outputs(), **REPLAY)
         cont = panel.wire()
         stop_running(self.stop_btn, panel, [replay, cont])
@@ -88,15 +89,19 @@ class HistoryTab:
         view.run_id, view.method, view.task = run_id, run.method, run.task
         return view
 
-    def on_open(self, run_id: str) -> dict:
-        return self.panel.settle(self.view_of(run_id))
+    async def on_open(self, run_id: str):
+        """The run as stored, or live when it is going on."""
+        view = self.view_of(run_id)
+        async for update in self.panel.open(view.run_id, view):
+            yield update
 
-    def on_select(self, evt: gr.SelectData) -> dict:
+    async def on_select(self, evt: gr.SelectData):
         row = evt.row_value or []
         if not row:
-            return {}
+            return
         run_id = str(row[0])
-        return {self.run_id: run_id, **self.on_open(run_id)}
+        async for update in self.on_open(run_id):
+            yield {self.run_id: run_id, **update}
 
     async def on_replay(self, run_id: str, speed: float):
         view = self.view_of(run_id)  # checks the id
@@ -108,9 +113,9 @@ class HistoryTab:
             yield update
 
 
-def build(runner: Runner, store, clients: Clients) -> HistoryTab:
+def build(runner: Runner, live: LiveRuns, store, clients: Clients) -> HistoryTab:
     """Create the History tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
-    tab = HistoryTab(runner, store, clients)
+    tab = HistoryTab(runner, live, store, clients)
     tab.layout()
     tab.wire()
     return tab

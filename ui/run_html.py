@@ -60,6 +60,11 @@ def progress_text(view: RunView, status: str = "") -> str:
         return "Writing the draft…"
     if view.run_id:
         return "Starting…"
+    if view.queued is not None:
+        ahead = view.queued.ahead
+        before = f"{ahead} other run{'s' if ahead != 1 else ''} waiting before it" if ahead else "next in line"
+        return (f"Queued: {view.queued.limit} run{'s' if view.queued.limit != 1 else ''} already going "
+                f"(the most at once, --concurrency); this one starts when one ends ({before}).")
     return "No run yet: type a task and press Run."
 
 

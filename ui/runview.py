@@ -28,6 +28,7 @@ from common.events import (
 )
 from common.types import Passage
 from core.article.edits import Revisions
+from core.live import Queued
 from core.text.prompts import join_steps
 
 DRAFT, STEPS, PROGRESS = "draft", "steps", "progress"  # the panels an event can change
@@ -85,6 +86,7 @@ class RunView:
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    queued: Queued | None = None  # the run waits for a place (core.live): not yet started
     _edits: tuple[int, Revisions] | None = field(default=None, repr=False, compare=False)
 
     def card(self, i: int) -> StepCard:
@@ -104,9 +106,12 @@ class RunView:
                 live = self.card(i).live if i else self.live
                 live[role] = ("" if reset else live.get(role, "")) + text
                 return {STEPS}
+            case Queued():
+                self.queued = e
+                return {PROGRESS}
             case RunStarted(run_id=run_id, method=method, task=task):
                 self.run_id, self.method, self.task = run_id, method, task
-                self.failed = None
+                self.failed, self.queued = None, None
                 return {PROGRESS}
             case DraftReady(steps=steps):  # an edited draft replaces the first: revision starts over
                 self.steps, self.draft_ready, self.draft_live = list(steps), True, ""

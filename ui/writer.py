@@ -32,17 +32,22 @@ from common.settings import Settings
 from common.types import Task
 from core.article import edits
 from core.clients import Clients
+from core.live import LiveRuns
 from core.methods import METHODS, get_method
 from core.runner import Runner
 from core.text.prompts import join_steps, split_steps
+from data.versions import VersionRow, Versions
 from ui import article_view, run_html, runview
+from ui.runs_table import when
 from ui.runview import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
 
 CHAIN = "__chain__"  # the search choice "every configured provider, in order"
 TOKEN_INTERVAL = 0.1  # seconds between renders caused by streamed tokens alone (~10 a second)
 STOP_WAIT = 3.0  # seconds Stop waits for the cancelled run to record its status
 PRIVATE = {"api_visibility": "private"}
-STREAM = {**PRIVATE, "show_progress": "hidden", "concurrency_id": "runs"}  # the queue's run limit
+# following a run: not limited by the queue (core.live.LiveRuns bounds the runs themselves)
+STREAM = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": None}
+OPEN_LATEST = 8  # runs going on or stopped that the Writer offers to open
 
 DRAFT_HELP = ("One step per paragraph: separate steps with a blank line. Edit, reorder, delete or add "
               "steps; Continue revises them in this order.")
@@ -59,6 +64,7 @@ TAKE_HELP = ("The model's revision of these steps was refused (see why in the st
              "Take it anyway to put the model's version in the article.")
 STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP}
 EDIT = {**PRIVATE, "queue": False, "show_progress": "hidden", "trigger_mode": "always_last"}  # per keystroke
+SAVE_AFTER = 1.0  # seconds after the author's last keystroke that the article is saved as a version
 
 
 # -- helpers (no gradio state) --------------------------------------------------------------------
@@ -140,8 +146,13 @@ class RunPanel:
     """The view of one run (live, stored or replayed), the draft editor and Continue, undoing
     revisions, the editable article with its citations, and its export."""
 
-    def __init__(self, runner: Runner, store, clients: Clients, *, hint: str = ""):
+    def __init__(self, runner: Runner, store, clients: Clients, *, live: LiveRuns | None = None, hint: str = ""):
+        """``live``: the server's runs, which the panel continues and follows (one for the whole
+        app, so --concurrency bounds them all; a panel of its own without it)."""
         self.runner, self.store, self.clients = runner, store, clients
+        self.live = live or LiveRuns(runner, limit=runner.settings.concurrency)
+        self.versions = Versions(store)
+        self._saving: dict[str, asyncio.TimerHandle] = {}  # run id -> the pending save of an edit
         self.hint = hint
         self.threshold = runner.settings.method.cite_threshold  # as the runner cites a run's Final
 
@@ -170,8 +181,15 @@ class RunPanel:
                                          visible=False)
             self.article = gr.Textbox(label="Article (editable; undoing a step rebuilds it)", lines=12,
                                       max_lines=60, interactive=True, elem_classes="rat-article")
+            with gr.Row(equal_height=True):
+                self.saved = gr.HTML("", js_on_load=None, elem_classes="rat-saved")
+                self.version_pick = gr.Dropdown([], label="Versions (view one; Restore makes it the latest)",
+                                                scale=2, elem_classes="rat-versions", visible=False)
+                self.restore_btn = gr.Button("Restore", scale=0, min_width=120, visible=False)
+            self.saving = gr.Timer(SAVE_AFTER, active=False)
             gr.Markdown("#### Article with its sources")
             self.cited = gr.HTML("", js_on_load=None, elem_classes="rat-cited-panel")
+            self.sources = gr.HTML("", js_on_load=None, elem_classes="rat-sources-panel")
             with gr.Row():
                 self.export_btn = gr.Button("Export Markdown", scale=0, min_width=220)
                 self.download = gr.DownloadButton("Download", visible=False, scale=0, min_width=320)
@@ -180,7 +198,8 @@ class RunPanel:
 
     def outputs(self) -> list:
         return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
-                self.result_box, self.undo, self.take, self.article, self.cited, self.download, self.download_docx]
+                self.result_box, self.undo, self.take, self.article, self.cited, self.download, self.download_docx,
+                self.saved, self.version_pick, self.restore_btn, self.sources]
 
     def wire(self):
         """Bind the panel's own events; returns the Continue event (for a Stop button's cancels)."""
@@ -188,13 +207,19 @@ class RunPanel:
         cont = checked.success(self.on_continue, [self.state, self.editor], self.outputs(), **STREAM)
         for box in (self.undo, self.take):
             box.input(self.on_undo, [self.state, self.undo, self.take],
-                      [self.undo, self.take, self.article, self.cited, self.steps, self.download,
-                       self.download_docx], **PRIVATE)
+                      [self.undo, self.take, self.article, self.cited, self.sources, self.steps, self.download,
+                       self.download_docx, self.saved, self.version_pick, self.restore_btn], **PRIVATE)
+        self.saving.tick(self.on_saved, self.state, [self.saved, self.version_pick, self.restore_btn, self.saving],
+                         **PRIVATE)
+        self.version_pick.input(self.on_view_version, [self.state, self.version_pick], self.outputs(), **PRIVATE)
+        self.restore_btn.click(self.on_restore, [self.state, self.version_pick], self.outputs(), **PRIVATE)
         edited = [self.state, self.article, self.undo, self.take]
-        self.export_btn.click(partial(self.on_export, "md"), edited, [self.download, self.cited], **PRIVATE)
-        self.export_docx_btn.click(partial(self.on_export, "docx"), edited, [self.download_docx, self.cited],
-                                   **PRIVATE)
-        self.article.input(self.on_edit, edited, [self.cited, self.download, self.download_docx], **EDIT)
+        self.export_btn.click(partial(self.on_export, "md"), edited, [self.download, self.cited, self.sources],
+                              **PRIVATE)
+        self.export_docx_btn.click(partial(self.on_export, "docx"), edited,
+                                   [self.download_docx, self.cited, self.sources], **PRIVATE)
+        self.article.input(self.on_edit, edited, [self.cited, self.sources, self.download, self.download_docx,
+                                                  self.saved, self.saving], **EDIT)
         return cont
 
     # -- rendering --------------------------------------------------------------------------------
@@ -217,7 +242,7 @@ class RunPanel:
         except RatStudioError:
             return ""
 
-    def settle(self, view: RunView) -> dict:
+    def settle(self, view: RunView, shown_version: int | None = None) -> dict:
         """Every component, for a run that is not streaming: the editor when it can go on, the
         article when it is done."""
         status = self.status(view)
@@ -229,14 +254,23 @@ class RunPanel:
         out[self.editor] = gr.Textbox(value=join_steps(view.steps), info=STATUS_HINTS.get(status, RESUME_HELP))
         done = view.final is not None
         out[self.result_box] = gr.Column(visible=done)
+        # the author's latest version (``shown_version`` None), the model's text (0), or version N
+        version = None
+        if done and view.run_id and shown_version != 0:
+            version = (self.versions.latest(view.run_id) if shown_version is None
+                       else self.versions.get(view.run_id, shown_version))
+        undone, taken = (version.undone, version.taken) if version else ((), ())
         choices = article_view.revert_choices(view)
-        out[self.undo] = gr.CheckboxGroup(choices=choices, value=[], info=UNDO_HELP[view.edits.mode],
+        out[self.undo] = gr.CheckboxGroup(choices=choices, value=list(undone), info=UNDO_HELP[view.edits.mode],
                                           visible=bool(choices))
         takeable = article_view.take_choices(view)
-        out[self.take] = gr.CheckboxGroup(choices=takeable, value=[], visible=bool(takeable))
-        text = view.edits.text() if done else ""
+        out[self.take] = gr.CheckboxGroup(choices=takeable, value=list(taken), visible=bool(takeable))
+        text = (version.text if version else view.edits.text()) if done else ""
         out[self.article] = text
-        out[self.cited] = self.cited_html(view, text) if done else ""
+        out.update(self.article_html(view, text, undone, taken) if done else {self.cited: "", self.sources: ""})
+        if undone or taken:
+            out[self.steps] = run_html.steps_html(view, undone, taken)
+        out.update(self.version_outputs(view, version))
         out[self.download] = gr.DownloadButton(visible=False)
         out[self.download_docx] = gr.DownloadButton(visible=False)
         return out
@@ -244,6 +278,13 @@ class RunPanel:
     def cited_html(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
         """The article as edited, with its [n] marks and its sentences no source supports."""
         return article_view.cited_html(view.edits.cited(text, undone, taken, threshold=self.threshold))
+
+    def article_html(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> dict:
+        """The article as edited with its [n] marks, and under it its numbered sources (each [n]
+        leads to its entry), numbered as its export numbers them."""
+        article = view.edits.article(view.task, text, undone, taken, threshold=self.threshold)
+        return {self.cited: self.cited_html(view, text, undone, taken),
+                self.sources: article_view.sources_html(article)}
 
     async def follow(self, events: AsyncIterator[Event], view: RunView, *, live: bool = True) -> AsyncIterator[dict]:
         """Render a stream of events into this panel as they arrive: streamed tokens at most
@@ -289,20 +330,31 @@ class RunPanel:
         draft = steps if steps and steps != view.steps else None  # None: go on as stored
         run = self.store.get_run(view.run_id)
         providers = providers_for(self.runner.settings, run.settings.get("search"))
-        events = self.runner.resume(view.run_id, draft=draft, providers=providers)
+        events = self.live.resume(view.run_id, draft=draft, providers=providers)
         async for update in self.follow(events, view):
             yield update
 
+    async def open(self, run_id: str, view: RunView | None = None):
+        """Show a run: live when it is going on (what it did so far, then each event as it
+        happens), else as stored."""
+        if self.live.is_live(run_id):
+            async for update in self.follow(self.live.follow(run_id), RunView()):
+                yield update
+        else:
+            yield self.settle(view or runview.fold(self.store.events(run_id)))
+
     async def on_stop(self, view: RunView | None) -> dict:
-        """After a Stop: the run as stored (the runner records "interrupted" as it stops)."""
+        """Stop the run (it goes on on the server until then, whoever follows it), then show it
+        as stored (the runner records "interrupted" as it stops)."""
         if view is None or not view.run_id:
             return {}
+        self.live.stop(view.run_id)
         deadline = time.monotonic() + STOP_WAIT
         while self.status(view) == "running" and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         return self.settle(runview.fold(self.store.events(view.run_id)))
 
-    def on_undo(self, view: RunView | None, chosen: list[int], taken: list[int] | None = None) -> dict:
+    async def on_undo(self, view: RunView | None, chosen: list[int], taken: list[int] | None = None) -> dict:
         """Undo or take revisions: the article is rebuilt, and the boxes show what the mode's
         rules made of the choice (in cumulative mode, everything after the first step chosen)."""
         if view is None or view.final is None:
@@ -310,22 +362,84 @@ class RunPanel:
         revs = view.edits
         undone, taken_steps = revs.chosen(chosen or [], taken or [])
         text = revs.text(undone, taken_steps)
-        return {self.undo: gr.CheckboxGroup(value=sorted(undone)),
+        self._cancel_save(view.run_id)  # the undo replaces the text being typed
+        version = self.versions.add(view.run_id, text, undone=undone, taken=taken_steps,
+                                    action="take" if taken_steps else "undo")
+        return {**self.version_outputs(view, version),
+                self.undo: gr.CheckboxGroup(value=sorted(undone)),
                 self.take: gr.CheckboxGroup(value=sorted(taken_steps)),
                 self.article: text,
-                self.cited: self.cited_html(view, text, undone, taken_steps),
+                **self.article_html(view, text, undone, taken_steps),
                 self.steps: run_html.steps_html(view, undone, taken_steps),
                 self.download: gr.DownloadButton(visible=False),
                 self.download_docx: gr.DownloadButton(visible=False)}
 
-    def on_edit(self, view: RunView | None, text: str, chosen: list[int], taken: list[int] | None = None) -> dict:
+    async def on_edit(self, view: RunView | None, text: str, chosen: list[int], taken: list[int] | None = None) -> dict:
         """The author typed in the article: its citations follow, and the last export is gone.
         (An export shows the citations of what it exported too: text put in the box some other
         way than typing, e.g. by a script, fires no input event.)"""
         hidden = {self.download: gr.DownloadButton(visible=False), self.download_docx: gr.DownloadButton(visible=False)}
         if view is None or view.final is None:
             return hidden
-        return {self.cited: self.cited_html(view, text or "", chosen or [], taken or []), **hidden}
+        self._save_later(view.run_id, text or "", chosen or [], taken or [])
+        return {**self.article_html(view, text or "", chosen or [], taken or []), **hidden,
+                self.saved: "<span class='rat-note'>Saving…</span>", self.saving: gr.Timer(active=True)}
+
+    # -- versions -----------------------------------------------------------------------------------
+    def _save_later(self, run_id: str, text: str, undone, taken) -> None:
+        """Save the article as a version SAVE_AFTER seconds after the last keystroke (each
+        keystroke puts the save off again), on the server: a closed tab does not lose it."""
+        self._cancel_save(run_id)
+        loop = asyncio.get_running_loop()
+
+        def save() -> None:
+            self._saving.pop(run_id, None)
+            self.versions.add(run_id, text, undone=undone, taken=taken, action="edit")
+
+        self._saving[run_id] = loop.call_later(SAVE_AFTER, save)
+
+    def _cancel_save(self, run_id: str) -> None:
+        pending = self._saving.pop(run_id, None)
+        if pending is not None:
+            pending.cancel()
+
+    def version_outputs(self, view: RunView, shown: VersionRow | None) -> dict:
+        """The saved line and the versions list: which version is shown, and every one to pick."""
+        rows = self.versions.list(view.run_id) if view.run_id and view.final is not None else []
+        choices = [("the model's text", 0)] + [(version_label(v), v.n) for v in reversed(rows)]
+        if shown is None:
+            line = "The model's text: your edits, undos and restores are saved as versions." if view.final else ""
+        else:
+            newest = rows[-1].n
+            latest = "" if shown.n == newest else f" (the latest is {newest}: Restore makes this one the latest)"
+            line = f"Version {shown.n}, saved {when(shown.created)}{latest}."
+        return {self.saved: f"<span class='rat-note'>{html.escape(line)}</span>" if line else "",
+                self.version_pick: gr.Dropdown(choices=choices, value=shown.n if shown else 0,
+                                               visible=bool(rows)),
+                self.restore_btn: gr.Button(visible=bool(rows))}
+
+    def on_saved(self, view: RunView | None) -> dict:
+        """The timer after an edit: once the pending save is done, say so and stop ticking."""
+        if view is None or not view.run_id or view.run_id in self._saving:
+            return {}
+        return {**self.version_outputs(view, self.versions.latest(view.run_id)), self.saving: gr.Timer(active=False)}
+
+    def on_view_version(self, view: RunView | None, n) -> dict:
+        """Show an earlier version (or, for 0, the model's text) without changing anything."""
+        if view is None or view.final is None:
+            return {}
+        return self.settle(view, shown_version=int(n or 0))
+
+    async def on_restore(self, view: RunView | None, n) -> dict:
+        """Make the version picked (or the model's text) the latest, as a new version."""
+        if view is None or view.final is None:
+            raise gr.Error("Open a finished run first.")
+        self._cancel_save(view.run_id)
+        if n:
+            self.versions.restore(view.run_id, int(n))
+        else:
+            self.versions.add(view.run_id, view.edits.text(), action="restore")
+        return self.settle(view)
 
     def on_export(self, suffix: str, view: RunView | None, text: str, chosen: list[int],
                   taken: list[int] | None = None) -> dict:
@@ -345,7 +459,13 @@ class RunPanel:
                             encoding="utf-8")
         button = self.download_docx if suffix == "docx" else self.download
         return {button: gr.DownloadButton(f"Download {path.name}", value=str(path), visible=True),
-                self.cited: self.cited_html(view, text, chosen, taken)}
+                **self.article_html(view, text, chosen, taken)}
+
+
+def version_label(version: VersionRow) -> str:
+    """'3 · 14:02:11 · edit · 812 words' (and 'from 1' for a restore), for the versions list."""
+    restored = f" from {version.restored_from}" if version.restored_from else ""
+    return f"{version.n} · {when(version.created)} · {version.action}{restored} · {version.words:,} words"
 
 
 def stop_running(button: gr.Button, panel: RunPanel, events: list) -> None:
@@ -358,10 +478,10 @@ def stop_running(button: gr.Button, panel: RunPanel, events: list) -> None:
 
 # -- the tab --------------------------------------------------------------------------------------
 class WriterTab:
-    def __init__(self, runner: Runner, store, clients: Clients):
-        self.runner, self.clients = runner, clients
+    def __init__(self, runner: Runner, live: LiveRuns, store, clients: Clients):
+        self.runner, self.live, self.store, self.clients = runner, live, store, clients
         self.settings = runner.settings
-        self.panel = RunPanel(runner, store, clients)
+        self.panel = RunPanel(runner, store, clients, live=live)
 
     def layout(self) -> None:
         s = self.settings
@@ -383,6 +503,12 @@ class WriterTab:
                     self.stop_btn = gr.Button("Stop", variant="stop", scale=1)
             with gr.Column(scale=2):
                 self.model = gr.HTML(model_html(s), js_on_load=None)
+                # the run this browser last started or opened: shown again after a reload
+                self.last_run = gr.BrowserState("", storage_key="rat-studio-last-run", secret="rat-studio")
+                with gr.Row(equal_height=True, visible=False) as self.others:
+                    self.other_runs = gr.Dropdown([], label="Runs going on or stopped", scale=3,
+                                                  elem_classes="rat-other-runs")
+                    self.open_btn = gr.Button("Open", scale=1)
                 with gr.Accordion("Settings in force", open=False):
                     gr.Code(json.dumps(s.public_dict(), indent=2), language="json")
         self.panel.layout()
@@ -390,10 +516,15 @@ class WriterTab:
     def wire(self) -> None:
         panel = self.panel
         gr.on(None, self.on_load, inputs=None, outputs=self.model, **PRIVATE)
+        gr.on(None, self.on_reload, inputs=self.last_run, outputs=panel.outputs(), **STREAM)
+        gr.on([self.other_runs.focus], self.other_choices, None, [self.others, self.other_runs], **PRIVATE)
+        gr.on(None, self.other_choices, None, [self.others, self.other_runs], **PRIVATE)
+        self.open_btn.click(self.on_open, self.other_runs, [self.last_run, *panel.outputs()], **STREAM)
+
         self.method.change(method_info, self.method, self.method_info, **PRIVATE)
         checked = self.run_btn.click(self.check_run, [self.task, self.method], None, **PRIVATE)
         run = checked.success(self.on_run, [self.task, self.method, self.search, self.draft_only],
-                              panel.outputs(), **STREAM)
+                              [self.last_run, *panel.outputs()], **STREAM)
         cont = panel.wire()
         stop_running(self.stop_btn, panel, [run, cont])
 
@@ -412,15 +543,52 @@ class WriterTab:
         await require_llm(self.clients)
 
     async def on_run(self, prompt: str, method: str, search: str, draft_only: bool):
-        events = self.runner.start(method, Task(prompt), draft_only=bool(draft_only),
-                                   providers=providers_for(self.settings, search))
-        async for update in self.panel.follow(events, RunView()):
+        events = self.live.start(method, Task(prompt), draft_only=bool(draft_only),
+                                 providers=providers_for(self.settings, search))
+        view, remembered = RunView(), False
+        async for update in self.panel.follow(events, view):
+            if view.run_id and not remembered:  # a reload comes back to this run
+                update, remembered = {self.last_run: view.run_id, **update}, True
             yield update
 
+    async def on_reload(self, last_run: str):
+        """The page (re)opened: the run this browser last started or opened, live when it is
+        still going on (the run is the server's: a reload never stopped it)."""
+        if not last_run:
+            return
+        try:
+            self.store.get_run(last_run)
+        except RatStudioError:
+            return
+        async for update in self.panel.open(last_run):
+            yield update
 
-def build(runner: Runner, store, clients: Clients) -> WriterTab:
-    """Create the Writer tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
-    tab = WriterTab(runner, store, clients)
+    async def on_open(self, run_id: str):
+        if not run_id:
+            raise gr.Error("Pick a run in the list first.")
+        async for update in self.panel.open(run_id):
+            yield {self.last_run: run_id, **update}
+
+    def other_choices(self) -> dict:
+        """The runs going on now, then the latest stopped ones (interrupted or failed, e.g. by a
+        restart: open one to continue it)."""
+        going = self.live.running()
+        stopped = [r.id for r in self.store.list_runs(limit=50) if str(r.status) in ("interrupted", "failed")]
+        choices = []
+        for run_id in [*going, *stopped][:OPEN_LATEST]:
+            run = self.store.get_run(run_id)
+            state = "going on" if run_id in going else str(run.status)
+            choices.append((f"{run.task[:60]} · {run.method} · {state} · {run_id}", run_id))
+        return {self.others: gr.Row(visible=bool(choices)),
+                self.other_runs: gr.Dropdown(choices=choices, value=choices[0][1] if choices else None)}
+
+
+
+
+def build(runner: Runner, live: LiveRuns, store, clients: Clients) -> WriterTab:
+    """Create the Writer tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context;
+    ``live``: the server's runs (``core.live.LiveRuns``), which the Writer starts and follows."""
+    tab = WriterTab(runner, live, store, clients)
     tab.layout()
     tab.wire()
     return tab

@@ -1,0 +1,175 @@
+"""Runs that belong to the server, not to a browser's request.
+
+``LiveRuns`` drives each run in a task of its own on the server's event loop; a browser only
+*follows* it: ``start`` and ``resume`` launch a run and follow it, ``follow`` joins one that is
+going on and gets what it did so far, then each event as it happens. A follower that goes away
+(a reload, a closed tab, a lost connection) ends its own following and nothing else: the run
+goes on, and the next follower picks it up where it is. ``stop`` stops the run itself (the
+runner stores it as interrupted, resumable); ``stop_all`` does so for every run when the server
+goes down.
+
+At most ``limit`` runs go at once (``--concurrency``); a run launched beyond that waits in line,
+and its followers get ``Queued`` (never stored) until it starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+from common.events import Event, Failed, RunStarted
+from common.types import Task
+
+_END = object()  # put in a follower's queue when the run's task has ended
+
+
+@dataclass(frozen=True)
+class Queued:
+    """Not an event of the run (never stored): the run waits for one of the ``limit`` places,
+    with ``ahead`` runs waiting before it."""
+
+    ahead: int
+    limit: int
+    persist: bool = False
+
+
+@dataclass(eq=False)
+class _Live:
+    ticket: int
+    run_id: str = ""
+    history: list = field(default_factory=list)  # what a new follower is shown first
+    followers: set = field(default_factory=set)  # one asyncio.Queue per follower
+    task: asyncio.Task | None = None
+    error: Exception | None = None  # what kept the run from starting (raised to its followers)
+
+    def publish(self, item, *, keep: bool = True) -> None:
+        if keep and item is not _END:
+            self.history.append(item)
+        for queue in self.followers:
+            queue.put_nowait(item)
+
+
+class LiveRuns:
+    """The runs this server drives, through ``runner`` (``core.runner.Runner``), at most
+    ``limit`` at once."""
+
+    def __init__(self, runner, *, limit: int = 4) -> None:
+        self.runner = runner
+        self.limit = max(1, int(limit))
+        self._runs: dict[str, _Live] = {}  # run id -> the live run driving it
+        self._line: list[_Live] = []  # launched, waiting for a place, in order
+        self._tickets = itertools.count(1)
+        self._places: asyncio.Semaphore | None = None  # made on the loop that first needs it
+
+    # -- launching ----------------------------------------------------------------------------
+    def start(self, method: str, task: Task, *, draft_only: bool = False,
+              providers: Sequence[str] | None = None) -> AsyncIterator[Event | Queued]:
+        """Launch a run (``Runner.start``) and follow it. Following raises what the runner
+        raises before the run exists (TaskError, ConfigError); closing it leaves the run going."""
+        live = self._launch(lambda: self.runner.start(method, task, draft_only=draft_only, providers=providers))
+        return self._follow(live)
+
+    def resume(self, run_id: str, *, draft: list[str] | None = None,
+               providers: Sequence[str] | None = None) -> AsyncIterator[Event | Queued]:
+        """Launch the continuation of a stored run (``Runner.resume``) and follow it, from the
+        run's stored events on. Raises (when followed) what ``Runner.resume`` raises."""
+        live = self._launch(lambda: self.runner.resume(run_id, draft=draft, providers=providers),
+                            prior=self.runner.store.events(run_id))
+        return self._follow(live)
+
+    def _launch(self, events: Callable[[], AsyncIterator[Event]], *, prior: list | None = None) -> _Live:
+        live = _Live(ticket=next(self._tickets), history=list(prior or []))
+        self._line.append(live)
+        live.task = asyncio.get_running_loop().create_task(self._drive(live, events))
+        return live
+
+    async def _drive(self, live: _Live, events: Callable[[], AsyncIterator[Event]]) -> None:
+        places = self._places or asyncio.Semaphore(self.limit)
+        self._places = places
+        try:
+            self._tell_line()
+            async with places:
+                self._line.remove(live)
+                self._tell_line()
+                async with aclosing(events()) as stream:
+                    async for event in stream:
+                        if isinstance(event, RunStarted) and not live.run_id:
+                            live.run_id = event.run_id
+                            self._runs[live.run_id] = live
+                        live.publish(event)
+        except Exception as exc:  # raised to the followers when the run never started; else shown as Failed
+            if not live.run_id:
+                live.error = exc
+            else:  # the runner could not even store its failure (the disk, the database): say so all the same
+                live.publish(Failed(error=f"The run stopped: {exc}", resumable=True, error_type=type(exc).__name__))
+        finally:
+            if live in self._line:
+                self._line.remove(live)
+                self._tell_line()
+            self._runs.pop(live.run_id, None)
+            live.publish(_END)
+
+    def _tell_line(self) -> None:
+        if self._places is not None and not self._places.locked():
+            return
+        for ahead, waiting in enumerate(self._line):
+            waiting.publish(Queued(ahead=ahead, limit=self.limit), keep=False)
+
+    # -- following ----------------------------------------------------------------------------
+    def running(self) -> list[str]:
+        """The ids of the runs going on now, the oldest first."""
+        return [run_id for run_id, _ in sorted(self._runs.items(), key=lambda kv: kv[1].ticket)]
+
+    def is_live(self, run_id: str) -> bool:
+        return run_id in self._runs
+
+    def follow(self, run_id: str) -> AsyncIterator[Event | Queued]:
+        """Join a run going on: its events so far (a resumed run's stored ones first), then
+        each as it happens, until it ends. Nothing when it is not live."""
+        live = self._runs.get(run_id)
+        return self._follow(live) if live is not None else _nothing()
+
+    async def _follow(self, live: _Live) -> AsyncIterator[Event | Queued]:
+        queue: asyncio.Queue = asyncio.Queue()
+        seen = list(live.history)  # taken as the queue joins: on one loop, nothing comes in between
+        ended = live.task is None or live.task.done()
+        live.followers.add(queue)
+        try:
+            if live in self._line and self._places is not None and self._places.locked():
+                yield Queued(ahead=self._line.index(live), limit=self.limit)
+            for item in seen:
+                yield item
+            while not ended:
+                item = await queue.get()
+                if item is _END:
+                    break
+                yield item
+            if live.error is not None:
+                raise live.error
+        finally:
+            live.followers.discard(queue)
+
+    # -- stopping -----------------------------------------------------------------------------
+    def stop(self, run_id: str) -> bool:
+        """Stop a live run (the runner stores it as interrupted); False when it is not live."""
+        live = self._runs.get(run_id)
+        if live is None or live.task is None:
+            return False
+        live.task.cancel()
+        return True
+
+    async def stop_all(self) -> None:
+        """Stop every run, going or waiting (the server is going down), and wait until each is
+        stored as interrupted."""
+        tasks = [live.task for live in {*self._runs.values(), *self._line} if live.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _nothing() -> AsyncIterator[Event | Queued]:
+    return
+    yield  # an async generator that ends at once

@@ -1,0 +1,135 @@
+"""Runs that belong to the server (core.live.LiveRuns): a follower that leaves does not stop the
+run, a new follower gets what happened so far and then the rest live, Stop stops the run itself,
+--concurrency bounds runs at once and a run beyond it says it is queued. Over the fakes' real HTTP
+and a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from common.errors import TaskError
+from common.events import DraftReady, Final, RunStarted, StepRevised, TokenDelta
+from common.types import RunStatus, Task
+from core.live import LiveRuns, Queued
+from tests.fakes.scripts import RatAuthor, draft_steps
+
+TASK = Task("Write a short history of Python 3 and its ecosystem.")
+WAIT = 20  # seconds: a bound on each wait, never a measurement
+
+
+class Gate:
+    """A reply function that answers like RatAuthor, but holds every revision until opened."""
+
+    def __init__(self, steps: int = 3, *, open_at_start: bool = False) -> None:
+        self.author = RatAuthor(draft_steps(steps))
+        self.open = threading.Event()
+        if open_at_start:
+            self.open.set()
+        self.held = threading.Event()  # a revision is waiting at the gate
+
+    def __call__(self, body: dict) -> str:
+        reply = self.author(body)
+        if self.author.calls[-1][0] == "revise":
+            self.held.set()
+            self.open.wait(WAIT)
+        return reply
+
+
+def stored(events) -> list:
+    return [e for e in events if not isinstance(e, (TokenDelta, Queued))]
+
+
+async def wait_for(predicate, what: str) -> None:
+    for _ in range(WAIT * 20):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"gave up waiting for {what}")
+
+
+async def first(events, kind):
+    """Read ``events`` until one of ``kind``; returns what was read."""
+    seen = []
+    async for e in events:
+        seen.append(e)
+        if isinstance(e, kind):
+            return seen
+    raise AssertionError(f"the run ended before a {kind.__name__}")
+
+
+async def test_a_follower_that_leaves_leaves_the_run_going_and_a_new_one_sees_it_all(app, llm):
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner)
+    following = live.start("rat", TASK)
+    seen = await first(following, DraftReady)
+    run_id = seen[0].run_id
+    await following.aclose()  # the tab reloads
+    await wait_for(gate.held.is_set, "the first revision")
+    assert live.running() == [run_id] and app.store.get_run(run_id).status == RunStatus.RUNNING
+
+    again = live.follow(run_id)  # the reopened Writer
+    replayed = await first(again, DraftReady)
+    assert isinstance(replayed[0], RunStarted) and replayed[0].run_id == run_id
+    gate.open.set()
+    rest = [e async for e in again]
+    assert isinstance(rest[-1], Final) and sum(isinstance(e, StepRevised) for e in rest) == 3
+    assert app.store.get_run(run_id).status == RunStatus.DONE
+    assert stored(replayed + rest) == app.store.events(run_id), "everything, once, in order"
+    assert live.running() == [] and [e async for e in live.follow(run_id)] == []
+
+
+async def test_stop_stops_the_run_itself_and_it_can_be_continued(app, llm):
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner)
+    following = live.start("rat", TASK)
+    run_id = (await first(following, RunStarted))[0].run_id
+    await wait_for(gate.held.is_set, "the first revision")
+    assert live.stop(run_id) and not live.stop("not-a-run")
+    rest = [e async for e in following]  # the follower ends with the run
+    assert not any(isinstance(e, Final) for e in rest)
+    await wait_for(lambda: app.store.get_run(run_id).status == RunStatus.INTERRUPTED, "the interrupted status")
+    gate.open.set()
+    resumed = [e async for e in live.resume(run_id)]
+    assert isinstance(resumed[-1], Final) and app.store.get_run(run_id).status == RunStatus.DONE
+    assert isinstance(resumed[0], RunStarted) and not resumed[0].resumed, "the stored events come first"
+
+
+async def test_a_run_beyond_the_limit_waits_and_says_so(app, llm):
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner, limit=1)
+    one = live.start("rat", TASK)
+    first_id = (await first(one, RunStarted))[0].run_id
+    two = live.start("rat", Task("A second task about Mercurial and Python 3."))
+    waiting = await first(two, Queued)
+    assert waiting == [Queued(ahead=0, limit=1)] and live.running() == [first_id]
+    gate.open.set()
+    second = await first(two, RunStarted)
+    assert second[-1].run_id != first_id
+    assert isinstance([e async for e in two][-1], Final) and isinstance([e async for e in one][-1], Final)
+
+
+async def test_what_keeps_a_run_from_starting_reaches_its_follower(app):
+    live = LiveRuns(app.runner)
+    with pytest.raises(TaskError):
+        [e async for e in live.start("rat", Task("   "))]
+    assert live.running() == []
+
+
+async def test_stop_all_leaves_every_run_interrupted(app, llm):
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner, limit=1)
+    one, two = live.start("rat", TASK), live.start("rat", Task("Another task about Python 3 and pip."))
+    run_id = (await first(one, RunStarted))[0].run_id
+    await first(two, Queued)
+    await wait_for(gate.held.is_set, "the first revision")
+    await live.stop_all()
+    gate.open.set()
+    assert app.store.get_run(run_id).status == RunStatus.INTERRUPTED
+    assert [r.id for r in app.store.list_runs()] == [run_id], "the waiting run never started"

@@ -1,0 +1,114 @@
+"""Runs belong to the server (issue 21, item 1), in a real headless Chromium: a reload mid-run
+leaves the run going, and the reopened Writer shows what it did so far, then the rest live to the
+end; another browser finds the run among those going on and follows it too."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from common.types import RunStatus
+from tests.core.test_live import Gate
+from tests.ui import test_writer_browser as writer_tests
+from tests.ui.browser import chromium_missing
+from tests.ui.test_writer_browser import TIMEOUT, start
+
+# the Writer tests' fixtures: one app served for this module, a browser, a page opener
+stand_ins, app_url, browser = writer_tests.stand_ins, writer_tests.app_url, writer_tests.browser
+llm, web, app, open_page = writer_tests.llm, writer_tests.web, writer_tests.app, writer_tests.open_page
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(chromium_missing()), reason=chromium_missing())]
+
+if not chromium_missing():
+    from playwright.sync_api import expect
+
+TASK = "Describe how Python 3 came to be and how Mercurial moved to it"
+
+
+def progress(writer):
+    return writer.locator(".rat-progress").first
+
+
+def test_a_reload_mid_run_leaves_the_run_going_and_shows_it_live_to_the_end(open_page, llm, app):
+    gate = Gate()
+    llm.reply(gate)
+    page, writer = open_page()
+    start(writer, TASK)
+    expect(progress(writer)).to_contain_text(re.compile(r"Step 1 of 3"), timeout=TIMEOUT)
+    assert gate.held.wait(TIMEOUT / 1000), "the first revision reached the model"
+    run_id = app.store.list_runs(limit=1)[0].id
+
+    page.reload()  # the request that started the run is gone
+    expect(progress(writer)).to_contain_text(re.compile(r"Step 1 of 3"), timeout=TIMEOUT)
+    assert app.store.get_run(run_id).status == RunStatus.RUNNING
+    expect(writer.locator("ol.rat-draft li")).to_have_count(3)  # what it did before the reload
+
+    other, other_writer = open_page()  # another browser: no run of its own, the list offers this one
+    runs = other_writer.get_by_role("combobox", name="Runs going on or stopped")
+    expect(runs).to_have_value(re.compile(rf"going on · {run_id}$"), timeout=TIMEOUT)
+    other_writer.get_by_role("button", name="Open", exact=True).click()
+    expect(progress(other_writer)).to_contain_text(re.compile(r"Step 1 of 3"), timeout=TIMEOUT)
+
+    gate.open.set()  # the run goes on, on the server, and both pages follow it to the end
+    for w in (writer, other_writer):
+        expect(progress(w)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
+        expect(w.get_by_role("textbox", name=re.compile("^Article"))).to_have_value(re.compile(r"\[revised\]"))
+    assert app.store.get_run(run_id).status == RunStatus.DONE
+
+    page.reload()  # after the end, the browser's last run is still there, as stored
+    expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
+
+
+def test_stop_in_a_reopened_writer_stops_the_run_on_the_server(open_page, llm, app):
+    gate = Gate()
+    llm.reply(gate)
+    page, writer = open_page()
+    start(writer, "Describe how pip and virtualenv keep Python projects apart")
+    expect(progress(writer)).to_contain_text(re.compile(r"Step 1 of 3"), timeout=TIMEOUT)
+    assert gate.held.wait(TIMEOUT / 1000), "the first revision reached the model"
+    run_id = app.store.list_runs(limit=1)[0].id
+    page.reload()
+    expect(progress(writer)).to_contain_text(re.compile(r"Step 1 of 3"), timeout=TIMEOUT)
+    writer.get_by_role("button", name="Stop", exact=True).click()
+    expect(progress(writer)).to_contain_text(re.compile(r"^Stopped"), timeout=TIMEOUT)
+    gate.open.set()
+    assert app.store.get_run(run_id).status == RunStatus.INTERRUPTED
+
+
+def test_an_edit_and_an_undo_survive_a_reload_and_a_restart(open_page, llm, app, tmp_path, capsys):
+    import app as app_module
+    from tests.ui.browser import serve
+
+    llm.reply(Gate(open_at_start=True))
+    page, writer = open_page()
+    start(writer, "Describe how Python 3.6 changed string formatting")
+    expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
+    run_id = app.store.list_runs(limit=1)[0].id
+    writer.get_by_role("checkbox", name=re.compile(r"^Step 2: ")).check()  # undo step 2 (and 3: cumulative)
+    article = writer.get_by_role("textbox", name=re.compile("^Article"))
+    expect(article).not_to_have_value(re.compile(r"Step 2.*\[revised\]", re.S))
+    article.fill(article.input_value() + "\n\nA closing line by the author")
+    article.press_sequentially(".")  # typed: Playwright's fill fires no input event Gradio listens to
+    saved = writer.locator(".rat-saved").last
+    expect(saved).to_contain_text(re.compile(r"Version 2, saved"), timeout=TIMEOUT)  # 1: the undo, 2: the edit
+
+    page.reload()
+    expect(article).to_have_value(re.compile(r"A closing line by the author\.$"), timeout=TIMEOUT)
+    expect(writer.get_by_role("checkbox", name=re.compile(r"^Step 2: "))).to_be_checked()
+
+    restarted = app_module.build(app.settings)  # a new server process on the same database
+    with serve(restarted) as url:
+        again = page.context.new_page()
+        again.goto(url)
+        again.get_by_role("tab", name="History").click()
+        history = again.locator("#rat-tab-history")
+        history.get_by_label("Run", exact=True).fill(run_id)
+        history.get_by_role("button", name="Open", exact=True).click()
+        edited = history.get_by_role("textbox", name=re.compile("^Article"))
+        expect(edited).to_have_value(re.compile(r"A closing line by the author\.$"), timeout=TIMEOUT)
+        expect(history.locator(".rat-saved").last).to_contain_text("Version 2, saved")
+    capsys.readouterr()
+    assert app_module.main(["--db", str(app.settings.db_path), "show", run_id], env={}) == 0
+    shown = capsys.readouterr().out
+    assert "A closing line by the author." in shown and "Step 3" in shown and shown.count("[revised]") == 1
