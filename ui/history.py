@@ -98,6 +98,7 @@ class HistoryTab:
     async def on_select(self, evt: gr.SelectData):
         row = evt.row_value or []
         if not row:
+            yield {}  # a generator that yields nothing would blank the panel
             return
         run_id = str(row[0])
         async for update in self.on_open(run_id):

@@ -554,11 +554,12 @@ class WriterTab:
     async def on_reload(self, last_run: str):
         """The page (re)opened: the run this browser last started or opened, live when it is
         still going on (the run is the server's: a reload never stopped it)."""
-        if not last_run:
-            return
         try:
-            self.store.get_run(last_run)
+            known = bool(last_run) and self.store.get_run(last_run) is not None
         except RatStudioError:
+            known = False
+        if not known:  # nothing to show: leave the panel as it is (a handler that yields nothing blanks it)
+            yield {}
             return
         async for update in self.panel.open(last_run):
             yield update
