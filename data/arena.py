@@ -20,14 +20,11 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-import sqlite_utils
-
 from common.errors import StoreError
-from data.store import Store, now
+from data.store import Store, now, write_transaction
 
 CHOICES = ("a", "b", "tie", "both_bad")
 VOID = "void"  # a correction's choice for a vote that should not count at all
@@ -92,25 +89,6 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@contextmanager
-def _write(db: sqlite_utils.Database, what: str) -> Iterator[sqlite3.Connection]:
-    """One write transaction. Raises StoreError (naming ``what``) when SQLite refuses it."""
-    conn = db.conn
-    try:
-        conn.execute("begin immediate")
-    except sqlite3.Error as exc:
-        raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database file.") from exc
-    try:
-        yield conn
-    except sqlite3.Error as exc:
-        conn.rollback()
-        raise StoreError(f"Could not {what}: {exc}.") from exc
-    except BaseException:
-        conn.rollback()
-        raise
-    conn.commit()
-
-
 def _task_id(conn: sqlite3.Connection, prompt: str, kind: str | None, task_set: str | None) -> int:
     """The id of the task (created if new), inside the caller's transaction. ``kind`` or
     ``task_set`` None (an imported line that does not say): the oldest task with this text and
@@ -157,7 +135,7 @@ def sync_run_outputs(store: Store) -> int:
     )
     if store.db.execute(f"select 1 {new_runs} limit 1").fetchone() is None:
         return 0  # the usual case: no write transaction for nothing
-    with _write(store.db, "add finished runs to the arena") as conn:
+    with write_transaction(store.db, "add finished runs to the arena") as conn:
         cur = conn.execute(
             "insert or ignore into outputs (task_id, method, text, digest, source, run_id, created) "
             f"select task_id, method, final_text, '', 'run', id, ? {new_runs}",
@@ -170,7 +148,7 @@ def import_outputs(store: Store, records: Iterable[dict]) -> tuple[int, int]:
     """Add outputs of any system, all in one transaction: each record has ``prompt``, ``kind``,
     ``task_set``, ``method`` and ``text``. Returns (added, already present). Raises StoreError."""
     added = present = 0
-    with _write(store.db, "import the outputs") as conn:
+    with write_transaction(store.db, "import the outputs") as conn:
         for r in records:
             task_id = _task_id(conn, r["prompt"], r["kind"], r["task_set"])
             _, new = _import_output(conn, task_id, r["method"], r["text"])
@@ -262,7 +240,7 @@ def battle_counts(store: Store, since: BattleCounts | None = None) -> BattleCoun
 
 def create_battle(store: Store, output_a: int, output_b: int, annotator: str) -> int:
     """Record that ``annotator`` is shown outputs A and B (A first). Raises StoreError."""
-    with _write(store.db, "start a battle") as conn:
+    with write_transaction(store.db, "start a battle") as conn:
         rows = conn.execute(
             "select id, task_id, method from outputs where id in (?, ?)", [output_a, output_b]
         ).fetchall()
@@ -300,7 +278,7 @@ def record_vote(store: Store, battle_id: int, annotator: str, choice: str) -> in
     shown to someone else, or already has a vote."""
     if choice not in CHOICES:
         raise ValueError(f"choice must be one of {CHOICES}, not {choice!r}")
-    with _write(store.db, "record the vote") as conn:
+    with write_transaction(store.db, "record the vote") as conn:
         row = conn.execute("select annotator from battles where id = ?", [battle_id]).fetchone()
         if row is None:
             raise StoreError(f"No battle {battle_id}: press Next to get a new pair.")
@@ -340,7 +318,7 @@ def correct_vote(store: Store, vote_id: int, choice: str, corrected_by: str, why
         raise ValueError("say who corrects the vote (--by NAME)")
     if not why.strip():
         raise ValueError("say why the vote is corrected (--why TEXT)")
-    with _write(store.db, "correct the vote") as conn:
+    with write_transaction(store.db, "correct the vote") as conn:
         if not conn.execute("select 1 from votes where id = ?", [vote_id]).fetchone():
             raise StoreError(f"No vote {vote_id} in {store.path}: `python app.py votes corrections` lists the "
                              "corrections, `votes export` the votes.")
@@ -391,7 +369,7 @@ def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
             _record_task_id(store.db.conn, r, store)
     added = skipped = 0
     for start in range(0, len(records), IMPORT_BATCH):
-        with _write(store.db, "import the votes") as conn:
+        with write_transaction(store.db, "import the votes") as conn:
             for r in records[start:start + IMPORT_BATCH]:
                 task_id = _record_task_id(conn, r, store)
                 if _vote_exists(conn, task_id, r):
@@ -548,7 +526,7 @@ def add_judge_vote(
     in JUDGE_CHOICES, StoreError when it cannot be written."""
     if choice not in JUDGE_CHOICES:
         raise ValueError(f"judge choice must be one of {JUDGE_CHOICES}, not {choice!r}")
-    with _write(store.db, "store the judge's vote") as conn:
+    with write_transaction(store.db, "store the judge's vote") as conn:
         cur = conn.execute(
             "insert into judge_votes (task_id, method_a, method_b, output_a, output_b, choice, n, detail, model, "
             "created) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -23,7 +23,8 @@ import socket
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -569,3 +570,24 @@ def _decode_run(row: dict) -> RunRow:
         row[key] = json.loads(row.get(key) or json.dumps(empty))
     row["status"] = RunStatus(row["status"])
     return RunRow(**{k: v for k, v in row.items() if k in _RUN_FIELDS and v is not None})
+
+
+@contextmanager
+def write_transaction(db: sqlite_utils.Database, what: str) -> Iterator[sqlite3.Connection]:
+    """One write transaction, holding the write lock from its start (``begin immediate``), for the
+    data/ modules that write several rows at once (arena, versions). Raises StoreError (naming
+    ``what``) when SQLite refuses it."""
+    conn = db.conn
+    try:
+        conn.execute("begin immediate")
+    except sqlite3.Error as exc:
+        raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database file.") from exc
+    try:
+        yield conn
+    except sqlite3.Error as exc:
+        conn.rollback()
+        raise StoreError(f"Could not {what}: {exc}.") from exc
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()

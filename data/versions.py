@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from common.errors import RunNotFound, StoreError, VersionNotFound
 from data.migrations import VERSION_ACTIONS
-from data.store import Store, now
+from data.store import Store, now, write_transaction
 
 ACTIONS = VERSION_ACTIONS  # edit, undo, take, draft, restore
 MODEL, LATEST = "model", "latest"  # the two versions named by a word (see Versions.find)
@@ -80,7 +79,7 @@ class Versions:
         if restored_from is not None and action != "restore":
             raise StoreError(f"A {action!r} version restores nothing: pass restored_from only with action='restore'.")
         undone, taken = _steps(undone), _steps(taken)
-        with _write(self.store, f"store a version of run {run_id}") as conn:
+        with write_transaction(self.store.db, f"store a version of run {run_id}") as conn:
             if conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is None:
                 raise _no_run(self.store, run_id)
             latest = _latest(conn, run_id)
@@ -149,26 +148,6 @@ class Versions:
 
 # -- inside ---------------------------------------------------------------------------------------
 _COLUMNS = "id, run_id, n, text, undone, taken, action, restored_from, created"
-
-
-@contextmanager
-def _write(store: Store, what: str) -> Iterator[sqlite3.Connection]:
-    """One write transaction, holding the write lock from its start (the next number is read and
-    used in it). Raises StoreError (naming ``what``) when SQLite refuses it."""
-    conn = store.db.conn
-    try:
-        conn.execute("begin immediate")
-    except sqlite3.Error as exc:
-        raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database file.") from exc
-    try:
-        yield conn
-    except sqlite3.Error as exc:
-        conn.rollback()
-        raise StoreError(f"Could not {what}: {exc}.") from exc
-    except BaseException:
-        conn.rollback()
-        raise
-    conn.commit()
 
 
 def _latest(conn: sqlite3.Connection, run_id: str) -> VersionRow | None:
