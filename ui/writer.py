@@ -275,16 +275,11 @@ class RunPanel:
         out[self.download_docx] = gr.DownloadButton(visible=False)
         return out
 
-    def cited_html(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
-        """The article as edited, with its [n] marks and its sentences no source supports."""
-        return article_view.cited_html(view.edits.cited(text, undone, taken, threshold=self.threshold))
-
     def article_html(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> dict:
         """The article as edited with its [n] marks, and under it its numbered sources (each [n]
         leads to its entry), numbered as its export numbers them."""
-        article = view.edits.article(view.task, text, undone, taken, threshold=self.threshold)
-        return {self.cited: self.cited_html(view, text, undone, taken),
-                self.sources: article_view.sources_html(article)}
+        cited, article = view.edits.cited_article(view.task, text, undone, taken, threshold=self.threshold)
+        return {self.cited: article_view.cited_html(cited), self.sources: article_view.sources_html(article)}
 
     async def follow(self, events: AsyncIterator[Event], view: RunView, *, live: bool = True) -> AsyncIterator[dict]:
         """Render a stream of events into this panel as they arrive: streamed tokens at most

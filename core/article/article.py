@@ -175,12 +175,15 @@ class Article:
 
     @classmethod
     def edited(cls, task: str, text: str, book: SourceBook, *, sources: Iterable[Source] | None = None,
-               unchecked: Iterable[str] = (), undone: Iterable[int] = (), taken: Iterable[int] = ()) -> Article:
+               unchecked: Iterable[str] = (), undone: Iterable[int] = (), taken: Iterable[int] = (),
+               cited: Cited | None = None) -> Article:
         """An author's text, attributed and checked with ``book`` (the run's source book as the
         author's edits left it: ``undone`` steps' revisions taken back, ``taken`` steps' refused
-        revisions used); ``sources``: the list to give, when not the book's own."""
+        revisions used); ``sources``: the list to give, when not the book's own; ``cited``: the
+        book's attribution of ``text``, when the caller has it already."""
+        cited = cited or book.cited(text, undone=undone, taken=taken)
         return cls(task=task, text=text, sources=tuple(book.sources() if sources is None else sources),
-                   cited=book.cited(text, undone=undone, taken=taken).text, unchecked=tuple(unchecked),
+                   cited=cited.text, unchecked=tuple(unchecked),
                    cut=book.ends_cut(text)).renumbered()
 
 

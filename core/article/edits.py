@@ -187,10 +187,18 @@ class Revisions:
                 threshold: float = CITE_THRESHOLD) -> Article:
         """The article as the author left it: ``text`` (as edited) with the sources, citations and
         unchecked steps of these edits, from one source book."""
+        return self.cited_article(task, text, undone, taken, threshold=threshold)[1]
+
+    def cited_article(self, task: str, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+                      threshold: float = CITE_THRESHOLD) -> tuple[Cited, Article]:
+        """:meth:`cited` and :meth:`article` of the same edits at once, from one source book and
+        one attribution (the Writer shows both on every keystroke)."""
         undone, taken = self.chosen(undone, taken)
         book = self.book(undone, taken, threshold)
-        return Article.edited(task, text, book, sources=self.sources(undone, taken, book=book),
-                              unchecked=self.unchecked(undone, taken), undone=undone, taken=taken)
+        cited = book.cited(text, undone=undone, taken=taken)
+        return cited, Article.edited(task, text, book, sources=self.sources(undone, taken, book=book),
+                                     unchecked=self.unchecked(undone, taken), undone=undone, taken=taken,
+                                     cited=cited)
 
 
 def taken_text(rev: StepRevised) -> str:
