@@ -98,7 +98,7 @@ class HistoryTab:
     async def on_select(self, evt: gr.SelectData):
         row = evt.row_value or []
         if not row:
-            yield {}  # a generator that yields nothing would blank the panel
+            yield {self.run_id: gr.skip()}  # yielding nothing would blank the panel; {} is read as a value
             return
         run_id = str(row[0])
         async for update in self.on_open(run_id):

@@ -553,8 +553,8 @@ class WriterTab:
             known = bool(last_run) and self.store.get_run(last_run) is not None
         except RatStudioError:
             known = False
-        if not known:  # nothing to show: leave the panel as it is (a handler that yields nothing blanks it)
-            yield {}
+        if not known:  # nothing to show: leave the panel as it is (yielding nothing would blank it, and
+            yield {self.panel.state: gr.skip()}  # an empty dict is read as one value, not as no update)
             return
         async for update in self.panel.open(last_run):
             yield update
