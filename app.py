@@ -101,6 +101,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
         share=v["share"],
         auth=tuple(v["auth"].split(":", 1)) if v["auth"] else None,
         arena_only=v["arena_only"],
+        arena_text=v["arena_text"],
     )
 
 
@@ -166,7 +167,8 @@ def build(settings: Settings) -> App:
     clients = Clients(settings, cache=store,
                       corpus_db=store.path.with_name(store.path.stem + ".corpus.db"))
     runner = Runner(store, clients, settings, memory=ProcedureMemory(store))
-    return App(settings=settings, store=store, clients=clients, runner=runner, arena=Arena(store))
+    arena = Arena(store, text=settings.arena_text)
+    return App(settings=settings, store=store, clients=clients, runner=runner, arena=arena)
 
 
 # -- entry point ----------------------------------------------------------------------------------

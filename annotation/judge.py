@@ -116,6 +116,7 @@ class Call:
     vote: str | None
     reply: str = ""
     error: str = ""
+    dropped: tuple[str, ...] = ()  # what the server would not take for this call, said (core.llm.Dropped)
 
 
 def to_output_vote(order: str, verdict: str | None) -> str | None:
@@ -184,7 +185,8 @@ async def _call(llm, task: str, text_a: str, text_b: str, order: str, temperatur
         raise
     except LLMError as exc:
         return Call(order, None, error=str(exc))
-    return Call(order, to_output_vote(order, parse_reply(done.text)), reply=done.text)
+    dropped = tuple(d.message for d in getattr(done, "dropped", ()))  # e.g. a refused temperature
+    return Call(order, to_output_vote(order, parse_reply(done.text)), reply=done.text, dropped=dropped)
 
 
 async def judge_pair(llm, task: str, text_a: str, text_b: str, *, n: int = N_CALLS,
@@ -214,11 +216,13 @@ class Report:
     unparsed: int = 0  # replies, over all pairs
     failed: int = 0  # calls, over all pairs
     lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # why calls failed, what the server would not apply; each once
 
     def summary(self) -> str:
+        said = "".join(f"\n{note}" for note in self.notes)
         return (f"Judged {self.judged} pair(s), skipped {self.skipped} already judged, "
                 f"{self.no_verdict} without a verdict; {self.unparsed} unreadable repl(ies), "
-                f"{self.failed} failed call(s).")
+                f"{self.failed} failed call(s).{said}")
 
 
 def pairs_to_judge(outputs: Sequence[OutputText], methods: Sequence[str] | None) -> list[tuple[OutputText, OutputText]]:
@@ -238,15 +242,16 @@ def pairs_to_judge(outputs: Sequence[OutputText], methods: Sequence[str] | None)
 
 async def judge_store(
     store, new_llm: Callable[[], Any], model: str, *, methods: Sequence[str] | None = None, n: int = N_CALLS,
-    on_progress: Callable[[int, int, str], None] | None = None,
+    on_progress: Callable[[int, int, str], None] | None = None, text: str = arena.LATEST,
 ) -> Report:
     """Judge every task's pairs of method outputs not yet judged by ``model`` (the judge role's
     model) and store each verdict in ``judge_votes``. ``new_llm()`` makes the client, which is
     closed after. ``on_progress(done, total, message)`` is called after each pair. Verdicts
-    stored before a failure stay stored. Raises the FATAL LLM errors, StoreError."""
-    arena.sync_run_outputs(store)
+    stored before a failure stay stored. ``text``: which text of a run is judged, as people see it
+    (``--arena-text``). Raises the FATAL LLM errors, StoreError."""
+    arena.sync_run_outputs(store, text)
     done_before = arena.judged_output_pairs(store, model)
-    todo = pairs_to_judge(arena.latest_outputs(store, methods), methods)
+    todo = pairs_to_judge(arena.latest_outputs(store, methods, text), methods)
     report = Report(skipped=sum(frozenset((x.id, y.id)) in done_before for x, y in todo))
     todo = [(x, y) for x, y in todo if frozenset((x.id, y.id)) not in done_before]
     client = new_llm()
@@ -265,6 +270,9 @@ def _store_verdict(store, model: str, x: OutputText, y: OutputText, verdict: Ver
                    report: Report) -> None:
     report.unparsed += verdict.counts["unparsed"]
     report.failed += verdict.counts["failed"]
+    for said in [*(d for c in calls for d in c.dropped), *(f"A call failed: {c.error}" for c in calls if c.error)]:
+        if said not in report.notes:
+            report.notes.append(said)
     label = f"task {x.task_id}: {x.method} vs {y.method}"
     if verdict.choice is None:
         report.no_verdict += 1

@@ -88,13 +88,14 @@ def quality_from(t: Tally) -> Callable[[str, str], float]:
 
 def next_battle(
     store: Store, annotator: str, people: Tally, *, rng: random.Random | None = None, task_set: str | None = None,
-    counts: arena.BattleCounts | None = None,
+    counts: arena.BattleCounts | None = None, text: str = arena.LATEST,
 ) -> int:
     """Start the next battle for ``annotator`` and return its id. ``people`` is the current tally
     of people's votes (for match quality); ``counts`` the battles shown so far (read from the
-    store when not given). Raises NoPairLeft when there is nothing (left) to show, StoreError."""
-    arena.sync_run_outputs(store)
-    outputs = arena.arena_outputs(store, task_set)
+    store when not given); ``text`` which text of a run is shown (``--arena-text``:
+    ``data.arena.ARENA_TEXTS``). Raises NoPairLeft when there is nothing (left) to show, StoreError."""
+    arena.sync_run_outputs(store, text)
+    outputs = arena.arena_outputs(store, task_set, text)
     if not outputs:
         raise NoPairLeft("No task has finished outputs from two different methods yet. " + HOW_TO_MAKE_MORE)
     method_battles, output_battles, _ = counts if counts is not None else arena.battle_counts(store)

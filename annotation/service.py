@@ -120,8 +120,12 @@ class Leaderboard:
 
 
 class Arena:
-    def __init__(self, store: Store, *, rng: random.Random | None = None, limits: VoteLimits | None = None):
+    def __init__(self, store: Store, *, rng: random.Random | None = None, limits: VoteLimits | None = None,
+                 text: str = arena.LATEST):
+        """``text``: which text of a finished run annotators and the judge see (``--arena-text``):
+        the author's latest version of its article (``arena.LATEST``) or the method's own."""
         self.store = store
+        self.text = text
         self.boards = Boards(store)
         self._kept: dict[tuple, tuple[tuple[int, int, int], Any]] = {}  # what -> (arena.version, result)
         self._kept_lock = threading.Lock()
@@ -134,7 +138,7 @@ class Arena:
         (see ``annotation.pairing``). Raises NoPairLeft when there is nothing (left) to show,
         StoreError."""
         battle_id = next_battle(self.store, annotator, self.boards.tally("people"), rng=self.rng, task_set=task_set,
-                                counts=self.boards.battle_counts())
+                                counts=self.boards.battle_counts(), text=self.text)
         battle = arena.get_battle(self.store, battle_id)
         return Shown(battle_id, battle.prompt, battle.text_a or "", battle.text_b or "")
 
@@ -270,7 +274,8 @@ class Arena:
                     on_progress: Callable[[int, int, str], None] | None = None) -> judge_mod.Report:
         """Let the LLM judge compare the pairs ``model`` has not judged yet (see
         ``annotation.judge.judge_store``). Raises the fatal LLM errors, StoreError."""
-        return await judge_mod.judge_store(self.store, new_llm, model, methods=methods, n=n, on_progress=on_progress)
+        return await judge_mod.judge_store(self.store, new_llm, model, methods=methods, n=n, on_progress=on_progress,
+                                           text=self.text)
 
     # -- imports and exports ----------------------------------------------------------------
     def import_votes(self, path: str) -> tuple[int, int]:

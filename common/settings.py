@@ -95,6 +95,9 @@ class Settings:
     # Annotators' deployment: only the Arena and Leaderboard tabs, so nothing in the app (the
     # Writer, History) can show which method wrote an output being judged.
     arena_only: bool = False
+    # Which text of a finished run the arena shows: the author's latest version ("latest") or the
+    # method's own ("model"); data.arena.ARENA_TEXTS.
+    arena_text: str = "latest"
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -213,6 +216,12 @@ def _check_auth(value) -> None:
                           f"{MIN_PASSWORD} characters, e.g. --auth ana:correct-horse.")
 
 
+def _check_arena_text(value) -> None:
+    if value not in ("latest", "model"):
+        raise ConfigError(f"--arena-text must be latest (the author's latest version of a run's article) or "
+                          f"model (the method's own text), not {value!r}.")
+
+
 SETTINGS: tuple[Setting, ...] = (
     # model
     Setting("--base-url", "OPENAI_BASE_URL", str, LLMSettings.base_url,
@@ -269,4 +278,7 @@ SETTINGS: tuple[Setting, ...] = (
             group=SERVER_GROUP),
     Setting("--arena-only", "RAT_STUDIO_ARENA_ONLY", bool, Settings.arena_only,
             "serve only the Arena and Leaderboard tabs, for annotators", group=SERVER_GROUP),
+    Setting("--arena-text", "RAT_STUDIO_ARENA_TEXT", str, Settings.arena_text,
+            "which text of a run annotators and the judge see: latest (the author's latest version) or model",
+            _check_arena_text, group=SERVER_GROUP),
 )

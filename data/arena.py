@@ -9,8 +9,9 @@ deletes and replacing inserts (migrations ``m002_arena`` and ``m005_arena_append
 is corrected by a new row in ``vote_corrections`` (who, why, the choice that counts now), itself
 append-only (``m008_vote_corrections``); the leaderboard counts a vote's newest correction.
 
-Finished runs enter the arena through ``sync_run_outputs``, which copies their final text into
-``outputs`` (a snapshot: the text an annotator judged is the text stored with the battle), so
+Finished runs enter the arena through ``sync_run_outputs``, which copies their text (the
+author's latest version, or the model's: ``--arena-text``) into ``outputs`` (a snapshot: the text
+an annotator judged is the text stored with the battle; a newer version is a new output), so
 imported outputs and runs are read through the same queries.
 """
 
@@ -126,19 +127,38 @@ def _import_output(conn: sqlite3.Connection, task_id: int, method: str, text: st
 # -- outputs ----------------------------------------------------------------------------------
 
 
-def sync_run_outputs(store: Store) -> int:
-    """Copy finished runs (status 'done', non-empty final text) not yet in ``outputs``; returns
-    how many were added. Raises StoreError."""
-    new_runs = (
-        "from runs where status = 'done' and trim(coalesce(final_text, '')) != '' "
-        "and id not in (select run_id from outputs where run_id is not null)"
+#: Which text of a finished run the arena shows (``--arena-text``): the author's latest version of
+#: its article (the model's text when the author saved none), or the method's own text.
+ARENA_TEXTS = (LATEST, MODEL) = ("latest", "model")
+
+
+def sync_run_outputs(store: Store, text: str = LATEST) -> int:
+    """Copy finished runs (status 'done', non-empty text) into ``outputs`` where their text is not
+    there yet; returns how many outputs were added. ``text`` LATEST: a run's text is the author's
+    latest version of its article (``data.versions``; a ``draft`` version is not one), else the
+    model's; a new version adds a new output (the older ones stay, for the battles that showed
+    them). MODEL: the method's own text only. Raises StoreError."""
+    _run_text(text)  # checks it
+    version = ("(select max(n) from versions w where w.run_id = r.id and w.action != 'draft')"
+               if text == LATEST else "null")
+    wanted = (
+        "select r.id as run_id, r.task_id, r.method, v.n as version, coalesce(v.text, r.final_text) as text "
+        f"from runs r left join versions v on v.run_id = r.id and v.n = {version} "
+        "where r.status = 'done' and trim(coalesce(r.final_text, '')) != ''"
     )
-    if store.db.execute(f"select 1 {new_runs} limit 1").fetchone() is None:
+    # LATEST: a version that holds the text the run already shows (an undo undone) is nothing new
+    same = ("or o.id = (select max(id) from outputs where run_id = w.run_id) and o.text = w.text"
+            if text == LATEST else "")
+    new_texts = (
+        f"from ({wanted}) w where trim(w.text) != '' and not exists (select 1 from outputs o "
+        f"where o.run_id = w.run_id and (coalesce(o.version, 0) = coalesce(w.version, 0) {same}))"
+    )
+    if store.db.execute(f"select 1 {new_texts} limit 1").fetchone() is None:
         return 0  # the usual case: no write transaction for nothing
     with write_transaction(store.db, "add finished runs to the arena") as conn:
         cur = conn.execute(
-            "insert or ignore into outputs (task_id, method, text, digest, source, run_id, created) "
-            f"select task_id, method, final_text, '', 'run', id, ? {new_runs}",
+            "insert or ignore into outputs (task_id, method, text, digest, source, run_id, version, created) "
+            f"select w.task_id, w.method, w.text, '', 'run', w.run_id, w.version, ? {new_texts}",
             [now()],
         )
     return cur.rowcount
@@ -157,11 +177,22 @@ def import_outputs(store: Store, records: Iterable[dict]) -> tuple[int, int]:
     return added, present
 
 
-def arena_outputs(store: Store, task_set: str | None = None) -> list[OutputRow]:
-    """Outputs of tasks that have outputs from at least two methods, oldest first."""
+def _run_text(text: str) -> str:
+    """The SQL condition that keeps one output of each run: its newest (LATEST), or the model's."""
+    if text not in ARENA_TEXTS:
+        raise StoreError(f"Unknown arena text {text!r}: use one of {', '.join(ARENA_TEXTS)} (--arena-text).")
+    if text == MODEL:
+        return "(run_id is null or version is null)"
+    return "(run_id is null or id in (select max(id) from outputs where run_id is not null group by run_id))"
+
+
+def arena_outputs(store: Store, task_set: str | None = None, text: str = LATEST) -> list[OutputRow]:
+    """Outputs of tasks that have outputs from at least two methods, oldest first; of a run, the
+    one its ``text`` names (``sync_run_outputs``)."""
+    shown = f"(select * from outputs where {_run_text(text)})"
     sql = (
-        "select id, task_id, method from outputs where task_id in "
-        "(select task_id from outputs group by task_id having count(distinct method) >= 2)"
+        f"select id, task_id, method from {shown} where task_id in "
+        f"(select task_id from {shown} group by task_id having count(distinct method) >= 2)"
     )
     args: list[Any] = []
     if task_set is not None:
@@ -174,11 +205,13 @@ def output_count(store: Store) -> int:
     return store.db.execute("select count(*) from outputs").fetchone()[0]
 
 
-def latest_outputs(store: Store, methods: Iterable[str] | None = None) -> list[OutputText]:
-    """For each task and method, its newest output, by task and method."""
+def latest_outputs(store: Store, methods: Iterable[str] | None = None, text: str = LATEST) -> list[OutputText]:
+    """For each task and method, its newest output (of a run, the one its ``text`` names), by task
+    and method."""
     rows = store.db.execute(
         "select o.id, o.task_id, o.method, t.prompt, o.text from outputs o join tasks t on t.id = o.task_id "
-        "where o.id in (select max(id) from outputs group by task_id, method) order by o.task_id, o.method"
+        f"where o.id in (select max(id) from outputs where {_run_text(text)} group by task_id, method) "
+        "order by o.task_id, o.method"
     ).fetchall()
     wanted = set(methods) if methods is not None else None
     return [OutputText(*r) for r in rows if wanted is None or r[2] in wanted]

@@ -379,3 +379,25 @@ def m011_versions(db: sqlite_utils.Database) -> None:
         db.execute("begin")
     for sql in statements:
         db.execute(sql)
+
+
+@migration
+def m012_output_versions(db: sqlite_utils.Database) -> None:
+    """A run's text in the arena is the author's latest version of its article (``--arena-text``):
+    a run may have one output per version (``version``: the version's number, null for the
+    model's own text), each still a snapshot that nothing updates or deletes. The unique index
+    and the trigger that kept one output per run now keep one per run and version; the arena
+    pairs a run's newest output only (``data.arena.arena_outputs``)."""
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for sql in (
+        "alter table outputs add column version integer check (version is null or version >= 1)",
+        "drop index outputs_run",
+        "create unique index outputs_run on outputs(run_id, coalesce(version, 0)) where run_id is not null",
+        "drop trigger outputs_append_only_run",
+        """create trigger outputs_append_only_run before insert on outputs
+            when new.run_id is not null and exists (select 1 from outputs where run_id = new.run_id
+                                                    and coalesce(version, 0) = coalesce(new.version, 0))
+            begin select raise(ignore); end""",
+    ):
+        db.execute(sql)

@@ -6,7 +6,10 @@ time: an edit of the text (``edit``), an undo of step revisions (``undo``), a re
 taken (``take``), a continue with an edited draft (``draft``), an old version restored
 (``restore``). A version holds the text as the author left it and the steps undone and taken
 (``core.article.edits.Revisions.article`` builds its article from them and the run's events).
-The model's own text is not a version: it stays the run's Final event (``MODEL``).
+The model's own text is not a version: it stays the run's Final event (``MODEL``). A ``draft``
+version holds the draft steps the author continued with (joined by blank lines): it is the
+run's history, not its article, so :meth:`Versions.latest` passes over it (the article is the
+model's text the revision made of that draft, until the author changes it).
 
 Versions are append-only, in the schema itself: nothing here updates or deletes one, and the
 database refuses it from anyone else. Saving what the latest version already holds adds nothing
@@ -82,7 +85,7 @@ class Versions:
         with write_transaction(self.store.db, f"store a version of run {run_id}") as conn:
             if conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is None:
                 raise _no_run(self.store, run_id)
-            latest = _latest(conn, run_id)
+            latest = _newest(conn, run_id)
             if latest is not None and (latest.text, latest.undone, latest.taken) == (text, undone, taken):
                 return latest
             n = latest.n + 1 if latest else 1
@@ -118,8 +121,11 @@ class Versions:
         return [_row(r) for r in rows.fetchall()]
 
     def latest(self, run_id: str) -> VersionRow | None:
-        """The run's newest version; None when the author has saved none (its text is the model's)."""
-        return _latest(self.store.db.conn, run_id)
+        """The run's newest version of its article (a ``draft`` version is not one); None when the
+        author has saved none (its text is the model's)."""
+        row = self.store.db.execute(f"select {_COLUMNS} from versions where run_id = ? and action != 'draft' "
+                                    "order by n desc limit 1", [run_id]).fetchone()
+        return _row(row) if row else None
 
     def get(self, run_id: str, n: int | str) -> VersionRow:
         """Version ``n`` of the run (a number, or its digits). Raises VersionNotFound, whose message
@@ -137,7 +143,7 @@ class Versions:
 
     def find(self, run_id: str, which: int | str) -> VersionRow | None:
         """The version a user names: MODEL ("model": None, the model's own text), LATEST ("latest":
-        the newest version, or None when there is none) or a number. Raises VersionNotFound for
+        the newest version of the article, or None when there is none) or a number. Raises VersionNotFound for
         anything else, RunNotFound."""
         if which == MODEL:
             return None
@@ -150,7 +156,8 @@ class Versions:
 _COLUMNS = "id, run_id, n, text, undone, taken, action, restored_from, created"
 
 
-def _latest(conn: sqlite3.Connection, run_id: str) -> VersionRow | None:
+def _newest(conn: sqlite3.Connection, run_id: str) -> VersionRow | None:
+    """The run's newest version of any kind (the next number follows it)."""
     row = conn.execute(f"select {_COLUMNS} from versions where run_id = ? order by n desc limit 1",
                        [run_id]).fetchone()
     return _row(row) if row else None

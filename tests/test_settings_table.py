@@ -216,10 +216,13 @@ BAD = {
     "--cite-threshold": (-0.1, "--cite-threshold must be a share between 0 and 1 (e.g. 0.4 for 40%), not -0.1."),
     "--auth": ("ana:short", "--auth must be USER:PASSWORD with a user name and a password of at least 8 characters, "
                             "e.g. --auth ana:correct-horse."),
+    "--arena-text": ("author", "--arena-text must be latest (the author's latest version of a run's article) or "
+                               "model (the method's own text), not 'author'."),
 }
 #: flag -> a value its check lets through
 GOOD = {"--search": "searxng,corpus", "--max-tokens": 1, "--context-tokens": 1024, "--min-keep": 0,
-        "--cite-threshold": 1, "--auth": "ana:correct-horse"}
+        "--cite-threshold": 1, "--auth": "ana:correct-horse",
+        "--arena-text": "model"}
 
 
 def test_every_check_has_a_case():

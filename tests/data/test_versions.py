@@ -183,3 +183,14 @@ def test_a_file_whose_versions_table_is_missing_is_refused(tmp_path):
     conn.close()
     with pytest.raises(StoreError, match="tables versions are missing"):
         Store(path)
+
+
+def test_a_draft_version_is_history_not_the_article(store):
+    run_id = new_run(store)
+    versions = Versions(store)
+    versions.add(run_id, "Step one.\n\nStep two.", action="draft")
+    assert versions.latest(run_id) is None and versions.find(run_id, LATEST) is None, "the article is the model's"
+    edit = versions.add(run_id, "The author's text.", action="edit")
+    versions.add(run_id, "Step one again.", action="draft")
+    assert versions.latest(run_id) == edit
+    assert [v.n for v in versions.list(run_id)] == [1, 2, 3], "drafts are numbered with the rest"
