@@ -64,6 +64,7 @@ TAKE_HELP = ("The model's revision of these steps was refused (see why in the st
              "Take it anyway to put the model's version in the article.")
 STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP}
 EDIT = {**PRIVATE, "queue": False, "show_progress": "hidden", "trigger_mode": "always_last"}  # per keystroke
+VIEW_READ, VIEW_EDIT = "Read", "Edit"  # the article's two views: with its marks, or its text to edit
 SAVE_AFTER = 1.0  # seconds after the author's last keystroke that the article is saved as a version
 
 
@@ -179,16 +180,18 @@ class RunPanel:
             self.undo = gr.CheckboxGroup(label="Undo the revision of", choices=[])
             self.take = gr.CheckboxGroup(label="Take the refused revision of", choices=[], info=TAKE_HELP,
                                          visible=False)
+            # one article on screen: read it with its marks, or edit its text (the marks follow)
+            self.mode = gr.Radio([VIEW_READ, VIEW_EDIT], value=VIEW_READ, show_label=False, container=False,
+                                 elem_classes="rat-article-mode")
             self.article = gr.Textbox(label="Article (editable; undoing a step rebuilds it)", lines=12,
-                                      max_lines=60, interactive=True, elem_classes="rat-article")
+                                      max_lines=60, interactive=True, elem_classes="rat-article", visible=False)
+            self.cited = gr.HTML("", js_on_load=None, elem_classes="rat-cited-panel")
             with gr.Row(equal_height=True):
                 self.saved = gr.HTML("", js_on_load=None, elem_classes="rat-saved")
                 self.version_pick = gr.Dropdown([], label="Versions (view one; Restore makes it the latest)",
                                                 scale=2, elem_classes="rat-versions", visible=False)
                 self.restore_btn = gr.Button("Restore", scale=0, min_width=120, visible=False)
             self.saving = gr.Timer(SAVE_AFTER, active=False)
-            gr.Markdown("#### Article with its sources")
-            self.cited = gr.HTML("", js_on_load=None, elem_classes="rat-cited-panel")
             self.sources = gr.HTML("", js_on_load=None, elem_classes="rat-sources-panel")
             with gr.Row():
                 self.export_btn = gr.Button("Export Markdown", scale=0, min_width=220)
@@ -209,6 +212,7 @@ class RunPanel:
             box.input(self.on_undo, [self.state, self.undo, self.take],
                       [self.undo, self.take, self.article, self.cited, self.sources, self.steps, self.download,
                        self.download_docx, self.saved, self.version_pick, self.restore_btn], **PRIVATE)
+        self.mode.change(self.on_mode, self.mode, [self.article, self.cited], **PRIVATE, queue=False)
         self.saving.tick(self.on_saved, self.state, [self.saved, self.version_pick, self.restore_btn, self.saving],
                          **PRIVATE)
         self.version_pick.input(self.on_view_version, [self.state, self.version_pick], self.outputs(), **PRIVATE)
@@ -323,6 +327,8 @@ class RunPanel:
     async def on_continue(self, view: RunView, text: str):
         steps = split_steps(text or "")
         draft = steps if steps and steps != view.steps else None  # None: go on as stored
+        if draft is not None:  # the author's draft is their work: kept as a version before it is revised
+            self.versions.add(view.run_id, join_steps(draft), action="draft")
         run = self.store.get_run(view.run_id)
         providers = providers_for(self.runner.settings, run.settings.get("search"))
         events = self.live.resume(view.run_id, draft=draft, providers=providers)
@@ -379,6 +385,11 @@ class RunPanel:
         self._save_later(view.run_id, text or "", chosen or [], taken or [])
         return {**self.article_html(view, text or "", chosen or [], taken or []), **hidden,
                 self.saved: "<span class='rat-note'>Saving…</span>", self.saving: gr.Timer(active=True)}
+
+    def on_mode(self, mode: str) -> dict:
+        """Read (the article with its [n] marks) or Edit (its text): one of them on screen."""
+        editing = mode == VIEW_EDIT
+        return {self.article: gr.Textbox(visible=editing), self.cited: gr.HTML(visible=not editing)}
 
     # -- versions -----------------------------------------------------------------------------------
     def _save_later(self, run_id: str, text: str, undone, taken) -> None:

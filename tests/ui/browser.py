@@ -5,6 +5,7 @@ runs its own server thread), and start Debian's headless Chromium through Playwr
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,3 +55,9 @@ def chromium() -> Iterator[object]:
             yield browser
         finally:
             browser.close()
+
+
+def article_box(panel):
+    """The editable article of a run panel (Writer or History): its Edit view switched on."""
+    panel.get_by_role("radio", name="Edit").check()
+    return panel.get_by_role("textbox", name=re.compile("^Article"))

@@ -11,7 +11,7 @@ import pytest
 from common.types import RunStatus
 from tests.core.test_live import Gate
 from tests.ui import test_writer_browser as writer_tests
-from tests.ui.browser import chromium_missing
+from tests.ui.browser import article_box, chromium_missing
 from tests.ui.test_writer_browser import TIMEOUT, start
 
 # the Writer tests' fixtures: one app served for this module, a browser, a page opener
@@ -53,7 +53,7 @@ def test_a_reload_mid_run_leaves_the_run_going_and_shows_it_live_to_the_end(open
     gate.open.set()  # the run goes on, on the server, and both pages follow it to the end
     for w in (writer, other_writer):
         expect(progress(w)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
-        expect(w.get_by_role("textbox", name=re.compile("^Article"))).to_have_value(re.compile(r"\[revised\]"))
+        expect(article_box(w)).to_have_value(re.compile(r"\[revised\]"))
     assert app.store.get_run(run_id).status == RunStatus.DONE
 
     page.reload()  # after the end, the browser's last run is still there, as stored
@@ -86,7 +86,7 @@ def test_an_edit_and_an_undo_survive_a_reload_and_a_restart(open_page, llm, app,
     expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
     run_id = app.store.list_runs(limit=1)[0].id
     writer.get_by_role("checkbox", name=re.compile(r"^Step 2: ")).check()  # undo step 2 (and 3: cumulative)
-    article = writer.get_by_role("textbox", name=re.compile("^Article"))
+    article = article_box(writer)
     expect(article).not_to_have_value(re.compile(r"Step 2.*\[revised\]", re.S))
     article.fill(article.input_value() + "\n\nA closing line by the author")
     article.press_sequentially(".")  # typed: Playwright's fill fires no input event Gradio listens to
@@ -94,6 +94,7 @@ def test_an_edit_and_an_undo_survive_a_reload_and_a_restart(open_page, llm, app,
     expect(saved).to_contain_text(re.compile(r"Version 2, saved"), timeout=TIMEOUT)  # 1: the undo, 2: the edit
 
     page.reload()
+    article = article_box(writer)  # the page opens on the article as read, with its marks
     expect(article).to_have_value(re.compile(r"A closing line by the author\.$"), timeout=TIMEOUT)
     expect(writer.get_by_role("checkbox", name=re.compile(r"^Step 2: "))).to_be_checked()
 
@@ -105,7 +106,7 @@ def test_an_edit_and_an_undo_survive_a_reload_and_a_restart(open_page, llm, app,
         history = again.locator("#rat-tab-history")
         history.get_by_label("Run", exact=True).fill(run_id)
         history.get_by_role("button", name="Open", exact=True).click()
-        edited = history.get_by_role("textbox", name=re.compile("^Article"))
+        edited = article_box(history)
         expect(edited).to_have_value(re.compile(r"A closing line by the author\.$"), timeout=TIMEOUT)
         expect(history.locator(".rat-saved").last).to_contain_text("Version 2, saved")
     capsys.readouterr()

@@ -17,11 +17,12 @@ import pytest
 
 import app as app_module
 from common.types import Task
+from data.versions import Versions
 from tests.conftest import make_settings
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.scripts import RatAuthor, draft_steps, kind_of, prompt_of, sections
 from tests.fakes.web_server import FakeWeb
-from tests.ui.browser import chromium, chromium_missing, serve
+from tests.ui.browser import article_box, chromium, chromium_missing, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(chromium_missing()), reason=chromium_missing())]
 
@@ -168,7 +169,7 @@ def test_a_run_streams_the_draft_queries_pages_and_diffs(open_page, llm, web):
     expect(progress).to_contain_text("Done: 3 steps revised.", timeout=TIMEOUT)
     expect(steps.locator(".rat-card")).to_have_count(3)
     expect(steps.locator(".rat-card.rat-current")).to_have_count(0)
-    article = writer.get_by_role("textbox", name=re.compile("^Article"))
+    article = article_box(writer)
     expect(article).to_have_value(re.compile(r"Step 3: .*\[revised\]"))
     screenshot(page, "writer-finished.png", top=steps.locator("#rat-step-3"))
 
@@ -189,7 +190,7 @@ def test_web_text_with_markup_shows_as_text_and_never_runs(open_page, llm, web):
     assert page.evaluate("window.__xss") is None, "nothing from the web ran"
 
 
-def test_draft_only_edit_the_steps_continue_undo_and_export(open_page, llm, tmp_path):
+def test_draft_only_edit_the_steps_continue_undo_and_export(open_page, llm, app, tmp_path):
     author = RatAuthor(draft_steps(3))
     llm.reply(author)
     page, writer = open_page()
@@ -208,8 +209,11 @@ def test_draft_only_edit_the_steps_continue_undo_and_export(open_page, llm, tmp_
     revised = [sections(p)["Paragraph to revise"] for p in author.of_kind("revise-step")]
     assert revised == edited, "the revision used the edited steps, in their new order"
     expect(writer.locator(".block.rat-draft-panel li")).to_have_text(edited)
-    article = writer.get_by_role("textbox", name=re.compile("^Article"))
+    article = article_box(writer)
     expect(article).to_have_value("\n\n".join(s + " [revised]" for s in edited))
+    run_id = app.store.list_runs(limit=1)[0].id
+    kept = [(v.action, v.text) for v in Versions(app.store).list(run_id)]
+    assert kept == [("draft", "\n\n".join(edited))], "the edited draft is the author's work: kept as a version"
 
     # undo step 2's revision: only that paragraph goes back (rat-step)
     writer.get_by_role("checkbox", name=re.compile("^Step 2: Mercurial EDITED")).check()
@@ -364,7 +368,7 @@ def test_a_refused_revision_is_shown_and_can_be_taken_by_hand(open_page, llm):
     expect(card).to_contain_text("The model's revision of step 2 was not used: it talks about the task")
     card.get_by_text(re.compile(r"^The refused revision")).click()
     expect(card.locator("pre.rat-rejected")).to_have_text(talk)
-    article = writer.get_by_role("textbox", name=re.compile("^Article"))
+    article = article_box(writer)
     steps = author.steps
     expect(article).to_have_value(f"{steps[0]} [revised]\n\n{steps[1]}\n\n{steps[2]} [revised]")
     writer.get_by_role("checkbox", name=re.compile("^Step 2: ")).check()  # only under "Take": no undo
@@ -419,10 +423,12 @@ def test_a_mark_opens_on_its_passage_and_the_article_is_exported_as_docx(open_pa
     screenshot(page, "writer-citations.png", top=cited)
 
     # the author's own sentence has no source: the cited view follows the edited text
-    article = writer.get_by_role("textbox", name=re.compile("^Article"))
+    article = article_box(writer)
     claim = "The author adds a bold claim about tortoises and their racing speed."
     article.fill(article.input_value() + "\n\n" + claim.removesuffix("."))
     article.press_sequentially(".")  # typed: Playwright's fill fires no input event Gradio listens to
+    writer.get_by_role("radio", name="Read").check()
+    expect(article).to_be_hidden()
     expect(cited.locator("span.rat-unsupported", has_text=claim.removesuffix("."))).to_have_attribute(
         "title", "no source supports this sentence")
 
