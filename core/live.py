@@ -29,10 +29,11 @@ _END = object()  # put in a follower's queue when the run's task has ended
 @dataclass(frozen=True)
 class Queued:
     """Not an event of the run (never stored): the run waits for one of the ``limit`` places,
-    with ``ahead`` runs waiting before it."""
+    with ``ahead`` runs waiting before it; ``ticket`` names it for ``LiveRuns.stop_launched``."""
 
     ahead: int
     limit: int
+    ticket: int = 0
     persist: bool = False
 
 
@@ -44,6 +45,7 @@ class _Live:
     followers: set = field(default_factory=set)  # one asyncio.Queue per follower
     task: asyncio.Task | None = None
     error: Exception | None = None  # what kept the run from starting (raised to its followers)
+    ended: bool = False  # its followers were told the end
 
     def publish(self, item, *, keep: bool = True) -> None:
         if keep and item is not _END:
@@ -84,6 +86,9 @@ class LiveRuns:
         live = _Live(ticket=next(self._tickets), history=list(prior or []))
         self._line.append(live)
         live.task = asyncio.get_running_loop().create_task(self._drive(live, events))
+        # the end is told when the task is done, however it ends: a run stopped while it waited
+        # may be cancelled before its first step, when no ``finally`` of it runs
+        live.task.add_done_callback(lambda _: self._ended(live))
         return live
 
     async def _drive(self, live: _Live, events: Callable[[], AsyncIterator[Event]]) -> None:
@@ -106,17 +111,25 @@ class LiveRuns:
             else:  # the runner could not even store its failure (the disk, the database): say so all the same
                 live.publish(Failed(error=f"The run stopped: {exc}", resumable=True, error_type=type(exc).__name__))
         finally:
-            if live in self._line:
-                self._line.remove(live)
-                self._tell_line()
-            self._runs.pop(live.run_id, None)
-            live.publish(_END)
+            self._ended(live)
+
+    def _ended(self, live: _Live) -> None:
+        """The run's task is over: out of the line and the live runs, and its followers told
+        (once; called by the task's end and by its done callback)."""
+        if live.ended:
+            return
+        live.ended = True
+        if live in self._line:
+            self._line.remove(live)
+            self._tell_line()
+        self._runs.pop(live.run_id, None)
+        live.publish(_END)
 
     def _tell_line(self) -> None:
         if self._places is not None and not self._places.locked():
             return
         for ahead, waiting in enumerate(self._line):
-            waiting.publish(Queued(ahead=ahead, limit=self.limit), keep=False)
+            waiting.publish(Queued(ahead=ahead, limit=self.limit, ticket=waiting.ticket), keep=False)
 
     # -- following ----------------------------------------------------------------------------
     def running(self) -> list[str]:
@@ -139,7 +152,7 @@ class LiveRuns:
         live.followers.add(queue)
         try:
             if live in self._line and self._places is not None and self._places.locked():
-                yield Queued(ahead=self._line.index(live), limit=self.limit)
+                yield Queued(ahead=self._line.index(live), limit=self.limit, ticket=live.ticket)
             for item in seen:
                 yield item
             while not ended:
@@ -160,6 +173,16 @@ class LiveRuns:
             return False
         live.task.cancel()
         return True
+
+    def stop_launched(self, ticket: int) -> str | None:
+        """Stop the run launched under ``ticket`` (a ``Queued``'s): one that waits for a place
+        leaves the line and never starts (nothing is stored; returns ""), one that has started
+        since is stopped as :meth:`stop` does (returns its id). None when it is over or unknown."""
+        for live in (*self._line, *self._runs.values()):
+            if live.ticket == ticket and live.task is not None and not live.task.done():
+                live.task.cancel()
+                return live.run_id
+        return None
 
     async def stop_all(self) -> None:
         """Stop every run, going or waiting (the server is going down), and wait until each is

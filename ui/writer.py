@@ -347,8 +347,13 @@ class RunPanel:
     async def on_stop(self, view: RunView | None) -> dict:
         """Stop the run (it goes on on the server until then, whoever follows it), then show it
         as stored (the runner records "interrupted" as it stops)."""
+        if view is not None and not view.run_id and view.queued is not None:  # it was waiting for a place
+            started = self.live.stop_launched(view.queued.ticket)
+            if not started:  # it never starts; nothing was stored
+                return {self.progress: "<div class='rat-progress'>Stopped before it started: nothing was stored.</div>"}
+            view = RunView(run_id=started)
         if view is None or not view.run_id:
-            return {}
+            return {self.progress: gr.skip()}
         self.live.stop(view.run_id)
         deadline = time.monotonic() + STOP_WAIT
         while self.status(view) == "running" and time.monotonic() < deadline:

@@ -107,11 +107,41 @@ async def test_a_run_beyond_the_limit_waits_and_says_so(app, llm):
     first_id = (await first(one, RunStarted))[0].run_id
     two = live.start("rat", Task("A second task about Mercurial and Python 3."))
     waiting = await first(two, Queued)
-    assert waiting == [Queued(ahead=0, limit=1)] and live.running() == [first_id]
+    assert waiting == [Queued(ahead=0, limit=1, ticket=2)] and live.running() == [first_id]
     gate.open.set()
     second = await first(two, RunStarted)
     assert second[-1].run_id != first_id
     assert isinstance([e async for e in two][-1], Final) and isinstance([e async for e in one][-1], Final)
+
+
+async def test_a_run_stopped_while_it_waits_never_starts(app, llm):
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner, limit=1)
+    one = live.start("rat", TASK)
+    first_id = (await first(one, RunStarted))[0].run_id
+    two = live.start("rat", Task("A second task about Mercurial and Python 3."))
+    ticket = (await first(two, Queued))[0].ticket
+    runs_before = len(app.store.list_runs(limit=100))
+    assert live.stop_launched(ticket) == ""
+
+    assert [e async for e in two] == [], "the follower ends with nothing"
+    assert live.stop_launched(ticket) is None, "it is over"
+    gate.open.set()
+    assert isinstance([e async for e in one][-1], Final)
+    assert len(app.store.list_runs(limit=100)) == runs_before and live.running() == []
+    assert app.store.get_run(first_id).status == RunStatus.DONE
+
+
+async def test_a_launched_run_that_started_is_stopped_by_its_ticket(app, llm):
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner, limit=1)
+    one = live.start("rat", TASK)
+    run_id = (await first(one, RunStarted))[0].run_id
+    assert live.stop_launched(1) == run_id
+    await wait_for(lambda: app.store.get_run(run_id).status == RunStatus.INTERRUPTED, "the interrupted status")
+    gate.open.set()
 
 
 async def test_what_keeps_a_run_from_starting_reaches_its_follower(app):
@@ -133,3 +163,29 @@ async def test_stop_all_leaves_every_run_interrupted(app, llm):
     gate.open.set()
     assert app.store.get_run(run_id).status == RunStatus.INTERRUPTED
     assert [r.id for r in app.store.list_runs()] == [run_id], "the waiting run never started"
+
+
+async def test_stop_on_the_page_of_a_queued_run_takes_it_out_of_the_line(app, llm):
+    import gradio as gr
+
+    from ui.runview import RunView
+    from ui.writer import RunPanel
+
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner, limit=1)
+    with gr.Blocks():
+        panel = RunPanel(app.runner, app.store, app.clients, live=live)
+        panel.layout()
+    one = live.start("rat", TASK)
+    await first(one, RunStarted)
+    two = live.start("rat", Task("A second task about Mercurial and Python 3."))
+    view = RunView()
+    for event in await first(two, Queued):
+        view.apply(event)
+    runs_before = len(app.store.list_runs(limit=100))
+    shown = await panel.on_stop(view)
+    assert "Stopped before it started" in shown[panel.progress]
+    assert [e async for e in two] == [] and len(app.store.list_runs(limit=100)) == runs_before
+    gate.open.set()
+    assert isinstance([e async for e in one][-1], Final)
