@@ -20,8 +20,9 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 
+from common.errors import RatStudioError
 from common.events import Event, Failed, RunStarted
-from common.types import Task
+from common.types import RunStatus, Task
 
 _END = object()  # put in a follower's queue when the run's task has ended
 
@@ -110,6 +111,7 @@ class LiveRuns:
                 live.error = exc
             else:  # the runner could not even store its failure (the disk, the database): say so all the same
                 live.publish(Failed(error=f"The run stopped: {exc}", resumable=True, error_type=type(exc).__name__))
+                self._mark_interrupted(live.run_id, exc)
         finally:
             self._ended(live)
 
@@ -124,6 +126,17 @@ class LiveRuns:
             self._tell_line()
         self._runs.pop(live.run_id, None)
         live.publish(_END)
+
+    def _mark_interrupted(self, run_id: str, exc: Exception) -> None:
+        """Best effort for a run whose failure could not be stored: its row says interrupted
+        (resumable) now, not ``running`` until its heartbeat goes stale. An update in place may
+        fit where a new event did not (a full disk); when it does not either, the staleness
+        check (``Store.interrupt_orphans``) is left to find it."""
+        try:
+            self.runner.store.update_run(run_id, status=RunStatus.INTERRUPTED,
+                                         error=f"The run stopped: {exc} Continue it from where it stopped.")
+        except RatStudioError:
+            pass
 
     def _tell_line(self) -> None:
         if self._places is not None and not self._places.locked():

@@ -199,3 +199,22 @@ def test_the_wal_is_emptied_every_so_many_events_and_on_close(tmp_path, monkeypa
     assert wal.stat().st_size > 0
     store.close()
     assert not wal.exists() or wal.stat().st_size == 0, "closing empties it"
+
+
+async def test_a_live_run_whose_failure_cannot_be_stored_is_left_interrupted_not_running(app, llm):
+    """The server's run (core.live): the disk fills, the runner cannot store its Failed; the
+    follower is told, and the run's row says interrupted at once (an update in place fits)."""
+    from common.events import Failed
+    from core.live import LiveRuns
+
+    llm.reply(RatAuthor(draft_steps(3)))
+    live = LiveRuns(app.runner, limit=1)
+    seen = []
+    async for event in live.start("rat", _task()):
+        seen.append(event)
+        if isinstance(event, StepRevised):
+            _fill_up(app.store)
+    app.store.db.execute("pragma max_page_count = 1073741823")
+    assert isinstance(seen[-1], Failed) and "free space on" in seen[-1].error
+    row = app.store.get_run(seen[0].run_id)
+    assert row.status == RunStatus.INTERRUPTED, row.status
