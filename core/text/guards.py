@@ -108,7 +108,7 @@ def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: 
     problem = ""
     if not text:
         problem = "is empty" if not reply.strip() else "holds nothing but a preamble"
-    elif is_talk(text):
+    elif is_talk(text, about=before):
         problem = "talks about the task instead of revising the text"
     elif cut:
         problem = "was cut short at the token limit, so its end is missing (raise --max-tokens)"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from common.types import Task
 from core.text.fencing import prompt_template
-from core.text.talk import is_talk
+from core.text.talk import is_talk, shares_topic, topic_words
 
 # Ours: the sentence every prompt of ours that holds passages carries (not B.1-B.3: the paper's words).
 # It names the fence in words, not as "<passage>": a prompt holds that tag once per passage.
@@ -222,6 +222,9 @@ MAX_QUERY_WORDS = 30
 ECHO_SHARE = 0.7
 _QUERY_INSTRUCTION = [set(re.findall(r"[a-z0-9]+", line.lower()))
                       for line in QUERY.partition("##Instruction:")[2].splitlines() if len(line.split()) >= 4]
+#: The topical words of B.2's instruction ("verify", "Bing", "search engine", "knowledge"): a query
+#: made of them is about the prompt, not the task, unless the task itself uses them.
+_QUERY_INSTRUCTION_WORDS = frozenset(topic_words(QUERY.partition("##Instruction:")[2]))
 
 
 def clean_query(text: str, limit: int = 300) -> str:
@@ -239,11 +242,12 @@ def clean_query(text: str, limit: int = 300) -> str:
     return ""
 
 
-def query_problem(query: str, *, question: str, content: str) -> str:
+def query_problem(query: str, *, question: str, content: str, step: str = "") -> str:
     """Why a cleaned query is not one a search engine can use ("" when it is): empty, over
     MAX_QUERY_WORDS words, a copy of the prompt it was asked from (the question, or a whole
-    line of the content), a line of B.2's instruction read back, or talk about the task
-    (:func:`core.text.talk.is_talk`)."""
+    line of the content), a line of B.2's instruction read back, talk about the task
+    (:func:`core.text.talk.is_talk`), or off the task (:func:`off_topic`: no topical word of
+    the question or the ``step`` it searches for)."""
     if not query:
         return "is empty or only echoes the prompt's labels"
     if len(query.split()) > MAX_QUERY_WORDS:
@@ -257,14 +261,32 @@ def query_problem(query: str, *, question: str, content: str) -> str:
         return "repeats the prompt's instruction"
     if is_talk(query):  # "I will summarize the content with short yet clear sentences." (SmolLM2's)
         return "talks about the task"
+    if off_topic(query, question=question, step=step):
+        return "shares no word with the task or the step"
     return ""
 
 
+def off_topic(query: str, *, question: str, step: str) -> bool:
+    """True when the query shares no topical word (:func:`core.text.talk.topic_words`) with the
+    question or the step: a base model's "[/INST]", "<b><i><u>Answer</u></i></b>", "Note: You are
+    not required to describe any specific content in the answer." or "If you have any questions,
+    please reply back!" searched the web for nothing the run is about. Words of B.2's instruction
+    count only where the question uses them ("search engine" in a task about search engines).
+    A question and step without one topical word (nothing to compare with) never make a query
+    off the task."""
+    subject = topic_words(f"{question}\n{step}")
+    if not subject:
+        return False
+    ignored = _QUERY_INSTRUCTION_WORDS - topic_words(question)
+    return not shares_topic(topic_words(query, also_ignore=ignored), subject)
+
+
 def step_query(step: str, words: int = 20) -> str:
-    """A query made from a step itself: its first line with Markdown marks removed, cut to
-    ``words`` words."""
+    """A query made from a step itself: its first line with Markdown marks and an echoed prompt
+    label ("Question:", as SmolLM2 begins a draft) removed, cut to ``words`` words."""
     for line in step.splitlines():
         line = re.sub(r"^\s*(?:#+|\d{1,3}[.)]|[-*+>])\s*", "", line).replace("**", "").strip()
+        line = _QUERY_LABEL.sub("", line).strip()
         if len(line.split()) >= 2:
             return " ".join(line.split()[:words])
     return " ".join(step.split()[:words])
@@ -274,7 +296,7 @@ def choose_query(model_text: str, step: str, *, question: str, content: str) -> 
     """The query to search for a step: the model's, cleaned, or (with the reason why not) one
     made from the step's own words."""
     query = clean_query(model_text)
-    problem = query_problem(query, question=question, content=content)
+    problem = query_problem(query, question=question, content=content, step=step)
     if not problem:
         return query, ""
     return step_query(step) or question[:300], problem

@@ -53,8 +53,12 @@ def test_a_query_that_is_not_one_falls_back_to_the_step(reply, problem):
 def test_a_good_query_is_kept_as_written():
     assert choose_query("Jin Yong Ming Pao founding", STEP, question=QUESTION, content=STEP) == (
         "Jin Yong Ming Pao founding", "")
-    for query in ("Jin Yong search engine query", "history of the search engine Bing and its query syntax"):
-        assert choose_query(query, STEP, question=QUESTION, content=STEP) == (query, ""), "words of B.2, not its lines"
+    assert choose_query("Jin Yong search engine query", STEP, question=QUESTION, content=STEP) == (
+        "Jin Yong search engine query", ""), "words of B.2, not its lines"
+    engines = "Describe the history of web search engines."  # a task whose topic is in B.2's words
+    query = "history of the search engine Bing and its query syntax"
+    assert choose_query(query, "Bing launched in 2009.", question=engines, content="Bing launched in 2009.") == (
+        query, ""), "words of B.2, not its lines"
 
 
 async def test_rat_searches_the_steps_words_and_says_why(web):
@@ -69,3 +73,9 @@ async def test_rat_searches_the_steps_words_and_says_why(web):
     assert queries[1] == "Jin Yong Ming Pao"
     notes = [e for e in events if isinstance(e, Note) and e.i == 1 and "query" in e.text]
     assert len(notes) == 1 and "'### Instruction:'" in notes[0].text and "step's own words" in notes[0].text
+
+
+def test_the_steps_words_leave_out_an_echoed_prompt_label():
+    # SmolLM2's draft began "Question: <the task>" (tests/recorded/smollm2_queries.json): the label was searched
+    step = "Question: Which version of Mercurial was the first to support Python 3?\nMercurial 5.2 was."
+    assert step_query(step) == "Which version of Mercurial was the first to support Python 3?"

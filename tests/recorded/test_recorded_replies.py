@@ -5,6 +5,10 @@ run uses, and what they make of it must keep the rules of issue 9 whatever the m
 
 - a draft splits into steps without losing or reordering a word, none too short to search;
 - a query reply becomes a query a search engine can use, or the step's own words with a reason;
+  a reply that is not about the task falls back, one that is about it never falls back for being
+  off the task (issue 25; smollm2_queries.json adds 74 B.2 replies over 28 tasks of data/tasks,
+  each marked ``about_task`` by reading it: SmolLM2 on llama.cpp, greedy decoding, B.1 drafts of
+  at most 300 tokens, B.2 for the first three of their ``draft_steps`` with rat's query cap);
 - a revision is used only if it is text (not talk about the task, not empty, not cut short) and
   keeps enough of what it replaces; otherwise the text stays exactly as it was.
 """
@@ -18,9 +22,14 @@ from pathlib import Path
 import pytest
 
 from core.text.guards import MIN_KEEP, guard_revision, is_talk
-from core.text.prompts import MAX_QUERY_WORDS, choose_query, draft_steps, split_steps
+from core.text.prompts import MAX_QUERY_WORDS, choose_query, clean_query, draft_steps, off_topic, split_steps
 
 RECORDED = json.loads(Path(__file__).with_name("smollm2.json").read_text(encoding="utf-8"))
+QUERIES = json.loads(Path(__file__).with_name("smollm2_queries.json").read_text(encoding="utf-8"))
+#: How the B.2 replies of smollm2.json a reader judged not about the task begin (the others are
+#: about it, though most are no query: a copy of the question, a paragraph of the draft).
+NOT_ABOUT_THE_TASK = ("This article originally appeared on VICE US.", "This answer contains a step-by-step thought",
+                      "This is a short summary of the content.", "This is a summary of the content.")
 _LABEL = re.compile(r"^\s*(#+|(?:\*\*)?(question|instruction|content|query|answer)(?:\*\*)?\s*:)", re.I)
 
 
@@ -55,10 +64,31 @@ def test_a_recorded_draft_keeps_every_word_in_searchable_steps(record):
         assert all(len(re.findall(r"[^\W\d_]{2,}", s)) >= 4 for s in steps), steps
 
 
-@pytest.mark.parametrize("record", of("query"), ids=ids(of("query")))
+def step_of(record: dict) -> str:
+    """The step a recorded B.2 reply searches for: the last paragraph of its content."""
+    content = record["before"]
+    return content.split("\n\n")[-1] if content else record["task"]
+
+
+def judged() -> list[tuple[dict, str, bool]]:
+    """Every recorded B.2 reply with its step and whether a reader judged it about the task."""
+    return ([(r, step_of(r), not clean_query(r["reply"]).startswith(NOT_ABOUT_THE_TASK)) for r in of("query")]
+            + [(r, r["step"], r["about_task"]) for r in QUERIES])
+
+
+def test_no_recorded_query_about_the_task_is_called_off_it():
+    calls = [(about, off_topic(clean_query(r["reply"]), question=r["task"], step=step)) for r, step, about in judged()]
+    false = [r["reply"] for (r, _, _), (about, off) in zip(judged(), calls, strict=True) if about and off]
+    assert not false, "a reply about the task fell back as off the task"
+    caught = sum(off for about, off in calls if not about)
+    assert caught >= sum(not about for about, _ in calls) / 2, "most replies about something else fall back"
+
+
+@pytest.mark.parametrize("record", of("query") + [dict(r, before=r["content"]) for r in QUERIES],
+                         ids=ids(of("query")) + [f"query-more-{k}" for k in range(len(QUERIES))])
 def test_a_recorded_query_reply_becomes_a_usable_query(record):
     content = record["before"]
-    step = content.split("\n\n")[-1] if content else record["task"]
+    step = record.get("step") or step_of(record)
     query, problem = choose_query(record["reply"], step, question=record["task"], content=content)
     assert query.strip(), "something is always searched"
     assert not _LABEL.match(query), f"a prompt label is never searched: {query!r}"
