@@ -29,12 +29,13 @@ from itertools import combinations
 from typing import Any
 
 from common.errors import LLMAuthError, LLMConnectionError, LLMError, LLMModelNotFound
+from core.text import caps
 from data import arena
 from data.arena import OutputText
 
 N_CALLS = 10
 TEMPERATURE = 0.7
-MAX_REPLY_TOKENS = 400
+MAX_REPLY_TOKENS = caps.VERDICT_TOKENS  # a verdict is short (core.text.caps)
 SHOWN_REPLY_CHARS = 200
 
 # Written from the description in section 4.2 of 002 (its listing 13 is not in our copy): the

@@ -5,8 +5,9 @@ the CLI, history, replay and the arena all read the same events.
 Step numbers ``i`` are 1-based, as in the paper (T_1..T_n). Events that belong to no step
 use ``i = 0``.
 
-``TokenDelta`` is the one event that is not stored (one row per token would be most of the
-database); replay re-types the stored texts instead.
+``TokenDelta`` and ``ThinkingDelta`` are the events that are not stored (one row per token would
+be most of the database); replay re-types the stored texts instead (a call's thinking is stored
+whole on its ``LLMCalled``).
 """
 
 from __future__ import annotations
@@ -133,6 +134,11 @@ class LLMCalled(Event):
     seconds: float = 0.0
     estimated: bool = False  # True when the server sent no usage and we counted ourselves
     cut_ending: str = ""  # an answer the token limit cut short: its last words (core.article.sources.cut_ending)
+    #: What a reasoning model thought before answering, kept apart from the answer (shown folded
+    #: under its step; never part of a draft, query, revision or article), and its tokens: part of
+    #: ``completion_tokens``, which counts every token the model wrote.
+    thinking: str = ""
+    thinking_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -142,7 +148,19 @@ class TokenDelta(Event):
     role: str
     text: str
     i: int = 0
-    reset: bool = False  # the call was retried: drop what was shown for it so far
+    reset: bool = False  # the call was retried: drop what was shown for it so far (its thinking too)
+
+
+@dataclass(frozen=True)
+class ThinkingDelta(Event):
+    """A piece of a reasoning model's thinking as it streams, apart from the answer's
+    TokenDelta; the whole thinking is stored on the call's LLMCalled."""
+
+    persist: ClassVar[bool] = False
+
+    role: str
+    text: str
+    i: int = 0
 
 
 @dataclass(frozen=True)
@@ -185,7 +203,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     cls.__name__: cls
     for cls in (
         RunStarted, DraftReady, StepStarted, QueryMade, SearchDone, PageRead, PassagesChosen,
-        StepRevised, SourcesUsed, LLMCalled, TokenDelta, Note, Final, Failed,
+        StepRevised, SourcesUsed, LLMCalled, TokenDelta, ThinkingDelta, Note, Final, Failed,
     )
 }
 

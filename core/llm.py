@@ -2,8 +2,23 @@
 every lower-layer failure mapped to one of ``common.errors`` whose message names the fix.
 
 One class, :class:`LLMClient`. Methods call ``llm.stream(messages, role=...)`` and get text deltas
-as they arrive, a :class:`Reset` when a retry restarts an answer that had already begun, and exactly
-one :class:`Completion` last; ``llm.complete(...)`` returns only the Completion.
+as they arrive, :class:`Thinking` deltas apart from them, a :class:`Reset` when a retry restarts an
+answer that had already begun, and exactly one :class:`Completion` last; ``llm.complete(...)``
+returns only the Completion.
+
+Reasoning models think out loud, and servers hand the thinking over in three ways: inline in the
+content as a ``<think>...</think>`` block (DeepSeek-R1 distills, Qwen3 on llama.cpp or older
+Ollama), in a ``reasoning_content`` field of the delta (vLLM's reasoning parser, llama.cpp's
+``--reasoning-format``, DeepSeek's API) or in a ``reasoning`` field (Ollama's and OpenRouter's
+OpenAI endpoints). :class:`ThinkSplitter` keeps all three apart from the answer, so no draft,
+query, revision or verdict is ever made of thinking. Thinking counts against max_tokens, and the
+roles' caps are sized for answers: a model seen thinking gets THINKING_ROOM more on each capped
+call, and a capped call that thinking used up before any answer is tried once more with it.
+
+Some servers refuse a parameter for some models (OpenAI's reasoning models refuse
+``temperature`` other than 1 and ``max_tokens``). Such a 400 is retried once without the parameter
+(or with ``max_completion_tokens`` for ``max_tokens``), remembered for that server and model for
+the rest of the process, and said once per client as a :class:`Dropped` item.
 
 Nothing here reads the environment: ``app.py`` builds :class:`~common.settings.LLMSettings` and we
 always pass the SDK explicit values (the SDK would otherwise read ``OPENAI_API_KEY`` and
@@ -19,7 +34,7 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -69,11 +84,46 @@ class Retry:
 
 
 @dataclass(frozen=True)
+class Thinking:
+    """Yielded by :meth:`LLMClient.stream` for a piece of the model's thinking: shown apart,
+    never part of the answer's text."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """Yielded by :meth:`LLMClient.stream` the first time a client leaves out a parameter the
+    server refused for this model: the answer came without it, so what the caller asked for
+    (a temperature, a token cap) did not apply, or applied under ``replacement``'s name."""
+
+    param: str  # "temperature", "max_tokens", "top_p"
+    value: Any  # what the call asked for
+    model: str
+    reason: str  # the server's own words
+    replacement: str = ""  # the name the value is sent under instead ("max_completion_tokens"), if any
+
+    @property
+    def message(self) -> str:
+        """One sentence for the person watching: what was not applied, why, and what applies."""
+        refused = f"The LLM server refused {self.param} {self.value} for model '{self.model}' ({self.reason})"
+        if self.replacement:
+            return f"{refused}; it is sent as {self.replacement} instead."
+        return (f"{refused}; calls to it go without {self.param}, so {self.param} {self.value} is not "
+                f"applied and the server's default is used.")
+
+
+@dataclass(frozen=True)
 class Completion:
-    """One finished answer. ``seconds`` is the whole call as the user waited for it, retries
-    included. ``estimated`` is True when the server sent no usage and the token counts are
-    ``ceil(characters / 4)``. ``model`` is the model we asked for (servers may report a dated
-    alias instead)."""
+    """One finished answer. ``text`` is the answer only; ``thinking`` is what the model thought
+    before (or while) answering, kept apart. ``completion_tokens`` counts every token the model
+    wrote, thinking included (what the server spent and a paid API bills); ``thinking_tokens`` is
+    the thinking's part of it (the server's ``reasoning_tokens`` when it reports them, else
+    estimated), so :attr:`answer_tokens` is the answer's own. ``seconds`` is the whole call as the
+    user waited for it, retries included. ``estimated`` is True when the server sent no usage and
+    the token counts are ``ceil(characters / 4)``. ``model`` is the model we asked for (servers
+    may report a dated alias instead). ``dropped``: the parameters this call went without,
+    because the server refuses them for this model."""
 
     text: str
     role: str
@@ -83,6 +133,127 @@ class Completion:
     seconds: float
     estimated: bool
     finish_reason: str = ""  # "stop", or "length" when max_tokens cut the answer short
+    thinking: str = ""
+    thinking_tokens: int = 0
+    dropped: tuple[Dropped, ...] = ()
+
+    @property
+    def answer_tokens(self) -> int:
+        return max(self.completion_tokens - self.thinking_tokens, 0)
+
+
+class ThinkSplitter:
+    """Splits one streamed answer into answer text and thinking, by one rule: text inside
+    ``<think>...</think>`` is thinking, and so is everything before a ``</think>`` that closes
+    no block we saw (chat templates that open the block in the prompt, as DeepSeek-R1's do);
+    the delta fields ``reasoning_content`` and ``reasoning`` are thinking as they are. A tag may
+    come split across deltas: the text that could be the start of one is held back until the
+    next delta says. A block the token limit cut before its ``</think>`` is thinking to its end.
+
+    ``feed(content, reasoning)`` and ``close()`` return what to pass on, in order: ``str``
+    answer pieces, :class:`Thinking` pieces, and a :class:`Reset` when a late ``</think>`` turns
+    answer text already passed on into thinking (what follows it is the whole answer)."""
+
+    OPEN, CLOSE = "<think>", "</think>"
+
+    def __init__(self) -> None:
+        self._answer: list[str] = []
+        self._thinking: list[str] = []
+        self._held = ""  # content not yet passed on: the possible start of a tag
+        self._inside = False
+        self._closed_any = False
+
+    @property
+    def answer(self) -> str:
+        return "".join(self._answer)
+
+    @property
+    def started(self) -> bool:
+        """True once anything was passed on (answer or thinking)."""
+        return bool(self._answer or self._thinking)
+
+    @property
+    def thinking(self) -> str:
+        return "".join(self._thinking).strip()
+
+    def feed(self, content: str | None, reasoning: str | None = None) -> list[str | Thinking | Reset]:
+        out: list[str | Thinking | Reset] = []
+        if reasoning:
+            self._think(reasoning, out)
+        if content:
+            self._content(self._held + content, out)
+        return out
+
+    def close(self) -> list[str | Thinking | Reset]:
+        """What was held back, at the end of the stream: thinking inside an unclosed block."""
+        out: list[str | Thinking | Reset] = []
+        held, self._held = self._held, ""
+        self._emit(held, out)
+        return out
+
+    def _content(self, text: str, out: list) -> None:
+        while True:
+            lowered = text.lower()
+            tag = self.CLOSE if self._inside else self.OPEN
+            at = lowered.find(tag)
+            late = -1 if self._inside or self._closed_any else lowered.find(self.CLOSE)
+            if late >= 0 and (at < 0 or late < at):
+                self._late_close(text[:late], out)
+                text = text[late + len(self.CLOSE):]
+                continue
+            if at < 0:
+                keep = _partial_tag(lowered, (self.OPEN, self.CLOSE))
+                self._held = text[len(text) - keep:]
+                self._emit(text[:len(text) - keep], out)
+                return
+            self._emit(text[:at], out)
+            text = text[at + len(tag):]
+            self._closed_any = self._closed_any or self._inside
+            self._inside = not self._inside
+
+    def _late_close(self, before: str, out: list) -> None:
+        """A ``</think>`` with no ``<think>`` before it: all the content so far was thinking."""
+        shown = self.answer
+        if shown:
+            out.append(Reset())
+        self._answer = []
+        self._closed_any = True
+        self._think(shown + before, out)
+
+    def _emit(self, text: str, out: list) -> None:
+        if self._inside:
+            self._think(text, out)
+        else:
+            if not self._answer and self._thinking:  # the answer starts after its thinking's blank lines
+                text = text.lstrip()
+            if text:
+                self._answer.append(text)
+                out.append(text)
+
+    def _think(self, text: str, out: list) -> None:
+        if text:
+            self._thinking.append(text)
+            out.append(Thinking(text))
+
+
+def _partial_tag(lowered: str, tags: tuple[str, ...]) -> int:
+    """How many characters at the end of ``lowered`` could begin one of ``tags`` (0: none)."""
+    for n in range(min(len(lowered), max(map(len, tags)) - 1), 0, -1):
+        if any(tag.startswith(lowered[-n:]) for tag in tags):
+            return n
+    return 0
+
+
+def _reasoning(delta: Any) -> str | None:
+    """The thinking a delta carries in a field of its own: ``reasoning_content`` (vLLM,
+    llama.cpp, DeepSeek) or ``reasoning`` (Ollama, OpenRouter). The SDK keeps fields it does not
+    know in ``model_extra``."""
+    extra = getattr(delta, "model_extra", None) or {}
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(delta, name, None) or extra.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def as_messages(messages: Messages) -> list[dict[str, Any]]:
@@ -97,6 +268,19 @@ def _message_chars(message: dict[str, Any]) -> str:
     return str(content)
 
 
+#: Parameters a server may refuse for a model, and the name the same value may go under instead
+#: when the server's message names it (OpenAI: "Use 'max_completion_tokens' instead.").
+REFUSABLE = {"temperature": "", "top_p": "", "max_tokens": "max_completion_tokens",
+             "max_completion_tokens": "max_tokens"}
+#: (base URL, model) -> {parameter: (replacement, the server's words)}: what the server refused, so
+#: that later calls in this process leave it out at once.
+_QUIRKS: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
+#: Tokens added to a call's own cap (a role's, ``core.text.caps``) for a model seen thinking: the
+#: caps are sized for the answer, and thinking counts against max_tokens too. --max-tokens still
+#: bounds the whole.
+THINKING_ROOM = 4096
+#: (base URL, model) seen thinking in this process: their capped calls get THINKING_ROOM more.
+_THINKERS: set[tuple[str, str]] = set()
 WINDOW_TTL = 600.0  # seconds a server's reported context window is trusted
 _WINDOWS: dict[tuple[str, str], tuple[float, int | None]] = {}  # (base URL, model) -> (when read, window)
 
@@ -121,6 +305,7 @@ class LLMClient:
         self._sleep = sleep
         self._client: openai.AsyncOpenAI | None = None
         self._is_openai = urlsplit(self.base_url).hostname == "api.openai.com"
+        self._said: set[tuple[str, str]] = set()  # (model, parameter) this client said it left out
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -130,11 +315,15 @@ class LLMClient:
 
     # -- public ------------------------------------------------------------------------------
     async def stream(self, messages: Messages, *, role: str, temperature: float | None = None,
-                     max_tokens: int | None = None) -> AsyncIterator[str | Reset | Retry | Completion]:
-        """Ask the model for ``role`` and yield the answer as it streams: ``str`` deltas,
-        :class:`Reset` if a retry restarts an answer after deltas were already yielded (the
-        deltas after it are the whole new answer), a :class:`Retry` before each wait to try
-        again, and one :class:`Completion` last.
+                     max_tokens: int | None = None
+                     ) -> AsyncIterator[str | Thinking | Reset | Retry | Dropped | Completion]:
+        """Ask the model for ``role`` and yield the answer as it streams: ``str`` deltas of the
+        answer, :class:`Thinking` deltas of the model's thinking (never part of the answer),
+        :class:`Reset` if what was yielded is to be dropped (a retry restarts an answer, or a late
+        ``</think>`` showed that the text so far was thinking; the items after it are the whole
+        new answer), a :class:`Retry` before each wait to try again, a :class:`Dropped` the
+        first time this client leaves out a parameter the server refuses for the model, and
+        one :class:`Completion` last.
 
         ``temperature``: this call's, else ``settings.temperature``, else the server's default.
 
@@ -144,15 +333,23 @@ class LLMClient:
         prompt is too long for the model), LLMError (any other refusal, or an empty stream).
         """
         model = self.settings.model_for(role)
-        request = self._request(as_messages(messages), model, temperature, max_tokens)
+        roomy = max_tokens is not None and (self.base_url, model) in _THINKERS
+        request = self._request(as_messages(messages), model, temperature,
+                                max_tokens + THINKING_ROOM if roomy and max_tokens is not None else max_tokens)
+        refused = _QUIRKS.get((self.base_url, model), {})
+        dropped = [_leave_out(request, param, model, *how) for param, how in refused.items() if param in request]
+        for drop in dropped:
+            if self._first_time(drop):
+                yield drop
         sdk = self._sdk()
         started = time.monotonic()
         attempt = 0
         while True:
-            parts: list[str] = []
+            split = ThinkSplitter()
             usage = None
             finish = ""
             received = False
+            refusal = None
             try:
                 chunks = await sdk.chat.completions.create(
                     **request, stream=True, stream_options={"include_usage": True})
@@ -163,20 +360,30 @@ class LLMClient:
                             usage = chunk.usage
                         for choice in chunk.choices:
                             finish = choice.finish_reason or finish
-                            delta = choice.delta.content if choice.delta else None
-                            if delta:
-                                parts.append(delta)
-                                yield delta
+                            if choice.delta:
+                                for item in split.feed(choice.delta.content, _reasoning(choice.delta)):
+                                    yield item
+                for item in split.close():
+                    yield item
                 break
             except openai.APIError as exc:  # transport errors mid-stream arrive wrapped, too
-                attempt += 1
-                error = await self._map_error(exc, model=model, role=role, attempts=attempt)
-                if not error.retryable or attempt > self.settings.max_retries:
-                    raise error from exc
-                wait = self._wait(attempt, exc)
-                log.debug("%s Retrying in %.1f s (retry %d of %d).", error, wait, attempt,
-                          self.settings.max_retries)
-            if parts:
+                refusal = _refusal(exc, request)
+                if refusal is None:
+                    attempt += 1
+                    error = await self._map_error(exc, model=model, role=role, attempts=attempt)
+                    if not error.retryable or attempt > self.settings.max_retries:
+                        raise error from exc
+                    wait = self._wait(attempt, exc)
+                    log.debug("%s Retrying in %.1f s (retry %d of %d).", error, wait, attempt,
+                              self.settings.max_retries)
+            if refusal is not None:  # a 400 before any answer: at once, without the parameter
+                param, *how = refusal
+                _QUIRKS.setdefault((self.base_url, model), {})[param] = tuple(how)
+                dropped.append(_leave_out(request, param, model, *how))
+                if self._first_time(dropped[-1]):
+                    yield dropped[-1]
+                continue
+            if split.started:
                 yield Reset()
             yield Retry(attempt=attempt, of=self.settings.max_retries, wait=wait, reason=str(error))
             await self._sleep(wait)
@@ -186,15 +393,22 @@ class LLMClient:
                 f"The LLM server at {self.base_url} answered with an empty stream for model "
                 f"'{model}': check that OPENAI_BASE_URL (--base-url) points at an OpenAI-compatible "
                 "API (it usually ends in /v1).")
-        text = "".join(parts)
-        if usage is not None:
-            prompt_tokens, completion_tokens, estimated = usage.prompt_tokens, usage.completion_tokens, False
-        else:
-            prompt_chars = "".join(_message_chars(m) for m in request["messages"])
-            prompt_tokens, completion_tokens, estimated = count_tokens(prompt_chars), count_tokens(text), True
-        yield Completion(text=text, role=role, model=model, prompt_tokens=prompt_tokens,
-                         completion_tokens=completion_tokens, seconds=time.monotonic() - started,
-                         estimated=estimated, finish_reason=finish)
+        done = self._completion(request, split, usage, role=role, model=model, finish=finish,
+                                seconds=time.monotonic() - started, dropped=tuple(dropped))
+        if done.thinking:
+            _THINKERS.add((self.base_url, model))
+        if done.finish_reason == "length" and done.thinking and not done.text.strip() and max_tokens is not None \
+                and not roomy:  # a cap sized for the answer, used up by thinking: once more, with room to think
+            yield Reset()
+            async for item in self.stream(messages, role=role, temperature=temperature, max_tokens=max_tokens):
+                if isinstance(item, Completion):  # the first try's tokens were spent too
+                    item = replace(item, prompt_tokens=item.prompt_tokens + done.prompt_tokens,
+                                   completion_tokens=item.completion_tokens + done.completion_tokens,
+                                   thinking_tokens=item.thinking_tokens + done.thinking_tokens,
+                                   seconds=item.seconds + done.seconds)
+                yield item
+            return
+        yield done
 
     async def complete(self, messages: Messages, *, role: str, temperature: float | None = None,
                        max_tokens: int | None = None) -> Completion:
@@ -253,6 +467,35 @@ class LLMClient:
             # OpenAI's newer models refuse max_tokens; local servers may not know the new name.
             request["max_completion_tokens" if self._is_openai else "max_tokens"] = max_tokens
         return request
+
+    def _first_time(self, drop: Dropped) -> bool:
+        """True the first time this client leaves ``drop.param`` out for ``drop.model``: a
+        client serves one run (or one judge session), and each says so once."""
+        key = (drop.model, drop.param)
+        if key in self._said:
+            return False
+        self._said.add(key)
+        return True
+
+    @staticmethod
+    def _completion(request: dict[str, Any], split: ThinkSplitter, usage: Any, *, role: str, model: str,
+                    finish: str, seconds: float, dropped: tuple[Dropped, ...]) -> Completion:
+        """The Completion of a finished stream, its tokens as the server counted them, else
+        estimated; the thinking's part is the server's ``reasoning_tokens``, else estimated."""
+        text, thinking = split.answer, split.thinking
+        if usage is not None:
+            prompt_tokens, completion_tokens, estimated = usage.prompt_tokens, usage.completion_tokens, False
+            reported = getattr(getattr(usage, "completion_tokens_details", None), "reasoning_tokens", None)
+            thinking_tokens = reported or min(count_tokens(thinking) if thinking else 0, completion_tokens)
+        else:
+            prompt_chars = "".join(_message_chars(m) for m in request["messages"])
+            thinking_tokens = count_tokens(thinking) if thinking else 0
+            prompt_tokens, estimated = count_tokens(prompt_chars), True
+            completion_tokens = count_tokens(text) + thinking_tokens
+        return Completion(text=text, role=role, model=model, prompt_tokens=prompt_tokens,
+                          completion_tokens=completion_tokens, seconds=seconds, estimated=estimated,
+                          finish_reason=finish, thinking=thinking, thinking_tokens=thinking_tokens,
+                          dropped=dropped)
 
     def _wait(self, attempt: int, exc: Exception) -> float:
         """Seconds before retry ``attempt`` (1-based): the server's Retry-After if it sent one,
@@ -366,6 +609,44 @@ class LLMClient:
 #: inputs tokens + max_new_tokens must be <=").
 _CONTEXT_ERROR = re.compile(r"context[_ ](?:length|window|size)|maximum context|too many tokens|"
                             r"prompt is too long|inputs? tokens|exceeds? (?:the )?(?:available )?context", re.I)
+
+
+#: How servers say a parameter is not for this model: OpenAI ("Unsupported parameter: 'max_tokens'
+#: is not supported with this model.", "Unsupported value: 'temperature' does not support 0.7 with
+#: this model."), and the words of other OpenAI-compatible APIs for a field they do not take.
+_UNSUPPORTED = re.compile(r"unsupported|not supported|does not support|not allowed|not permitted|"
+                          r"unrecognized|unknown (?:parameter|field|argument)", re.I)
+
+
+def _refusal(exc: openai.APIError, request: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(parameter, replacement, the server's words) when ``exc`` is a 400 refusing one of the
+    REFUSABLE parameters the request holds, else None. The parameter is the one the error's
+    ``param`` names, else the first one its message names; the replacement is REFUSABLE's
+    other name for it when the message names that too."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return None
+    detail = _detail(exc)
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body["error"] if isinstance(body.get("error"), dict) else body  # the SDK may have unwrapped it
+    if _CONTEXT_ERROR.search(detail) or not (_UNSUPPORTED.search(detail)
+                                             or str(error.get("code") or "").startswith("unsupported")):
+        return None
+    named = sorted((m.start(), p) for p in REFUSABLE if p in request for m in [re.search(rf"\b{p}\b", detail)] if m)
+    param = error.get("param") if error.get("param") in REFUSABLE else None
+    param = param if param in request else (named[0][1] if named else None)
+    if param is None:
+        return None
+    other = REFUSABLE[param]
+    return param, other if other and re.search(rf"\b{other}\b", detail) else "", detail
+
+
+def _leave_out(request: dict[str, Any], param: str, model: str, replacement: str, reason: str) -> Dropped:
+    """Take ``param`` out of ``request`` (sending its value as ``replacement`` when there is
+    one) and say so."""
+    value = request.pop(param)
+    if replacement:
+        request[replacement] = value
+    return Dropped(param=param, value=value, model=model, reason=reason, replacement=replacement)
 
 
 def _detail(exc: openai.APIError) -> str:

@@ -50,6 +50,7 @@ from common.events import (
 )
 from common.types import Passage, SearchResult, Task
 from core.methods.base import MethodContext, Param, register
+from core.methods.capping import whole_answer, within
 from core.methods.helpers import (
     Return,
     generate,
@@ -62,7 +63,7 @@ from core.methods.helpers import (
     web_query,
 )
 from core.retrieval.pipeline import retrieve
-from core.text import prompts
+from core.text import caps, prompts
 from core.text.fencing import format_passages, prompt_template
 
 MAX_QUERIES = 4  # 002, 3.2 and A.4
@@ -247,7 +248,8 @@ async def _aag(task: Task, ctx: MethodContext, *, rewrite: bool, summarize: bool
 async def _rewrite_query(ctx: MethodContext, task: Task, max_queries: int) -> AsyncIterator[Event | Return[list[str]]]:
     """QR (002 3.2): an outline (shown as the draft), then at most ``max_queries`` questions;
     returns the questions (the task itself when the rewriter wrote none)."""
-    reply = generate(ctx, REWRITE.format(task=task.prompt, n=max_queries), role="query")
+    prompt = REWRITE.format(task=task.prompt, n=max_queries)
+    reply = generate(ctx, prompt, role="query", max_tokens=within(ctx, caps.outline(max_queries), prompt))
     async for ev in reply:
         yield ev
     outline, questions = parse_rewrite(reply.result, max_queries)
@@ -271,7 +273,7 @@ async def _first_answer(run: _Run) -> AsyncIterator[Event | Return[tuple[str, li
         yield ev
     procedures = format_passages(found.result, numbers(run.ctx)) or "(none found)"
     prompt = FIRST_ANSWER.format(procedures=procedures, task=run.question)
-    text = generate(run.ctx, prompt, role="draft", i=1)
+    text = generate(run.ctx, prompt, role="draft", i=1, max_tokens=whole_answer(run.ctx, run.task, prompt))
     async for ev in text:
         yield ev
     answer = prompts.tidy_reply(text.result) or text.result.strip()
@@ -316,7 +318,7 @@ async def _ask_one(run: _Run, i: int, question: str, *,
         return
     procedures = format_passages(found.result, numbers(run.ctx)) or "(none found)"
     prompt = SUMMARY.format(question=question, procedures=procedures)
-    reply = generate(run.ctx, prompt, role="query", i=i)
+    reply = generate(run.ctx, prompt, role="query", i=i, max_tokens=within(run.ctx, caps.summary(procedures), prompt))
     async for ev in reply:
         yield ev
     summary = f"Q: {question}\nA: {' '.join(reply.result.split())}"
@@ -331,7 +333,9 @@ async def _update(run: _Run, i: int, answer: str, context: str,
                   passages: list[Passage]) -> AsyncIterator[Event | Return[str]]:
     """UPDATE (002 3.5 step 4), step i: the first answer updated with the context; returns it."""
     yield StepStarted(i=i, thought="Update the first answer with what the questions found", n=run.n)
-    reply = generate(run.ctx, UPDATE.format(task=run.question, answer=answer, context=context), role="revise", i=i)
+    prompt = UPDATE.format(task=run.question, answer=answer, context=context)
+    cap = within(run.ctx, caps.revise(answer, len(passages)), prompt)
+    reply = generate(run.ctx, prompt, role="revise", i=i, max_tokens=cap)
     async for ev in reply:
         yield ev
     events = revised(run.ctx, i, answer, reply.result, passages)
@@ -365,7 +369,8 @@ async def _critic_cycle(run: _Run, i: int, thought: str, answer: str, context: s
     """One critic cycle, step i: the critic's edits, applied by the editor; returns the edited
     answer, or None when the critic requires no update."""
     yield StepStarted(i=i, thought=thought, n=run.n)
-    critique = generate(run.ctx, CRITIC.format(task=run.question, context=context, answer=answer), role="revise", i=i)
+    prompt = CRITIC.format(task=run.question, context=context, answer=answer)
+    critique = generate(run.ctx, prompt, role="revise", i=i, max_tokens=within(run.ctx, caps.revise(answer), prompt))
     async for ev in critique:
         yield ev
     if NO_UPDATE.lower() in critique.result.lower():
@@ -374,8 +379,9 @@ async def _critic_cycle(run: _Run, i: int, thought: str, answer: str, context: s
         return
     edits = critique.result.strip()
     yield Note(i=i, text=f"critic: {edits}")
-    edited = generate(run.ctx, EDIT.format(task=run.question, context=context, answer=answer, edits=edits),
-                      role="revise", i=i)
+    prompt = EDIT.format(task=run.question, context=context, answer=answer, edits=edits)
+    edited = generate(run.ctx, prompt, role="revise", i=i,
+                      max_tokens=within(run.ctx, caps.revise(answer, len(passages)), prompt))
     async for ev in edited:
         yield ev
     events = revised(run.ctx, i, answer, edited.result, passages)

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from common.events import Event, Final, Note, QueryMade, SourcesUsed, StepStarted
 from common.types import Task
 from core.methods.base import MethodContext, register
+from core.methods.capping import whole_answer
 from core.methods.helpers import generate, numbers, question_for, urls_of, web_query, write_draft
 from core.retrieval.pipeline import retrieve
 from core.text import prompts
@@ -39,7 +40,8 @@ Just respond to the instruction directly. DO NOT add additional explanations or 
 @register("direct", "DIRECT: the model answers the prompt as it is, with no retrieval",
           "001 (RAT), baselines of section 4.1", uses_search=False)
 async def direct(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
-    text = generate(ctx, question_for(task), role="draft")
+    prompt = question_for(task)
+    text = generate(ctx, prompt, role="draft", max_tokens=whole_answer(ctx, task, prompt))
     async for ev in text:
         yield ev
     yield Final(text=prompts.tidy_reply(text.result) or text.result.strip())
@@ -82,7 +84,8 @@ async def _rag(task: Task, ctx: MethodContext, *, k: int) -> AsyncIterator[Event
     else:
         yield Note(i=1, level="warning", text="Nothing could be retrieved; the model answers without retrieved text.")
         prompt = question_for(task)
-    text = generate(ctx, prompt, role="draft", i=1)
+    text = generate(ctx, prompt, role="draft", i=1, max_tokens=whole_answer(ctx, task, prompt))
     async for ev in text:
         yield ev
     yield Final(text=prompts.tidy_reply(text.result) or text.result.strip())
+

@@ -45,12 +45,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from common.errors import TaskError
-from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
+from common.events import Event, Final, LLMCalled, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
 from core.methods.base import MethodContext, Param, register
+from core.methods.capping import cut_advice, within
 from core.methods.helpers import Return, generate, param, qa_normal_form, returning, web_query
 from core.retrieval.passages import rank_passages
 from core.retrieval.pipeline import retrieve
+from core.text import caps
 from core.text.fencing import format_passages, prompt_template
 from core.text.prompts import PASSAGES_ARE_DATA
 from core.text.tokens import tokenize
@@ -247,19 +249,23 @@ async def _sample_plans(ctx: MethodContext, config: _Config, state: _State, i: i
                         temperature: float) -> AsyncIterator[Event | Return[list[Plan]]]:
     """Furthest reasoning (3.1): n plans from the question and the evidence only."""
     messages = plan_messages(state.question, state.evidence)
+    cap = within(ctx, caps.plan(), messages)
     plans: list[Plan] = []
-    cut = 0
+    cut, longest = 0, 0
     for _ in range(config.n):
-        reply = generate(ctx, messages, role="draft", i=i, temperature=temperature, note_cut=False)
+        reply = generate(ctx, messages, role="draft", i=i, temperature=temperature, max_tokens=cap, note_cut=False)
+        tokens = 0
         async for ev in reply:
+            tokens = ev.completion_tokens if isinstance(ev, LLMCalled) else tokens
             yield ev
-        cut += reply.result.cut
+        if reply.result.cut:
+            cut, longest = cut + 1, max(longest, tokens)
         plans.append(parse_plan(reply.result, first=not state.evidence))
     if cut:  # one Note for the round, not one per plan
         were = "was" if cut == 1 else "were"
         yield Note(i=i, level="warning", text=f"{cut} of {config.n} plans {were} cut short at the token limit (a "
-                                              "cut plan may have lost its [Search] or [Answer]): raise --max-tokens, "
-                                              "or use a model that answers more briefly.")
+                                              "cut plan may have lost its [Search] or [Answer]): "
+                                              + cut_advice(ctx, longest, cap))
     yield Return(plans)
 
 
@@ -350,7 +356,8 @@ async def _forced_answer(ctx: MethodContext, config: _Config, state: _State) -> 
     yield StepStarted(i=i, n=i, thought="No answer after the last round: the answer is forced")
     messages = plan_messages(state.question, state.evidence)
     messages[-1] = {"role": "user", "content": messages[-1]["content"] + FORCE}
-    reply = generate(ctx, messages, role="draft", i=i, temperature=config.tp0)
+    cap = within(ctx, caps.plan(), messages)
+    reply = generate(ctx, messages, role="draft", i=i, temperature=config.tp0, max_tokens=cap)
     async for ev in reply:
         yield ev
     plan = parse_plan(reply.result, first=False)

@@ -32,13 +32,13 @@ from dataclasses import replace
 from typing import Any
 
 from common.errors import LLMError, TaskError
-from common.events import DraftReady, Event, LLMCalled, Note, StepRevised, TokenDelta
+from common.events import DraftReady, Event, LLMCalled, Note, StepRevised, ThinkingDelta, TokenDelta
 from common.settings import DEFAULT_CONTEXT_TOKENS
 from common.types import Passage, Task
 from core.article.sources import cut_ending
 from core.methods.base import MethodContext, Param, declared_param
 from core.returning import Return, Returning, returning  # noqa: F401  (the helpers' idiom, above)
-from core.text import prompts
+from core.text import caps, prompts
 from core.text.fencing import format_passages
 from core.text.guards import Revision, guard_revision
 from core.text.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
@@ -52,14 +52,18 @@ MAX_QUERY_CHARS = 1000
 
 
 class Answer(str):
-    """A model's answer (a ``str``) that knows whether the token limit cut it short: ``cut``
-    (finish_reason "length"). A cut revision is refused (:func:`revised`): its end is missing."""
+    """A model's answer (a ``str``, its thinking never part of it) that knows whether the token
+    limit cut it short: ``cut`` (finish_reason "length"); and ``all_thinking``: the model thought
+    and the limit cut it before it answered anything. A cut revision is refused (:func:`revised`):
+    its end is missing."""
 
     cut: bool = False
+    all_thinking: bool = False
 
-    def __new__(cls, text: str, *, cut: bool = False) -> Answer:
+    def __new__(cls, text: str, *, cut: bool = False, all_thinking: bool = False) -> Answer:
         answer = super().__new__(cls, text)
         answer.cut = cut
+        answer.all_thinking = all_thinking
         return answer
 
 
@@ -67,11 +71,15 @@ class Answer(str):
 async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i: int = 0,
                    temperature: float | None = None, max_tokens: int | None = None,
                    note_cut: bool = True) -> AsyncIterator[Event | Return[str]]:
-    """Stream one LLM call as TokenDelta events (a Note for each retry), then an LLMCalled
-    event, and a warning Note when the token limit cut the answer short (unless ``note_cut`` is
-    False: a cap of the method's own, where a cut answer is expected); returns the text as an
-    :class:`Answer`. LLM errors propagate (the runner turns them into a resumable Failed)."""
-    from core.llm import Completion, Reset, Retry  # local: keeps methods importable without openai
+    """Stream one LLM call as TokenDelta events (a reasoning model's thinking as ThinkingDelta
+    events, apart), a Note for each retry and for a parameter the server refuses (said once a
+    run: what the method asked for and could not apply), then an LLMCalled event (with the
+    call's thinking), and a warning Note when the token limit cut the answer short (unless
+    ``note_cut`` is False: a cap of the method's own, where a cut answer is expected; an answer
+    the limit cut while the model was still thinking is always said, with advice of its own);
+    returns the text as an :class:`Answer`. LLM errors propagate (the runner turns them into a
+    resumable Failed); raises LLMError when the model thought and then answered nothing."""
+    from core.llm import Completion, Dropped, Reset, Retry, Thinking  # local: keeps methods importable without openai
 
     size = count_tokens(prompt if isinstance(prompt, str) else "".join(str(m.get("content", "")) for m in prompt))
     if size > prompt_room(ctx):
@@ -83,21 +91,55 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i
         if isinstance(item, str):
             if item:
                 yield TokenDelta(role=role, text=item, i=i)
+        elif isinstance(item, Thinking):
+            yield ThinkingDelta(role=role, text=item.text, i=i)
         elif isinstance(item, Reset):
             yield TokenDelta(role=role, text="", i=i, reset=True)
         elif isinstance(item, Retry):
             yield Note(i=i, level="warning", text=f"The {role} call failed: {item.reason} "
                                                   f"Retrying in {item.wait:.0f} s ({item.attempt} of {item.of}).")
+        elif isinstance(item, Dropped):
+            yield Note(i=i, level="info" if item.replacement else "warning", text=item.message)
         elif isinstance(item, Completion):
             cut = item.finish_reason == "length"
             yield LLMCalled(role=role, model=item.model, i=i, prompt_tokens=item.prompt_tokens,
                             completion_tokens=item.completion_tokens, seconds=round(item.seconds, 4),
-                            estimated=item.estimated, cut_ending=cut_ending(item.text) if cut else "")
-            if cut and note_cut:
+                            estimated=item.estimated, cut_ending=cut_ending(item.text) if cut else "",
+                            thinking=item.thinking, thinking_tokens=item.thinking_tokens)
+            all_thinking = bool(item.thinking or item.thinking_tokens) and not item.text.strip()
+            if all_thinking and not cut:
+                raise LLMError(_thought_only(role, item.thinking_tokens))
+            if all_thinking:
+                yield Note(i=i, level="warning", text=_thinking_cut(role, item.completion_tokens, max_tokens))
+            elif cut and note_cut:
+                advice = caps.cut_advice(item.completion_tokens, max_tokens,
+                                         getattr(getattr(ctx.llm, "settings", None), "max_tokens", None),
+                                         context_tokens(ctx))
                 yield Note(i=i, level="warning",
                            text=f"The {role} answer reached the token limit ({item.completion_tokens:,} tokens) and "
-                                "was cut short: raise --max-tokens, or use a model that answers more briefly.")
-            yield Return(Answer(item.text, cut=cut))
+                                f"was cut short: {advice}")
+            yield Return(Answer(item.text, cut=cut, all_thinking=all_thinking))
+
+
+#: How to stop a model from thinking, for the messages below.
+NO_THINKING = ("turn the model's thinking off (Qwen3: /no_think in the prompt; Ollama: think false; "
+               "llama.cpp: --reasoning-budget 0)")
+
+
+def _thinking_cut(role: str, tokens: int, cap: int | None) -> str:
+    """The warning on an answer the token limit cut while the model was still thinking."""
+    own = f" (this call's own cap is {cap:,})" if cap is not None else ""
+    return (f"The {role} answer is empty: the model's thinking used all {tokens:,} tokens it was allowed{own} "
+            f"before it wrote an answer. Raise --max-tokens or leave it out, {NO_THINKING}, or pick a model "
+            f"that does not think with --{role}-model.")
+
+
+def _thought_only(role: str, tokens: int) -> str:
+    """The error for a model that thought, was not cut, and answered nothing."""
+    return (f"The model thought ({tokens:,} tokens) but gave no {role} answer: its whole reply was thinking. "
+            f"Pick a model that does not think with --{role}-model (or --model), or {NO_THINKING}; if the "
+            "server splits thinking off (vLLM --reasoning-parser, llama.cpp --reasoning-format), check that "
+            "it matches the model.")
 
 
 @returning
@@ -106,10 +148,16 @@ async def write_draft(ctx: MethodContext, task: Task, *, cap: bool = True) -> As
     blank lines, else the Markdown structure real models write), then DraftReady; returns the
     steps. With ``cap``, a draft of more than ``max_steps`` steps has neighbours merged (and a
     Note says so): no text is dropped. Raises LLMError when the model returns no text."""
-    text = generate(ctx, prompts.DRAFT.format(question=prompts.question_for(task)), role="draft")
+    prompt = prompts.DRAFT.format(question=prompts.question_for(task))
+    text = generate(ctx, prompt, role="draft",
+                    max_tokens=caps.fit(caps.draft(task.kind, ctx.settings.max_steps), prompt, context_tokens(ctx)))
     async for ev in text:
         yield ev
     steps = prompts.draft_steps(text.result)
+    if not steps and text.result.all_thinking:
+        raise LLMError("The model returned no draft: its thinking used all the tokens it was allowed. Raise "
+                       f"--max-tokens or leave it out, {NO_THINKING}, or pick a model that does not think with "
+                       "--draft-model.")
     if not steps:
         raise LLMError("The model returned an empty draft. Try again, or pick a stronger model with --model.")
     if cap and len(steps) > ctx.settings.max_steps:

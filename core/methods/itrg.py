@@ -38,6 +38,7 @@ from collections.abc import AsyncIterator
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
 from core.methods.base import MethodContext, Param, register
+from core.methods.capping import whole_answer, within
 from core.methods.helpers import (
     QA_INSTRUCTION,
     Return,
@@ -50,6 +51,7 @@ from core.methods.helpers import (
     web_query,
 )
 from core.retrieval.pipeline import retrieve
+from core.text import caps
 from core.text.fencing import format_passages, prompt_template
 from core.text.prompts import PASSAGES_ARE_DATA
 
@@ -127,7 +129,7 @@ async def _itrg(task: Task, ctx: MethodContext, *, refine: bool) -> AsyncIterato
         found = retrieve(ctx, t, query, k=top_k)
         async for ev in found:
             yield ev
-        generated = _generate(ctx, t, question, output, found.result, previous, refine=refine)
+        generated = _generate(ctx, task, t, output, found.result, previous, refine=refine)
         async for ev in generated:
             yield ev
         output = generated.result
@@ -135,8 +137,8 @@ async def _itrg(task: Task, ctx: MethodContext, *, refine: bool) -> AsyncIterato
 
     final = output
     if task.kind == "qa":
-        answer = generate(ctx, ANSWER.format(document=output, question=question, instruction=QA_INSTRUCTION),
-                          role="draft", i=iterations)
+        prompt = ANSWER.format(document=output, question=question, instruction=QA_INSTRUCTION)
+        answer = generate(ctx, prompt, role="draft", i=iterations, max_tokens=within(ctx, caps.short_answer(), prompt))
         async for ev in answer:
             yield ev
         final = f"{output}\n\n{answer.result.strip()}" if output else answer.result.strip()
@@ -144,10 +146,12 @@ async def _itrg(task: Task, ctx: MethodContext, *, refine: bool) -> AsyncIterato
 
 
 @returning
-async def _generate(ctx: MethodContext, t: int, question: str, output: str, docs: list[Passage],
+async def _generate(ctx: MethodContext, task: Task, t: int, output: str, docs: list[Passage],
                     previous: set[tuple[str, str]], *, refine: bool) -> AsyncIterator[Event | Return[str]]:
     """The generation of round t from its documents ``docs`` (R_t) and the last output: refine
-    (eq. 1-2) or refresh (eq. 3), or the round skipped; returns y_t."""
+    (eq. 1-2) or refresh (eq. 3), or the round skipped; returns y_t. A refinement is capped as a
+    revision of the last output, a document written anew as a whole answer to the task."""
+    question = task.prompt
     new = [p for p in docs if _key(p) not in previous]
     if t > 1 and (not docs or (refine and not new)):
         if refine:
@@ -162,7 +166,7 @@ async def _generate(ctx: MethodContext, t: int, question: str, output: str, docs
         used, notes = fit_passages(ctx, t, new, REFINE.format(passages="", question=question, document=output))
         shown = format_passages(used, numbers(ctx)) or "(none)"
         prompt = REFINE.format(passages=shown, question=question, document=output)
-        role = "revise"
+        role, cap = "revise", within(ctx, caps.revise(output, len(used)), prompt)
     else:
         # refresh, and refine's first round: write from the question and R_t only
         if not docs:
@@ -170,10 +174,10 @@ async def _generate(ctx: MethodContext, t: int, question: str, output: str, docs
                        text="Nothing could be retrieved; the document is written from the question alone.")
         used, notes = fit_passages(ctx, t, docs, REFRESH.format(passages="", question=question))
         prompt = REFRESH.format(passages=format_passages(used, numbers(ctx)) or "(none)", question=question)
-        role = "draft"
+        role, cap = "draft", whole_answer(ctx, task, prompt)
     for ev in notes:
         yield ev
-    text = generate(ctx, prompt, role=role, i=t)
+    text = generate(ctx, prompt, role=role, i=t, max_tokens=cap)
     async for ev in text:
         yield ev
     events = revised(ctx, t, output, text.result, used)

@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from common.events import DraftReady, Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Task
 from core.methods.base import MethodContext, Param, register
+from core.methods.capping import within
 from core.methods.helpers import (
     Return,
     context_tokens,
@@ -39,16 +40,15 @@ from core.methods.helpers import (
     write_draft,
 )
 from core.retrieval.pipeline import retrieve
-from core.text import prompts
+from core.text import caps, prompts
 from core.text.fencing import format_passages
 from core.text.tokens import count_tokens
 
 MAX_RETRIEVALS_PER_STEP = 5  # 001, appendix E
 STEP_CONTEXT_TOKENS = 400  # ours: rat-step's read-only context, in tokens
 OUTLINE_WORDS = 12  # words of an earlier step in rat-step's outline
-#: Most tokens of a B.2 answer: a query longer than MAX_QUERY_WORDS words is refused anyway
-#: (core.text.prompts.query_problem), so the model is not left to write more than that.
-QUERY_MAX_TOKENS = 2 * prompts.MAX_QUERY_WORDS + 16
+#: Most tokens of a B.2 answer (core.text.caps, where every role's cap is sized).
+QUERY_MAX_TOKENS = caps.QUERY_TOKENS
 _STEP_CONTEXT = Param("rat.step_context_tokens", STEP_CONTEXT_TOKENS,
                       "tokens of read-only context in each step's prompts: the previous revised step, then an "
                       "outline of the earlier ones (ours: 400)", low=50, high=100_000)
@@ -113,7 +113,8 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     for ev in notes:
         yield ev
     if fitted:
-        reply = generate(ctx, prompt(format_passages(fitted, numbers(ctx))), role="revise", i=i)
+        full = prompt(format_passages(fitted, numbers(ctx)))
+        reply = generate(ctx, full, role="revise", i=i, max_tokens=within(ctx, caps.revise(kept, len(fitted)), full))
         async for ev in reply:
             yield ev
         events = revised(ctx, i, kept, reply.result, fitted, article_of=article_of)
@@ -140,8 +141,9 @@ async def make_query(ctx: MethodContext, task: Task, i: int, step: str,
     """B.2 for step i from ``so_far`` (the text the query is made from, ending with the step):
     the model's first query line, or the step's own words when that is no query (a Note says
     why); then QueryMade. Returns the query."""
-    q = generate(ctx, prompts.QUERY.format(question=task.prompt, answer=so_far), role="query", i=i,
-                 max_tokens=QUERY_MAX_TOKENS, note_cut=False)  # only its first query line is used
+    prompt = prompts.QUERY.format(question=task.prompt, answer=so_far)
+    q = generate(ctx, prompt, role="query", i=i, max_tokens=within(ctx, caps.query(), prompt),
+                 note_cut=False)  # only its first query line is used
     async for ev in q:
         yield ev
     query, problem = prompts.choose_query(q.result, step, question=task.prompt, content=so_far)

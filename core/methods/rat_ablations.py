@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
 from core.methods.base import MethodContext, register
+from core.methods.capping import within
 from core.methods.helpers import (
     Return,
     fit_passages,
@@ -39,7 +40,7 @@ from core.methods.helpers import (
 )
 from core.methods.rat import MAX_RETRIEVALS_PER_STEP, make_query
 from core.retrieval.pipeline import retrieve
-from core.text import prompts
+from core.text import caps, prompts
 from core.text.fencing import format_passages
 
 
@@ -108,7 +109,7 @@ async def _revise(task: Task, ctx: MethodContext, i: int, text: str, passages: l
         return
     shown = format_passages(fitted, numbers(ctx))
     prompt = prompts.REVISE.format(content=shown, question=question_for(task), answer=text)
-    rev = generate(ctx, prompt, role="revise", i=i)
+    rev = generate(ctx, prompt, role="revise", i=i, max_tokens=within(ctx, caps.revise(text, len(fitted)), prompt))
     async for ev in rev:
         yield ev
     events = revised(ctx, i, text, rev.result, fitted)

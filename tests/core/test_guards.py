@@ -154,7 +154,8 @@ async def test_a_cut_answer_is_noted_and_its_revision_refused_over_http(llm):
     from tests.fakes.llm_server import FakeReply
     from tests.helpers import collect
 
-    llm.queue(FakeReply(REVISED[:200], finish_reason="length"), FakeReply(REVISED))
+    # the server counts the cut answer's tokens up to the limit (60): --max-tokens is what cut it
+    llm.queue(FakeReply((REVISED * 3)[:280], finish_reason="length"), FakeReply(REVISED))
     client = LLMClient(LLMSettings(base_url=llm.base_url, model="fake-model", max_tokens=60))
     ctx = method_context(client)
     try:

@@ -22,8 +22,14 @@ Knobs (attributes, safe to set from the test thread): ``down`` (every request an
 ``fail_next(n, status)``, ``models`` (others answer 404 ``model_not_found``), ``api_key`` (another
 Bearer key answers 401), ``send_usage`` (False: never send usage, like some local servers),
 ``latency`` (seconds before the first byte) and ``tokens_per_second`` (pace of the streamed chunks;
-a non-stream answer waits the same total time), and ``hold_after_first()`` (every stream sends its
-first content chunk, then waits for the returned event before the rest).
+a non-stream answer waits the same total time), ``hold_after_first()`` (every stream sends its
+first content chunk, then waits for the returned event before the rest), ``chunk_chars`` (stream
+content and thinking in pieces of that many characters, so a ``<think>`` tag comes split across
+deltas) and ``refuse`` (parameters, e.g. ``{"temperature"}``, that every request holding them is
+refused for with a 400 in OpenAI's words, as OpenAI's reasoning models refuse them).
+
+Thinking: a reply's ``thinking`` is sent the way ``think`` says, as the servers of reasoning models
+send it (see ``THINK_STYLES``); :func:`with_thinking` gives every answer of a script the same.
 
 Records: ``requests``, ``paths``, and ``streams_done`` (streams sent to their end), so a test can
 check what the client saw before a stream ended without a stopwatch.
@@ -52,6 +58,29 @@ _ERROR_KINDS = {  # status -> (type, code), as OpenAI sends them
     403: ("invalid_request_error", "forbidden"),
     404: ("invalid_request_error", "model_not_found"),
     429: ("requests", "rate_limit_exceeded"),
+}
+
+
+#: How a reply's thinking is sent: "inline" in the content as <think>...</think> before the answer
+#: (DeepSeek-R1 distills, Qwen3 on llama.cpp); "opened" the same, but the block was opened by the
+#: chat template so the content starts inside it and only </think> comes (DeepSeek-R1's template);
+#: "unclosed" a <think> block the token limit cut, no answer (finish_reason "length");
+#: "reasoning_content" in the delta field of that name (vLLM, llama.cpp --reasoning-format,
+#: DeepSeek's API); "reasoning" in the field Ollama's and OpenRouter's endpoints use.
+THINK_STYLES = ("inline", "opened", "unclosed", "reasoning_content", "reasoning")
+FIELD_STYLES = ("reasoning_content", "reasoning")
+#: A thought to scan for: distinctive, and shaped to do harm if it leaked (a blank line would
+#: split a draft, its lines could pass for a query).
+THOUGHT = ("PONDERING-XYZ Okay, the user wants an answer. Let me think about what to search.\n\n"
+           "PONDERING-XYZ Maybe search for the release dates first.")
+#: OpenAI's words when a model refuses a parameter: (code, message); {value} is the value sent.
+REFUSALS = {
+    "temperature": ("unsupported_value", "Unsupported value: 'temperature' does not support {value} with this "
+                                         "model. Only the default (1) value is supported."),
+    "top_p": ("unsupported_value", "Unsupported value: 'top_p' does not support {value} with this model. "
+                                   "Only the default (1) value is supported."),
+    "max_tokens": ("unsupported_parameter", "Unsupported parameter: 'max_tokens' is not supported with this "
+                                            "model. Use 'max_completion_tokens' instead."),
 }
 
 
@@ -85,6 +114,25 @@ class FakeReply:
     delay: float = 0.0
     cut_after: int | None = None
     finish_reason: str = "stop"
+    thinking: str = ""  # the model's thinking, sent as ``think`` says (THINK_STYLES)
+    think: str = "inline"
+    param: str | None = None  # an error's "param", as OpenAI names the refused parameter
+
+    def content(self) -> str:
+        """The content as the server sends it: the answer, with the thinking in it when inline."""
+        if not self.thinking or self.think in FIELD_STYLES:
+            return self.text
+        if self.think == "unclosed":
+            return f"<think>{self.thinking}"
+        opening = "" if self.think == "opened" else "<think>"
+        return f"{opening}{self.thinking}</think>\n\n{self.text}"
+
+    def reasoning(self) -> tuple[str, str] | None:
+        """(field, thinking) when the thinking is sent in a delta field of its own."""
+        return (self.think, self.thinking) if self.thinking and self.think in FIELD_STYLES else None
+
+    def finish(self) -> str:
+        return "length" if self.thinking and self.think == "unclosed" else self.finish_reason
 
     @classmethod
     def fail(cls, status: int, message: str = "", *, code: str | None = None,
@@ -94,6 +142,33 @@ class FakeReply:
 
 
 Reply = str | FakeReply
+
+
+def with_thinking(script: Callable[[dict], Reply], think: str, thought: str = THOUGHT) -> Callable[[dict], FakeReply]:
+    """``script`` (a request body -> reply function, such as a MethodAuthor) as a reasoning model
+    would answer it: every reply thinks ``thought`` first, sent as ``think`` says (THINK_STYLES);
+    with "unclosed" the thinking used up the tokens and no answer comes."""
+    assert think in THINK_STYLES, think
+
+    def answer(body: dict) -> FakeReply:
+        reply = script(body)
+        reply = FakeReply(text=reply) if isinstance(reply, str) else reply
+        if reply.status != 200:
+            return reply
+        return FakeReply(text="" if think == "unclosed" else reply.text, finish_reason=reply.finish_reason,
+                         thinking=thought, think=think)
+
+    return answer
+
+
+def refusal(body: dict, refused: set[str]) -> FakeReply | None:
+    """The 400 OpenAI answers when the request holds a parameter of ``refused``, else None."""
+    for name in sorted(refused):
+        if name in body:
+            code, message = REFUSALS.get(name, ("unsupported_parameter",
+                                                f"Unsupported parameter: '{name}' is not supported with this model."))
+            return FakeReply(status=400, message=message.format(value=body[name]), code=code, param=name)
+    return None
 
 
 class _Server(ThreadingHTTPServer):
@@ -114,6 +189,8 @@ class FakeLLM:
         self.context_length: int | None = None  # reported in /v1/models as vLLM does (max_model_len)
         self.latency = 0.0
         self.tokens_per_second: float | None = None
+        self.chunk_chars: int | None = None  # stream in pieces of this many characters (tags split)
+        self.refuse: set[str] = set()  # request parameters refused with a 400, as OpenAI's reasoning models do
         self.requests: list[dict] = []  # JSON bodies of every chat request, in arrival order
         self.arrivals: list[float] = []  # time.perf_counter() when each chat request arrived
         self.first_chunks: list[float] = []  # time.time() when each stream's first content chunk was sent
@@ -230,6 +307,9 @@ class FakeLLM:
                 if model not in fake.models:
                     return self._error(FakeReply.fail(
                         404, f"The model `{model}` does not exist or you do not have access to it."))
+                refused = refusal(body, fake.refuse)
+                if refused is not None:
+                    return self._error(refused)
                 reply = fake._next_reply(body)
                 time.sleep(fake.latency + reply.delay)
                 if reply.status != 200:
@@ -245,25 +325,39 @@ class FakeLLM:
                 self._error(FakeReply.fail(401, "Incorrect API key provided."))
                 return False
 
-            def _usage(self, body: dict, text: str) -> dict:
+            def _usage(self, body: dict, reply: FakeReply) -> dict:
+                """Usage as servers report it: the thinking's tokens are part of the completion's;
+                with thinking in a field of its own, also reported apart (``reasoning_tokens``)."""
                 prompt = sum(count_tokens(message_text(m)) for m in body.get("messages", []))
-                done = count_tokens(text)
-                return {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+                done = count_tokens(reply.content()) + (count_tokens(reply.thinking) if reply.reasoning() else 0)
+                usage = {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done}
+                if reply.reasoning():
+                    usage["completion_tokens_details"] = {"reasoning_tokens": count_tokens(reply.thinking)}
+                return usage
+
+            def _pieces(self, text: str) -> list[str]:
+                if fake.chunk_chars:
+                    return [text[n:n + fake.chunk_chars] for n in range(0, len(text), fake.chunk_chars)]
+                return chunks_of(text)
 
             def _complete(self, body: dict, reply: FakeReply) -> None:
                 if reply.cut_after is not None:
                     self.close_connection = True
                     return
                 if fake.tokens_per_second:
-                    time.sleep(count_tokens(reply.text) / fake.tokens_per_second)
+                    time.sleep(count_tokens(reply.content()) / fake.tokens_per_second)
+                message = {"role": "assistant", "content": reply.content()}
+                if reply.reasoning():
+                    field, thought = reply.reasoning()
+                    message[field] = thought
                 answer: dict[str, Any] = {
                     "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                     "model": body["model"],
-                    "choices": [{"index": 0, "finish_reason": reply.finish_reason, "logprobs": None,
-                                 "message": {"role": "assistant", "content": reply.text}}],
+                    "choices": [{"index": 0, "finish_reason": reply.finish(), "logprobs": None,
+                                 "message": message}],
                 }
                 if fake.send_usage:
-                    answer["usage"] = self._usage(body, reply.text)
+                    answer["usage"] = self._usage(body, reply)
                 self._json(200, answer)
 
             def _stream(self, body: dict, reply: FakeReply) -> None:
@@ -280,10 +374,14 @@ class FakeLLM:
                                          "logprobs": None}], **extra}
 
                 self._event(chunk({"role": "assistant", "content": ""}))
+                if reply.reasoning():  # thinking first, in its field, with no content (as vLLM sends it)
+                    field, thought = reply.reasoning()
+                    for piece in self._pieces(thought):
+                        self._event(chunk({field: piece}))
                 # paced against a schedule (token n is due at start + n / rate), so the small
                 # overshoot of each sleep does not add up over a long answer
                 start, due = time.monotonic(), 0.0
-                for n, piece in enumerate(chunks_of(reply.text)):
+                for n, piece in enumerate(self._pieces(reply.content())):
                     if reply.cut_after is not None and n >= reply.cut_after:
                         self.close_connection = True  # no terminating chunk: a broken body
                         return
@@ -296,9 +394,9 @@ class FakeLLM:
                             fake.first_chunks.append(time.time())
                     if n == 0 and fake._after_first is not None:
                         fake._after_first.wait(WAIT_LIMIT)
-                self._event(chunk({}, reply.finish_reason))
+                self._event(chunk({}, reply.finish()))
                 if fake.send_usage and (body.get("stream_options") or {}).get("include_usage"):
-                    usage = chunk({}, usage=self._usage(body, reply.text))
+                    usage = chunk({}, usage=self._usage(body, reply))
                     usage["choices"] = []
                     self._event(usage)
                 self._write_chunk(b"data: [DONE]\n\n")
@@ -316,7 +414,7 @@ class FakeLLM:
             def _error(self, reply: FakeReply) -> None:
                 kind, code = _ERROR_KINDS.get(reply.status, ("server_error", None))
                 payload = {"error": {"message": reply.message, "type": kind,
-                                     "param": None, "code": reply.code or code}}
+                                     "param": reply.param, "code": reply.code or code}}
                 headers = {} if reply.retry_after is None else {"Retry-After": f"{reply.retry_after:g}"}
                 self._json(reply.status, payload, headers)
 
@@ -333,4 +431,4 @@ class FakeLLM:
         return Handler
 
 
-__all__ = ["FakeLLM", "FakeReply", "count_tokens", "chunks_of"]
+__all__ = ["FakeLLM", "FakeReply", "THINK_STYLES", "THOUGHT", "count_tokens", "chunks_of", "refusal", "with_thinking"]

@@ -19,6 +19,13 @@ so the scripted authors (``RatAuthor``, ``MethodAuthor``) answer here unchanged:
 Every call is recorded in ``calls`` (prompt text, messages, role, temperature, max_tokens);
 ``requests`` holds the bodies a server would have received (``temperature`` only when given).
 Token counts are :func:`tests.fakes.llm_server.count_tokens` of the messages and the reply.
+
+Reasoning models: a ``FakeReply`` with ``thinking`` (``tests.fakes.llm_server.with_thinking``
+gives a whole script's replies the same) streams as the client streams what such a server sends:
+its content and reasoning field go through the client's own ``core.llm.ThinkSplitter``, so the
+thinking comes as ``Thinking`` items and in the Completion's ``thinking``, never in its text.
+``refuse`` (e.g. ``{"temperature"}``): parameters the "server" refuses; like the client, the fake
+leaves them out of every call and yields one ``Dropped`` the first time.
 """
 
 from __future__ import annotations
@@ -27,11 +34,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.llm import Completion, as_messages
-from tests.fakes.llm_server import FakeReply, chunks_of, count_tokens, message_text
+from core.llm import REFUSABLE, Completion, Dropped, Reset, Thinking, ThinkSplitter, as_messages
+from tests.fakes.llm_server import FakeReply, chunks_of, count_tokens, message_text, refusal
 
 Script = Callable[[dict], str]
-Queued = str | Callable[[str], str] | BaseException
+Queued = str | FakeReply | Callable[[str], str] | BaseException
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,8 @@ class FakeModel:
         self.closed = False
         self._queue: list[Queued] = []
         self._script = script
+        self.refuse: set[str] = set()
+        self._said: set[str] = set()
 
     # -- scripting ---------------------------------------------------------------------------
     def queue(self, *replies: Queued) -> FakeModel:
@@ -72,24 +81,42 @@ class FakeModel:
 
     # -- the LLMClient interface ---------------------------------------------------------------
     async def stream(self, messages: str | list[dict], *, role: str, temperature: float | None = None,
-                     max_tokens: int | None = None) -> AsyncIterator[str | Completion]:
-        """The reply in word-sized chunks, then a Completion. Raises what the queue holds."""
+                     max_tokens: int | None = None) -> AsyncIterator[str | Thinking | Reset | Dropped | Completion]:
+        """The reply in word-sized chunks (its thinking apart), then a Completion. Raises what
+        the queue holds."""
         listed = as_messages(messages)
         body: dict[str, Any] = {"model": self.model, "messages": listed, "stream": True}
         if temperature is not None:
             body["temperature"] = temperature
         if max_tokens is not None:
             body["max_tokens"] = max_tokens
+        dropped = self._refused(body)
+        for drop in dropped:
+            if drop.param not in self._said:
+                self._said.add(drop.param)
+                yield drop
         prompt = "\n".join(message_text(m) for m in listed if m.get("role") == "user")
-        self.calls.append(Call(prompt, listed, role, temperature, max_tokens))
+        self.calls.append(Call(prompt, listed, role, body.get("temperature"),
+                               body.get("max_tokens", body.get("max_completion_tokens"))))
         self.requests.append(body)
         answer = self._answer(prompt, body)
-        text, finish = (answer.text, answer.finish_reason) if isinstance(answer, FakeReply) else (answer, "stop")
-        for piece in chunks_of(text):
-            yield piece
-        yield Completion(text=text, role=role, model=self.model,
+        reply = answer if isinstance(answer, FakeReply) else FakeReply(text=answer)
+        split = ThinkSplitter()
+        field = reply.reasoning()
+        for piece in chunks_of(field[1]) if field else ():
+            for item in split.feed(None, piece):
+                yield item
+        for piece in chunks_of(reply.content()):
+            for item in split.feed(piece):
+                yield item
+        for item in split.close():
+            yield item
+        thinking_tokens = count_tokens(reply.thinking) if reply.thinking else 0
+        yield Completion(text=split.answer, role=role, model=self.model,
                          prompt_tokens=sum(count_tokens(message_text(m)) for m in listed),
-                         completion_tokens=count_tokens(text), seconds=0.0, estimated=False, finish_reason=finish)
+                         completion_tokens=count_tokens(split.answer) + thinking_tokens, seconds=0.0,
+                         estimated=False, finish_reason=reply.finish(), thinking=split.thinking,
+                         thinking_tokens=thinking_tokens, dropped=tuple(dropped))
 
     async def complete(self, messages: str | list[dict], *, role: str, temperature: float | None = None,
                        max_tokens: int | None = None) -> Completion:
@@ -104,6 +131,19 @@ class FakeModel:
         self.closed = True
 
     # -- helpers -----------------------------------------------------------------------------
+    def _refused(self, body: dict) -> list[Dropped]:
+        """Take the refused parameters out of ``body``, as the client does after the 400."""
+        dropped = []
+        while (refused := refusal(body, self.refuse)) is not None:
+            value = body.pop(refused.param)
+            other = REFUSABLE.get(refused.param, "")
+            replacement = other if other and other in refused.message else ""
+            if replacement:
+                body[replacement] = value
+            dropped.append(Dropped(param=refused.param, value=value, model=self.model, reason=refused.message,
+                                   replacement=replacement))
+        return dropped
+
     def _answer(self, prompt: str, body: dict) -> str | FakeReply:
         if self._queue:
             queued = self._queue.pop(0)
