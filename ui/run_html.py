@@ -14,7 +14,7 @@ from core.article.citations import citation_line
 from core.text.oneline import short
 from ui.diff import changed, diff_html
 from ui.escape import esc, link
-from ui.runview import RunView, StepCard
+from ui.runview import RunView, StepCard, Thought
 
 DIFF_CONTEXT = 14  # words kept around a change in a long revised text
 LONG_DIFF = 120  # words: a longer "before" text is shown with only DIFF_CONTEXT around changes
@@ -81,8 +81,28 @@ def progress_html(view: RunView, status: str = "") -> str:
 
 
 # -- the draft (left) -----------------------------------------------------------------------------
+def thinking_html(thoughts: Sequence[Thought], live: dict[str, str]) -> str:
+    """A reasoning model's thinking, apart from its answer: each finished call's folded (open it
+    to read), the one streaming now open with a caret."""
+    parts = []
+    for t in thoughts:
+        tokens = f" · {t.tokens:,} tokens" if t.tokens else ""
+        parts.append(f"<details class='rat-thinking'><summary>Thinking ({esc(t.role)}{tokens})</summary>"
+                     f"<div class='rat-thinking-text'>{esc(t.text)}</div></details>")
+    for role, text in live.items():
+        parts.append(f"<details class='rat-thinking' open><summary>Thinking ({esc(role)})…</summary>"
+                     f"<div class='rat-thinking-text'>{esc(text)}<span class='rat-caret'></span></div></details>")
+    return "".join(parts)
+
+
 def draft_html(view: RunView) -> str:
-    """The step-by-step draft, numbered; while it streams, the text so far with a caret."""
+    """The step-by-step draft, numbered; while it streams, the text so far with a caret; above
+    it, the thinking of a reasoning model's draft call, folded."""
+    drafted = [t for t in view.thinking if t.role == "draft"]
+    return thinking_html(drafted, {r: t for r, t in view.thinking_live.items() if r == "draft"}) + _draft_list(view)
+
+
+def _draft_list(view: RunView) -> str:
     if not view.draft_ready:
         if not view.draft_live:
             if view.final is not None or view.cards:
@@ -167,6 +187,7 @@ def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, ta
              f"<div class='rat-card-head'><b>{title}</b><span class='rat-badge {badge}'>{esc(phase)}</span></div>"]
     if card.thought:
         parts.append(f"<div class='rat-thought'>{esc(short(card.thought, 240))}</div>")
+    parts.append(thinking_html(card.thinking, card.thinking_live))
     if card.query:
         parts.append(f"<div class='rat-row'><span class='rat-label'>Query</span><code class='rat-query'>"
                      f"{esc(card.query)}</code></div>")
@@ -195,11 +216,14 @@ def steps_html(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] =
     """A card per step: query, search, pages, passages and the revision's diff; the step being
     worked on is highlighted."""
     undone, taken = set(undone), set(taken)
-    if not view.cards and not view.live and not view.notes and view.failed is None:
+    thoughts = [t for t in view.thinking if t.role != "draft"]  # of calls in no step, but the draft's
+    thinking = {r: t for r, t in view.thinking_live.items() if r != "draft"}
+    if not view.cards and not view.live and not view.notes and not thoughts and not thinking and view.failed is None:
         wait = "Each step's search, pages and revision appear here."
         return f"<div class='rat-empty'>{wait}</div>"
     n = view.n or len(view.steps)
     out = [f"<div class='rat-note rat-{esc(note.level)}'>{esc(note.text)}</div>" for note in view.notes]
+    out.append(thinking_html(thoughts, thinking))
     for i, card in sorted(view.cards.items()):
         out.append(card_html(card, n=n, current=i == view.current and view.final is None,
                              undone=i in undone, taken=i in taken))

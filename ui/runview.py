@@ -24,6 +24,7 @@ from common.events import (
     SearchDone,
     StepRevised,
     StepStarted,
+    ThinkingDelta,
     TokenDelta,
 )
 from common.types import Passage
@@ -33,6 +34,16 @@ from core.text.prompts import join_steps
 
 DRAFT, STEPS, PROGRESS = "draft", "steps", "progress"  # the panels an event can change
 ALL_PANELS = frozenset({DRAFT, STEPS, PROGRESS})
+
+
+@dataclass(frozen=True)
+class Thought:
+    """What a reasoning model thought in one call before it answered (``LLMCalled.thinking``):
+    shown folded under its step, never part of the text."""
+
+    role: str
+    text: str
+    tokens: int = 0
 
 
 @dataclass
@@ -48,6 +59,8 @@ class StepCard:
     passages: tuple[Passage, ...] = ()
     revised: StepRevised | None = None
     notes: list[Note] = field(default_factory=list)
+    thinking: list[Thought] = field(default_factory=list)  # each finished call's thinking, in order
+    thinking_live: dict[str, str] = field(default_factory=dict)  # role -> thinking being streamed now
 
     @property
     def phase(self) -> str:
@@ -87,6 +100,8 @@ class RunView:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     queued: Queued | None = None  # the run waits for a place (core.live): not yet started
+    thinking: list[Thought] = field(default_factory=list)  # thinking of calls outside any step (the draft's)
+    thinking_live: dict[str, str] = field(default_factory=dict)
     _edits: tuple[int, Revisions] | None = field(default=None, repr=False, compare=False)
 
     def card(self, i: int) -> StepCard:
@@ -100,12 +115,18 @@ class RunView:
             self.events.append(e)
         match e:
             case TokenDelta(role=role, text=text, i=i, reset=reset):
+                if reset:  # a retry starts the call over, its thinking too
+                    (self.card(i).thinking_live if i else self.thinking_live).pop(role, None)
                 if role == "draft" and i == 0:
                     self.draft_live = ("" if reset else self.draft_live) + text
                     return {DRAFT}
                 live = self.card(i).live if i else self.live
                 live[role] = ("" if reset else live.get(role, "")) + text
                 return {STEPS}
+            case ThinkingDelta(role=role, text=text, i=i):
+                live = self.card(i).thinking_live if i else self.thinking_live
+                live[role] = live.get(role, "") + text
+                return {DRAFT} if role == "draft" and i == 0 else {STEPS}
             case Queued():
                 self.queued = e
                 return {PROGRESS}
@@ -140,11 +161,18 @@ class RunView:
                 card.revised = e
                 card.live.pop("revise", None)
                 return set(ALL_PANELS)
-            case LLMCalled(prompt_tokens=p, completion_tokens=c):
+            case LLMCalled(prompt_tokens=p, completion_tokens=c, role=role, i=i):
                 self.llm_calls += 1
                 self.prompt_tokens += p
                 self.completion_tokens += c
-                return {PROGRESS}
+                holder = self.cards.get(i) if i else self
+                if holder is not None:
+                    holder.thinking_live.pop(role, None)
+                if not e.thinking:
+                    return {PROGRESS}
+                holder = self.card(i) if i else self
+                holder.thinking.append(Thought(role, e.thinking, e.thinking_tokens))
+                return {PROGRESS, DRAFT if role == "draft" and i == 0 else STEPS}
             case Note(i=i):
                 (self.card(i).notes if i else self.notes).append(e)
                 return {STEPS}

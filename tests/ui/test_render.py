@@ -527,3 +527,40 @@ def test_a_taken_revision_is_cited_from_the_passages_of_its_step():
     cited = view.edits.cited(text, [], [2])
     assert [m.n for p in cited.pieces for m in p.marks] == [1, 2, 3]
     assert [s.n for s in view.edits.sources([], [2])] == [1, 2, 3]
+
+
+# -- a reasoning model's thinking -----------------------------------------------------------------
+def test_thinking_streams_open_under_its_step_then_folds_with_its_tokens():
+    from common.events import LLMCalled, ThinkingDelta
+
+    view = fold(rat_run(n=2)[:3])  # started, draft, step 1 started
+    view.apply(StepStarted(i=1, thought="", n=2))
+    assert view.apply(ThinkingDelta(role="query", text="Hmm, <b>which</b> words", i=1)) == {runview.STEPS}
+    live = run_html.steps_html(view)
+    assert "<details class='rat-thinking' open>" in live and "Hmm, &lt;b&gt;which&lt;/b&gt; words" in live
+    assert "rat-caret" in live
+    view.apply(LLMCalled(role="query", model="m", i=1, completion_tokens=40, thinking="Hmm, <b>which</b> words",
+                         thinking_tokens=30))
+    done = run_html.steps_html(view)
+    assert "<details class='rat-thinking'><summary>Thinking (query · 30 tokens)</summary>" in done
+    assert "open>" not in done.split("rat-thinking")[1], "a finished call's thinking is folded"
+    assert "<b>which" not in done, "escaped"
+    assert "Hmm" not in run_html.draft_html(view), "a step's thinking is not the draft's"
+
+
+def test_the_drafts_thinking_sits_above_the_draft_and_a_retry_drops_it():
+    from common.events import LLMCalled, ThinkingDelta
+
+    view = RunView()
+    view.apply(RunStarted(run_id="r", method="rat", task="t"))
+    assert view.apply(ThinkingDelta(role="draft", text="First I plan.")) == {runview.DRAFT}
+    assert "First I plan." in run_html.draft_html(view)
+    view.apply(TokenDelta(role="draft", text="", reset=True))
+    assert "First I plan." not in run_html.draft_html(view), "a retried call starts its thinking over"
+    view.apply(ThinkingDelta(role="draft", text="Plan again."))
+    view.apply(LLMCalled(role="draft", model="m", thinking="Plan again.", thinking_tokens=3))
+    view.apply(DraftReady(steps=("A", "B")))
+    html = run_html.draft_html(view)
+    assert html.index("Thinking (draft · 3 tokens)") < html.index("<ol class='rat-draft'>")
+    assert "Plan again." not in run_html.steps_html(view)
+    assert fold(view.events).thinking == view.thinking, "stored events give the same thinking (History, replay)"

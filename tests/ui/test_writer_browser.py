@@ -453,3 +453,24 @@ def test_a_mark_opens_on_its_passage_and_the_article_is_exported_as_docx(open_pa
     stored = history.locator(".block.rat-cited-panel span.rat-sentence", has_text=author.quote.removesuffix("."))
     expect(stored.locator("details.rat-cite summary").first).to_be_visible()
     expect(history.get_by_role("button", name="Export .docx")).to_be_visible()
+
+
+def test_a_reasoning_models_thinking_is_shown_folded_under_its_step_and_never_in_the_text(open_page, llm):
+    from tests.fakes.llm_server import THOUGHT, with_thinking
+
+    llm.reply(with_thinking(RatAuthor(draft_steps(2)), "reasoning_content"))
+    page, writer = open_page()
+    start(writer, "Describe how Python 3 changed text and bytes.")
+    progress = writer.locator(".rat-progress")
+    expect(progress).to_contain_text("Done: 2 steps revised.", timeout=TIMEOUT)
+    card = writer.locator("#rat-step-1")
+    folded = card.locator("details.rat-thinking").first
+    expect(folded.locator("summary")).to_contain_text(re.compile(r"Thinking \((query|revise)"))
+    expect(folded.locator(".rat-thinking-text")).to_be_hidden()
+    folded.locator("summary").click()
+    expect(folded.locator(".rat-thinking-text")).to_contain_text("PONDERING-XYZ")
+    expect(writer.locator(".block.rat-draft-panel details.rat-thinking summary")).to_contain_text("Thinking (draft")
+    assert "PONDERING-XYZ" in THOUGHT
+    expect(writer.locator(".block.rat-cited-panel")).not_to_contain_text("PONDERING")
+    expect(writer.locator(".block.rat-draft-panel ol.rat-draft")).not_to_contain_text("PONDERING")
+    screenshot(page, "writer-thinking.png", top=card)
