@@ -99,14 +99,20 @@ async def test_stop_stops_the_run_itself_and_it_can_be_continued(app, llm):
     assert isinstance(resumed[0], RunStarted) and not resumed[0].resumed, "the stored events come first"
 
 
-async def test_a_run_beyond_the_limit_waits_and_says_so(app, llm):
+async def one_going_one_waiting(live: LiveRuns, llm):
+    """A run held at the gate in the one place of ``live`` (limit 1), and a second waiting for it:
+    (the gate, the first's follower and id, the second's follower, what it was told so far)."""
     gate = Gate()
     llm.reply(gate)
-    live = LiveRuns(app.runner, limit=1)
     one = live.start("rat", TASK)
     first_id = (await first(one, RunStarted))[0].run_id
     two = live.start("rat", Task("A second task about Mercurial and Python 3."))
-    waiting = await first(two, Queued)
+    return gate, one, first_id, two, await first(two, Queued)
+
+
+async def test_a_run_beyond_the_limit_waits_and_says_so(app, llm):
+    live = LiveRuns(app.runner, limit=1)
+    gate, one, first_id, two, waiting = await one_going_one_waiting(live, llm)
     assert waiting == [Queued(ahead=0, limit=1, ticket=2)] and live.running() == [first_id]
     gate.open.set()
     second = await first(two, RunStarted)
@@ -115,16 +121,11 @@ async def test_a_run_beyond_the_limit_waits_and_says_so(app, llm):
 
 
 async def test_a_run_stopped_while_it_waits_never_starts(app, llm):
-    gate = Gate()
-    llm.reply(gate)
     live = LiveRuns(app.runner, limit=1)
-    one = live.start("rat", TASK)
-    first_id = (await first(one, RunStarted))[0].run_id
-    two = live.start("rat", Task("A second task about Mercurial and Python 3."))
-    ticket = (await first(two, Queued))[0].ticket
+    gate, one, first_id, two, waiting = await one_going_one_waiting(live, llm)
+    ticket = waiting[0].ticket
     runs_before = len(app.store.list_runs(limit=100))
-    assert live.stop_launched(ticket) == ""
-
+    assert live.stop_launched(ticket) == ""  # here its task has not even begun: the follower ran first
     assert [e async for e in two] == [], "the follower ends with nothing"
     assert live.stop_launched(ticket) is None, "it is over"
     gate.open.set()
@@ -171,17 +172,13 @@ async def test_stop_on_the_page_of_a_queued_run_takes_it_out_of_the_line(app, ll
     from ui.runview import RunView
     from ui.writer import RunPanel
 
-    gate = Gate()
-    llm.reply(gate)
     live = LiveRuns(app.runner, limit=1)
     with gr.Blocks():
         panel = RunPanel(app.runner, app.store, app.clients, live=live)
         panel.layout()
-    one = live.start("rat", TASK)
-    await first(one, RunStarted)
-    two = live.start("rat", Task("A second task about Mercurial and Python 3."))
+    gate, one, _, two, waiting = await one_going_one_waiting(live, llm)
     view = RunView()
-    for event in await first(two, Queued):
+    for event in waiting:
         view.apply(event)
     runs_before = len(app.store.list_runs(limit=100))
     shown = await panel.on_stop(view)
