@@ -50,7 +50,6 @@ from common.events import (
 )
 from common.types import Passage, SearchResult, Task
 from core.methods.base import MethodContext, Param, register
-from core.methods.capping import whole_answer, within
 from core.methods.helpers import (
     Return,
     generate,
@@ -61,6 +60,7 @@ from core.methods.helpers import (
     revised,
     urls_of,
     web_query,
+    whole_answer,
 )
 from core.retrieval.pipeline import retrieve
 from core.text import caps, prompts
@@ -249,7 +249,7 @@ async def _rewrite_query(ctx: MethodContext, task: Task, max_queries: int) -> As
     """QR (002 3.2): an outline (shown as the draft), then at most ``max_queries`` questions;
     returns the questions (the task itself when the rewriter wrote none)."""
     prompt = REWRITE.format(task=task.prompt, n=max_queries)
-    reply = generate(ctx, prompt, role="query", max_tokens=within(ctx, caps.outline(max_queries), prompt))
+    reply = generate(ctx, prompt, role="query", max_tokens=caps.outline(max_queries))
     async for ev in reply:
         yield ev
     outline, questions = parse_rewrite(reply.result, max_queries)
@@ -273,7 +273,7 @@ async def _first_answer(run: _Run) -> AsyncIterator[Event | Return[tuple[str, li
         yield ev
     procedures = format_passages(found.result, numbers(run.ctx)) or "(none found)"
     prompt = FIRST_ANSWER.format(procedures=procedures, task=run.question)
-    text = generate(run.ctx, prompt, role="draft", i=1, max_tokens=whole_answer(run.ctx, run.task, prompt))
+    text = generate(run.ctx, prompt, role="draft", i=1, max_tokens=whole_answer(run.ctx, run.task))
     async for ev in text:
         yield ev
     answer = prompts.tidy_reply(text.result) or text.result.strip()
@@ -318,7 +318,7 @@ async def _ask_one(run: _Run, i: int, question: str, *,
         return
     procedures = format_passages(found.result, numbers(run.ctx)) or "(none found)"
     prompt = SUMMARY.format(question=question, procedures=procedures)
-    reply = generate(run.ctx, prompt, role="query", i=i, max_tokens=within(run.ctx, caps.summary(procedures), prompt))
+    reply = generate(run.ctx, prompt, role="query", i=i, max_tokens=caps.summary(procedures))
     async for ev in reply:
         yield ev
     summary = f"Q: {question}\nA: {' '.join(reply.result.split())}"
@@ -334,7 +334,7 @@ async def _update(run: _Run, i: int, answer: str, context: str,
     """UPDATE (002 3.5 step 4), step i: the first answer updated with the context; returns it."""
     yield StepStarted(i=i, thought="Update the first answer with what the questions found", n=run.n)
     prompt = UPDATE.format(task=run.question, answer=answer, context=context)
-    cap = within(run.ctx, caps.revise(answer, len(passages)), prompt)
+    cap = caps.revise(answer, len(passages))
     reply = generate(run.ctx, prompt, role="revise", i=i, max_tokens=cap)
     async for ev in reply:
         yield ev
@@ -370,7 +370,7 @@ async def _critic_cycle(run: _Run, i: int, thought: str, answer: str, context: s
     answer, or None when the critic requires no update."""
     yield StepStarted(i=i, thought=thought, n=run.n)
     prompt = CRITIC.format(task=run.question, context=context, answer=answer)
-    critique = generate(run.ctx, prompt, role="revise", i=i, max_tokens=within(run.ctx, caps.revise(answer), prompt))
+    critique = generate(run.ctx, prompt, role="revise", i=i, max_tokens=caps.revise(answer))
     async for ev in critique:
         yield ev
     if NO_UPDATE.lower() in critique.result.lower():
@@ -381,7 +381,7 @@ async def _critic_cycle(run: _Run, i: int, thought: str, answer: str, context: s
     yield Note(i=i, text=f"critic: {edits}")
     prompt = EDIT.format(task=run.question, context=context, answer=answer, edits=edits)
     edited = generate(run.ctx, prompt, role="revise", i=i,
-                      max_tokens=within(run.ctx, caps.revise(answer, len(passages)), prompt))
+                      max_tokens=caps.revise(answer, len(passages)))
     async for ev in edited:
         yield ev
     events = revised(run.ctx, i, answer, edited.result, passages)

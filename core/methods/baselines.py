@@ -17,8 +17,7 @@ from collections.abc import AsyncIterator
 from common.events import Event, Final, Note, QueryMade, SourcesUsed, StepStarted
 from common.types import Task
 from core.methods.base import MethodContext, register
-from core.methods.capping import whole_answer
-from core.methods.helpers import generate, numbers, question_for, urls_of, web_query, write_draft
+from core.methods.helpers import generate, numbers, question_for, urls_of, web_query, whole_answer, write_draft
 from core.retrieval.pipeline import retrieve
 from core.text import prompts
 from core.text.fencing import format_passages, prompt_template
@@ -41,7 +40,7 @@ Just respond to the instruction directly. DO NOT add additional explanations or 
           "001 (RAT), baselines of section 4.1", uses_search=False)
 async def direct(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     prompt = question_for(task)
-    text = generate(ctx, prompt, role="draft", max_tokens=whole_answer(ctx, task, prompt))
+    text = generate(ctx, prompt, role="draft", max_tokens=whole_answer(ctx, task))
     async for ev in text:
         yield ev
     yield Final(text=prompts.tidy_reply(text.result) or text.result.strip())
@@ -84,7 +83,7 @@ async def _rag(task: Task, ctx: MethodContext, *, k: int) -> AsyncIterator[Event
     else:
         yield Note(i=1, level="warning", text="Nothing could be retrieved; the model answers without retrieved text.")
         prompt = question_for(task)
-    text = generate(ctx, prompt, role="draft", i=1, max_tokens=whole_answer(ctx, task, prompt))
+    text = generate(ctx, prompt, role="draft", i=1, max_tokens=whole_answer(ctx, task))
     async for ev in text:
         yield ev
     yield Final(text=prompts.tidy_reply(text.result) or text.result.strip())

@@ -48,8 +48,7 @@ from common.errors import TaskError
 from common.events import Event, Final, LLMCalled, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
 from core.methods.base import MethodContext, Param, register
-from core.methods.capping import cut_advice, within
-from core.methods.helpers import Return, generate, param, qa_normal_form, returning, web_query
+from core.methods.helpers import Return, cut_advice, generate, param, qa_normal_form, returning, web_query
 from core.retrieval.passages import rank_passages
 from core.retrieval.pipeline import retrieve
 from core.text import caps
@@ -249,7 +248,7 @@ async def _sample_plans(ctx: MethodContext, config: _Config, state: _State, i: i
                         temperature: float) -> AsyncIterator[Event | Return[list[Plan]]]:
     """Furthest reasoning (3.1): n plans from the question and the evidence only."""
     messages = plan_messages(state.question, state.evidence)
-    cap = within(ctx, caps.plan(), messages)
+    cap = caps.plan()
     plans: list[Plan] = []
     cut, longest = 0, 0
     for _ in range(config.n):
@@ -356,7 +355,7 @@ async def _forced_answer(ctx: MethodContext, config: _Config, state: _State) -> 
     yield StepStarted(i=i, n=i, thought="No answer after the last round: the answer is forced")
     messages = plan_messages(state.question, state.evidence)
     messages[-1] = {"role": "user", "content": messages[-1]["content"] + FORCE}
-    cap = within(ctx, caps.plan(), messages)
+    cap = caps.plan()
     reply = generate(ctx, messages, role="draft", i=i, temperature=config.tp0, max_tokens=cap)
     async for ev in reply:
         yield ev

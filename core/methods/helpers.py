@@ -82,6 +82,8 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i
     from core.llm import Completion, Dropped, Reset, Retry, Thinking  # local: keeps methods importable without openai
 
     size = count_tokens(prompt if isinstance(prompt, str) else "".join(str(m.get("content", "")) for m in prompt))
+    if max_tokens is not None:  # a cap that does not fit beside the prompt is left out: the window ends the answer
+        max_tokens = caps.fit(max_tokens, prompt, context_tokens(ctx))
     if size > prompt_room(ctx):
         yield Note(i=i, level="warning",
                    text=f"The {role} prompt is about {size:,} tokens, more than the {prompt_room(ctx):,} that "
@@ -112,12 +114,9 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i
             if all_thinking:
                 yield Note(i=i, level="warning", text=_thinking_cut(role, item.completion_tokens, max_tokens))
             elif cut and note_cut:
-                advice = caps.cut_advice(item.completion_tokens, max_tokens,
-                                         getattr(getattr(ctx.llm, "settings", None), "max_tokens", None),
-                                         context_tokens(ctx))
                 yield Note(i=i, level="warning",
                            text=f"The {role} answer reached the token limit ({item.completion_tokens:,} tokens) and "
-                                f"was cut short: {advice}")
+                                f"was cut short: {cut_advice(ctx, item.completion_tokens, max_tokens)}")
             yield Return(Answer(item.text, cut=cut, all_thinking=all_thinking))
 
 
@@ -149,8 +148,7 @@ async def write_draft(ctx: MethodContext, task: Task, *, cap: bool = True) -> As
     steps. With ``cap``, a draft of more than ``max_steps`` steps has neighbours merged (and a
     Note says so): no text is dropped. Raises LLMError when the model returns no text."""
     prompt = prompts.DRAFT.format(question=prompts.question_for(task))
-    text = generate(ctx, prompt, role="draft",
-                    max_tokens=caps.fit(caps.draft(task.kind, ctx.settings.max_steps), prompt, context_tokens(ctx)))
+    text = generate(ctx, prompt, role="draft", max_tokens=whole_answer(ctx, task))
     async for ev in text:
         yield ev
     steps = prompts.draft_steps(text.result)
@@ -276,6 +274,19 @@ ANSWER_ROOM = 1024  # tokens of the context window kept for the answer (a quarte
 
 def context_tokens(ctx: MethodContext) -> int:
     return ctx.settings.context_tokens or DEFAULT_CONTEXT_TOKENS
+
+
+def whole_answer(ctx: MethodContext, task: Task) -> caps.Cap:
+    """The cap of a draft or a whole answer to ``task``: by its kind and --max-steps (``core.text.caps``)."""
+    return caps.draft(task.kind, ctx.settings.max_steps)
+
+
+def cut_advice(ctx: MethodContext, completion_tokens: int, cap: int | None) -> str:
+    """Which limit cut an answer of ``completion_tokens`` tokens that was sent with ``cap``, and
+    its fix (``core.text.caps.cut_advice``): the call's own cap, --max-tokens (the client's
+    setting) or the context window."""
+    settings = getattr(ctx.llm, "settings", None)
+    return caps.cut_advice(completion_tokens, cap, getattr(settings, "max_tokens", None), context_tokens(ctx))
 
 
 def prompt_room(ctx: MethodContext) -> int:

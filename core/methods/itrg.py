@@ -38,7 +38,6 @@ from collections.abc import AsyncIterator
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
 from core.methods.base import MethodContext, Param, register
-from core.methods.capping import whole_answer, within
 from core.methods.helpers import (
     QA_INSTRUCTION,
     Return,
@@ -49,6 +48,7 @@ from core.methods.helpers import (
     returning,
     revised,
     web_query,
+    whole_answer,
 )
 from core.retrieval.pipeline import retrieve
 from core.text import caps
@@ -138,7 +138,7 @@ async def _itrg(task: Task, ctx: MethodContext, *, refine: bool) -> AsyncIterato
     final = output
     if task.kind == "qa":
         prompt = ANSWER.format(document=output, question=question, instruction=QA_INSTRUCTION)
-        answer = generate(ctx, prompt, role="draft", i=iterations, max_tokens=within(ctx, caps.short_answer(), prompt))
+        answer = generate(ctx, prompt, role="draft", i=iterations, max_tokens=caps.short_answer())
         async for ev in answer:
             yield ev
         final = f"{output}\n\n{answer.result.strip()}" if output else answer.result.strip()
@@ -166,7 +166,7 @@ async def _generate(ctx: MethodContext, task: Task, t: int, output: str, docs: l
         used, notes = fit_passages(ctx, t, new, REFINE.format(passages="", question=question, document=output))
         shown = format_passages(used, numbers(ctx)) or "(none)"
         prompt = REFINE.format(passages=shown, question=question, document=output)
-        role, cap = "revise", within(ctx, caps.revise(output, len(used)), prompt)
+        role, cap = "revise", caps.revise(output, len(used))
     else:
         # refresh, and refine's first round: write from the question and R_t only
         if not docs:
@@ -174,7 +174,7 @@ async def _generate(ctx: MethodContext, task: Task, t: int, output: str, docs: l
                        text="Nothing could be retrieved; the document is written from the question alone.")
         used, notes = fit_passages(ctx, t, docs, REFRESH.format(passages="", question=question))
         prompt = REFRESH.format(passages=format_passages(used, numbers(ctx)) or "(none)", question=question)
-        role, cap = "draft", whole_answer(ctx, task, prompt)
+        role, cap = "draft", whole_answer(ctx, task)
     for ev in notes:
         yield ev
     text = generate(ctx, prompt, role=role, i=t, max_tokens=cap)

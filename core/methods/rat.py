@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator
 from common.events import DraftReady, Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Task
 from core.methods.base import MethodContext, Param, register
-from core.methods.capping import within
 from core.methods.helpers import (
     Return,
     context_tokens,
@@ -114,7 +113,7 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
         yield ev
     if fitted:
         full = prompt(format_passages(fitted, numbers(ctx)))
-        reply = generate(ctx, full, role="revise", i=i, max_tokens=within(ctx, caps.revise(kept, len(fitted)), full))
+        reply = generate(ctx, full, role="revise", i=i, max_tokens=caps.revise(kept, len(fitted)))
         async for ev in reply:
             yield ev
         events = revised(ctx, i, kept, reply.result, fitted, article_of=article_of)
@@ -142,7 +141,7 @@ async def make_query(ctx: MethodContext, task: Task, i: int, step: str,
     the model's first query line, or the step's own words when that is no query (a Note says
     why); then QueryMade. Returns the query."""
     prompt = prompts.QUERY.format(question=task.prompt, answer=so_far)
-    q = generate(ctx, prompt, role="query", i=i, max_tokens=within(ctx, caps.query(), prompt),
+    q = generate(ctx, prompt, role="query", i=i, max_tokens=caps.query(),
                  note_cut=False)  # only its first query line is used
     async for ev in q:
         yield ev

@@ -26,7 +26,6 @@ from collections.abc import AsyncIterator
 from common.events import Event, Final, Note, QueryMade, StepRevised, StepStarted
 from common.types import Passage, Task
 from core.methods.base import MethodContext, register
-from core.methods.capping import within
 from core.methods.helpers import (
     Return,
     fit_passages,
@@ -109,7 +108,7 @@ async def _revise(task: Task, ctx: MethodContext, i: int, text: str, passages: l
         return
     shown = format_passages(fitted, numbers(ctx))
     prompt = prompts.REVISE.format(content=shown, question=question_for(task), answer=text)
-    rev = generate(ctx, prompt, role="revise", i=i, max_tokens=within(ctx, caps.revise(text, len(fitted)), prompt))
+    rev = generate(ctx, prompt, role="revise", i=i, max_tokens=caps.revise(text, len(fitted)))
     async for ev in rev:
         yield ev
     events = revised(ctx, i, text, rev.result, fitted)

@@ -15,7 +15,8 @@ A cap is an upper bound for a well-behaved answer, never a target: it is well ab
 prompt asks for, so only a rambling answer reaches it. The LLM client sends the lower of a call's
 cap and --max-tokens (``core.llm.LLMClient``), so the user's setting always wins when lower.
 :func:`fit` leaves a cap out when it would not fit beside the prompt in the context window (the
-window ends the answer first, and some servers refuse a request whose prompt and cap exceed it).
+window ends the answer first, and some servers refuse a request whose prompt and cap exceed it);
+``core.methods.helpers.generate`` applies it to every call, so a method passes its role's cap as it is.
 :func:`cut_advice` says which limit cut an answer, so that a cut by a cap of ours is never
 blamed on --max-tokens.
 """
@@ -123,7 +124,7 @@ def summary(source: str) -> Cap:
     return Cap(max(SUMMARY_FLOOR, count_tokens(source) // 2), "half of what it summarises")
 
 
-def fit(cap: Cap, prompt: str | list[dict], window: int) -> Cap | None:
+def fit(cap: int, prompt: str | list[dict], window: int) -> int | None:
     """``cap``, or None when it does not fit beside ``prompt`` in a context window of ``window``
     tokens: the window then ends the answer before the cap could, and a server such as vLLM
     refuses a request whose prompt and max_tokens together exceed it (with no cap the server

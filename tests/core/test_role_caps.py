@@ -10,7 +10,7 @@ import pytest
 from common.events import Note
 from common.types import Task
 from core.methods import METHODS
-from core.methods.capping import cut_advice
+from core.methods.helpers import cut_advice
 from core.text import caps
 from core.text.fencing import FENCE_OPEN
 from core.text.prompts import draft_steps
