@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from core.text.tokens import STOPWORDS
+
 #: A sentence about the task rather than about the subject.
 _TALK = re.compile(
     r"\b(?:i (?:have|'ve|had|will|'ll|would|made|revised|updated|added|changed|corrected|rewrote|removed|kept"
@@ -40,19 +42,19 @@ def is_talk(text: str, *, about: str = "") -> bool:
     return bool(talk and subject) and not shares_topic(topic_words(text), subject)
 
 
-#: Function words: they say nothing of a subject. With :data:`TASK_WORDS`, the words
+#: Function words: they say nothing of a subject: BM25's stopwords (core.text.tokens) and more
+#: of their kind, with greetings and pleasantries. With :data:`TASK_WORDS`, the words
 #: :func:`topic_words` leaves out.
-FUNCTION_WORDS = frozenset("""
-    a about above after again against all also am an and any are as at back be because been before being below
-    between both but by can cannot could did do does doing done down during each either else even ever every few
-    for from further get gets got had has have having he her here hers herself him himself his how however i if
-    in into is it its itself just least less let lets like may me might more most much must my myself neither no
-    nor not now of off often on once one only onto or other others otherwise our ours ourselves out over own per
-    please quite rather really same shall she should since so some still such than thank thanks that the their
-    theirs them themselves then there therefore these they this those though through thus to too under until up
-    upon us very via was way we well were what whatever when whenever where whether which while who whoever whom
-    whose why will with within without would yes yet you your yours yourself yourselves
-    hello hi hey sorry sure okay ok certainly glad happy hope feel free kindly make made
+FUNCTION_WORDS = STOPWORDS | frozenset("""
+    above after again against all also am any back because been before being below between both can
+    cannot certainly could did do does doing done down during each either else even ever every feel few
+    free further get gets glad got had happy having hello here hers herself hey hi him himself hope how
+    however itself just kindly least less let lets like made make may me might more most much must my
+    myself neither no nor not now off often ok okay once one only onto other others otherwise ours
+    ourselves out over own per please quite rather really same shall should since some sorry still such
+    sure thank thanks theirs themselves therefore those though through thus too under until up upon us
+    very via way well whatever whenever whether while whoever whom whose within without yes yet yours
+    yourself yourselves
 """.split())
 
 #: Words about asking and answering rather than about a subject: the verbs of a task ("describe
