@@ -114,9 +114,10 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i
             if all_thinking:
                 yield Note(i=i, level="warning", text=_thinking_cut(role, item.completion_tokens, max_tokens))
             elif cut and note_cut:
+                advice = cut_advice(ctx, item.completion_tokens, max_tokens, item.prompt_tokens)
                 yield Note(i=i, level="warning",
                            text=f"The {role} answer reached the token limit ({item.completion_tokens:,} tokens) and "
-                                f"was cut short: {cut_advice(ctx, item.completion_tokens, max_tokens)}")
+                                f"was cut short: {advice}")
             yield Return(Answer(item.text, cut=cut, all_thinking=all_thinking))
 
 
@@ -281,12 +282,13 @@ def whole_answer(ctx: MethodContext, task: Task) -> caps.Cap:
     return caps.draft(task.kind, ctx.settings.max_steps)
 
 
-def cut_advice(ctx: MethodContext, completion_tokens: int, cap: int | None) -> str:
-    """Which limit cut an answer of ``completion_tokens`` tokens that was sent with ``cap``, and
-    its fix (``core.text.caps.cut_advice``): the call's own cap, --max-tokens (the client's
-    setting) or the context window."""
+def cut_advice(ctx: MethodContext, completion_tokens: int, cap: int | None, prompt_tokens: int | None = None) -> str:
+    """Which limit cut an answer of ``completion_tokens`` tokens that was sent with ``cap`` after
+    a prompt of ``prompt_tokens``, and its fix (``core.text.caps.cut_advice``): the call's own
+    cap, --max-tokens (the client's setting) or the context window."""
     settings = getattr(ctx.llm, "settings", None)
-    return caps.cut_advice(completion_tokens, cap, getattr(settings, "max_tokens", None), context_tokens(ctx))
+    return caps.cut_advice(completion_tokens, cap, getattr(settings, "max_tokens", None), context_tokens(ctx),
+                           prompt_tokens)
 
 
 def prompt_room(ctx: MethodContext) -> int:

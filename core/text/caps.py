@@ -133,15 +133,26 @@ def fit(cap: int, prompt: str | list[dict], window: int) -> int | None:
     return cap if count_tokens(text) + cap <= window else None
 
 
-def cut_advice(completion_tokens: int, cap: int | None, max_tokens: int | None, window: int | None = None) -> str:
+#: Share of the context window a prompt and its answer must fill for the window to be what cut
+#: the answer: token counts are often estimates (servers that stream no usage), so "filled" is
+#: "nearly filled".
+WINDOW_FULL = 0.9
+
+
+def cut_advice(completion_tokens: int, cap: int | None, max_tokens: int | None, window: int | None = None,
+               prompt_tokens: int | None = None) -> str:
     """Which limit cut an answer of ``completion_tokens`` tokens short, and the fix, as the end
-    of the sentence "The revise answer ... was cut short: ...". The limit is the lower of the
-    call's ``cap`` and --max-tokens (``max_tokens``) when the answer reached it: --max-tokens
-    when that was the lower, else the call's cap (a :class:`Cap` says how it was sized and what
-    raises it); an answer that reached neither was cut by the context window (``window``, when
-    known) or the server's own limit."""
+    of the sentence "The revise answer ... was cut short: ...". With a limit sent (the call's
+    ``cap``, --max-tokens ``max_tokens``), the lower of them cut it, unless the prompt
+    (``prompt_tokens``) and the answer nearly filled the context window (``window``) before the
+    answer reached it: --max-tokens when that was the lower, else the call's cap (a :class:`Cap`
+    says how it was sized and what raises it). With no limit sent, or the window full first, the
+    context window (or the server's own limit) cut it. Counts are compared loosely: a server
+    that streams no usage leaves them estimated (an answer cut at 256 tokens counted as 253)."""
     limits = [limit for limit in (cap, max_tokens) if limit is not None]
-    if not limits or completion_tokens < min(limits):
+    full = (window is not None and prompt_tokens is not None
+            and prompt_tokens + completion_tokens >= WINDOW_FULL * window)
+    if not limits or full and completion_tokens < WINDOW_FULL * min(limits):
         shown = f" (--context-tokens {window:,})" if window else ""
         return (f"the prompt and the answer filled the model's context window{shown} or the server's own limit: "
                 "lower --passage-tokens, or give the server a larger context")

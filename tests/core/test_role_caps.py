@@ -97,8 +97,12 @@ def test_the_advice_on_a_cut_answer_names_the_limit_that_cut_it():
     assert "raise --max-steps" in caps.cut_advice(draft, draft, None)
     assert "raise --max-tokens (100)" in caps.cut_advice(100, ours, 100), "the setting was the lower limit"
     assert "--max-tokens" not in caps.cut_advice(ours, ours, ours + 50), "the cap was the lower limit"
-    assert "context window (--context-tokens 8,192)" in caps.cut_advice(90, ours, None, 8192), "neither was reached"
-    assert "context window" in caps.cut_advice(90, None, None)
+    assert "context window (--context-tokens 8,192)" in caps.cut_advice(90, ours, None, 8192, 8100), \
+        "the prompt and the answer filled the window before the cap was reached"
+    assert "context window" in caps.cut_advice(90, None, None), "no limit was sent"
+    # a real SmolLM2 revision cut by --max-tokens 256, its tokens estimated by characters (no usage)
+    assert "raise --max-tokens (256)" in caps.cut_advice(253, ours, 256, 8192, 2100)
+    assert "raise --max-tokens (256)" in caps.cut_advice(253, ours, 256), "the prompt's size unknown: the limit sent"
 
 
 async def test_furepas_cut_plans_are_not_blamed_on_max_tokens(web):
