@@ -239,13 +239,15 @@ def query_note(i: int, model_text: str, problem: str) -> Note:
 
 
 def revised(ctx: MethodContext, i: int, before: str, reply: str, passages: list[Passage], *,
-            article_of: Callable[[str], str] | None = None) -> list[Event]:
+            article_of: Callable[[str], str] | None = None, fresh: bool = False) -> list[Event]:
     """The events of a revision of ``before`` that the model answered with ``reply``, after
     the guards (core.text.guards): a StepRevised with the reply's text and the passages' URLs, or,
     when the reply is refused, a warning Note that says why and a StepRevised that keeps
     ``before`` (no sources; the reply in ``rejected``). ``article_of`` gives the whole text
-    after the step from the step's text (default: the step's text is the whole text)."""
-    rev = guard_revision(before, reply, min_keep=ctx.settings.min_keep, cut=getattr(reply, "cut", False))
+    after the step from the step's text (default: the step's text is the whole text); ``fresh``:
+    the reply was written anew, not as a revision of ``before`` (``core.text.guards``)."""
+    rev = guard_revision(before, reply, min_keep=ctx.settings.min_keep, cut=getattr(reply, "cut", False),
+                         fresh=fresh)
     article = article_of or (lambda text: text)
     if not rev.problem:
         step = StepRevised(i=i, before=before, after=rev.text, sources=urls_of(passages), article=article(rev.text))

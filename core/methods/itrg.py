@@ -180,7 +180,7 @@ async def _generate(ctx: MethodContext, task: Task, t: int, output: str, docs: l
     text = generate(ctx, prompt, role=role, i=t, max_tokens=cap)
     async for ev in text:
         yield ev
-    events = revised(ctx, t, output, text.result, used)
+    events = revised(ctx, t, output, text.result, used, fresh=role == "draft")
     for ev in events:
         yield ev
     yield Return(events[-1].after)

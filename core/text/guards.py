@@ -4,7 +4,8 @@ Real models, small ones most, answer a revision prompt with a preamble ("Here is
 answer:"), a postscript ("Let me know if..."), talk about the task instead of the text ("I have
 made the requested changes to answer this question according to the WIKI."), or a fragment of
 what they were given. ``guard_revision`` strips the chatter and refuses a reply that is empty, is
-talk, or keeps less than ``min_keep`` of the text's characters: the text then stays as it stood
+talk, keeps less than ``min_keep`` of the text's characters, or keeps almost none of its names,
+numbers and terms (it is about something else): the text then stays as it stood
 and the refused reply is kept (``Revision.rejected``) so the author can take it by hand.
 """
 
@@ -15,9 +16,16 @@ from dataclasses import dataclass
 
 from core.text.fencing import echoed_heading
 from core.text.prompts import tidy_reply
-from core.text.talk import is_talk
+from core.text.talk import is_talk, kept_topic, topic_words
 
 MIN_KEEP = 0.4  # the default share of characters a revision must keep (--min-keep)
+#: A revision keeps the names, numbers and terms of the text it revises and adds to them: one
+#: that keeps less than this share of them (of a text with at least MIN_TOPIC_WORDS) replaced the
+#: text with something else. SmolLM2 answered a step about Python's first release with talk ("I'm
+#: ready to revise the paragraph. ... **Note:** If you have more details ...") that mentioned
+#: "Python" once: 4% of the step's words. Its used revisions on record keep 46-100%.
+MIN_TOPIC_KEEP = 0.2
+MIN_TOPIC_WORDS = 5
 
 _OPENERS = r"(?:sure|certainly|of course|okay|ok|great|absolutely|alright)\b[^\n:]*?[.!,]"
 _ANNOUNCE = (r"(?:here(?:'s| is| are)|below is|following is)\b[^\n]*?:"
@@ -95,11 +103,14 @@ def _below(share: float, limit: float) -> str:
     return f"{share:.4%}"
 
 
-def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: bool = False) -> Revision:
+def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: bool = False,
+                   fresh: bool = False) -> Revision:
     """The text after a revision of ``before`` that the model answered with ``reply``: the
     reply without chatter, or ``before`` itself (with the problem and the refused reply) when
     the reply is empty, talks about the task, keeps less than ``min_keep`` of the characters
-    of ``before``, or was ``cut`` short by the token limit (its end is missing). With nothing
+    of ``before``, was ``cut`` short by the token limit (its end is missing), or keeps less than
+    MIN_TOPIC_KEEP of its names, numbers and terms (unless ``fresh``: a text written anew from
+    the question, as ITRG's refresh writes each round, need not keep the last one's). With nothing
     before (a first answer), the reply is used as it is. A used revision's ``kept`` is the share
     of ``before``'s characters it has (capped at 1), for the note that it is shorter."""
     text = tidy_reply(strip_chatter(reply))
@@ -112,6 +123,9 @@ def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: 
         problem = "talks about the task instead of revising the text"
     elif cut:
         problem = "was cut short at the token limit, so its end is missing (raise --max-tokens)"
+    elif not fresh and len(topic_words(before)) >= MIN_TOPIC_WORDS and kept_topic(before, text) < MIN_TOPIC_KEEP:
+        problem = (f"keeps {kept_topic(before, text):.0%} of the names, numbers and terms of the text it replaces "
+                   f"(a revision keeps at least {MIN_TOPIC_KEEP:.0%}): it is about something else")
     had = len(before.strip())
     share = len(text) / had
     if not problem and share < min_keep:

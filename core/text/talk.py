@@ -110,11 +110,22 @@ def topic_words(text: str, *, also_ignore: frozenset[str] | set[str] = frozenset
     return found - _TASK_STEMS - also_ignore
 
 
+def _same(a: str, b: str) -> bool:
+    """Two stems of :func:`topic_words` are one word: equal, or one of four characters or more
+    begins the other ("print" and "printer")."""
+    short, long = (a, b) if len(a) <= len(b) else (b, a)
+    return short == long or len(short) >= 4 and long.startswith(short)
+
+
 def shares_topic(words: set[str], subject: set[str]) -> bool:
-    """Whether two sets of :func:`topic_words` share a word: the same stem, or a stem of four
-    characters or more that begins the other ("print" and "printer")."""
-    if words & subject:
-        return True
-    return any(len(short) >= 4 and long.startswith(short)
-               for a in words for b in subject
-               for short, long in ((a, b) if len(a) <= len(b) else (b, a),))
+    """Whether two sets of :func:`topic_words` share a word (:func:`_same`)."""
+    return bool(words & subject) or any(_same(a, b) for a in words for b in subject)
+
+
+def kept_topic(before: str, after: str) -> float:
+    """The share of ``before``'s topical words (its names, numbers and terms) that ``after``
+    still holds (1.0 when ``before`` has none)."""
+    subject, words = topic_words(before), topic_words(after)
+    if not subject:
+        return 1.0
+    return sum(w in words or any(_same(w, x) for x in words) for w in subject) / len(subject)

@@ -172,3 +172,34 @@ async def test_a_cut_answer_is_noted_and_its_revision_refused_over_http(llm):
     finally:
         await client.aclose()
     assert [r["max_tokens"] for r in llm.requests] == [60, 60], "the --max-tokens setting caps every call"
+
+
+# a real SmolLM2 reply to the revision of a step (rat-step, 2026-11-25): talk and an echoed heading
+# of step 1, which mentions "Python" once and nothing else of the step it replaces
+STEP_2 = ("**2. **Version 3:** 1987 Creation**\nIn 1985, Guido van Rijke released Python as a text-based language "
+          "on top of an existing platform called SNAPSCI (SyntacticallyNormalisedPython inJavaScript). This version "
+          "was initially known as Lua and became a popular choice for the initial release. However, it had some "
+          "limitations that were not specified at that time.")
+ABOUT_ELSE = ("I'm ready to revise the paragraph.\nHere is the revised paragraph (it may keep its subtitle, not your "
+              "answer):\n**1. **The History of Python: 20 Years Ago**\n**Note:** If you have more details that can be "
+              "added on how it relates to the question or answer and do not need additional explanation/disclaimer "
+              "please leave a new paragraph with the requested information.\nTo keep track of your request, simply "
+              "paste this section in a Markdown box like:\n```\nThis is just here for my reference (remember)\n"
+              "https://www.wikibase.com/wp-content/kfb1924870a5c63dce1caffdeeb_wmbe_vnpjnopqzgxhcmpfeadafw\n```")
+#: the same step's revision in another run: poor, but about the step (it keeps SNAPSCI, 1985, text-based)
+ABOUT_IT = ("[1] 20 Years Ago: The History of Python\nPython was first introduced to the world in 1987 by Guido van "
+            "Rossum, who created it as a text-based language on top of an existing platform called SNAPSCI "
+            "(SyntacticallyNormalisedPython inJavaScript). This innovation laid the foundation for the modern era of "
+            "software development and has since been adopted across various fields due to its versatility and "
+            "simplicity.\n20 years ago: The History of Python: 1985 Creation")
+
+
+def test_a_revision_about_something_else_is_refused_one_that_keeps_the_terms_is_used():
+    rev = guard_revision(STEP_2, ABOUT_ELSE)
+    assert rev.text == STEP_2 and rev.problem.startswith("keeps 4% of the names, numbers and terms"), rev.problem
+    paraphrase = ("Python's version 3 story starts earlier: Guido van Rossum released Python in 1991, not 1985, "
+                  "and it was never known as Lua; SNAPSCI is not a platform on record [1].")
+    assert not guard_revision(STEP_2, paraphrase).problem, "a real correction keeps the step's terms"
+    assert not guard_revision(STEP_2, ABOUT_IT).problem, "the model's other revision of the step is used"
+    assert not guard_revision(STEP_2, ABOUT_ELSE, fresh=True).problem.startswith("keeps 4%"), "written anew"
+    assert not guard_revision("A short step.", "Something else entirely here.").problem, "too few words to judge"
