@@ -16,10 +16,15 @@ Per method, summed over the tasks:
   tokens      prompt + completion tokens (llama.cpp's streamed answers carry no usage: estimated)
   seconds     wall-clock time of the runs
 
-    python -m bench.real_model [--tasks 3] [--methods rat,rat-step,direct,cot,rag-1,rag-5] [--max-steps 3]
+Then, per role, the output tokens of each call: calls, mean, largest, and how many were cut.
 
-Each call is capped by role (tests.real.support.CAPS: the app sends no max_tokens, and the model
-can otherwise ramble until its context window is full); decoding is greedy. Numbers, not pass/fail.
+    python -m bench.real_model [--tasks 3] [--methods rat,rat-step,direct,cot,rag-1,rag-5] [--max-steps 3]
+                               [--app-caps-only]
+
+Each call is capped by role (tests.real.support.CAPS, tighter than the app's own caps, so that the
+tests stay quick); with --app-caps-only the app's calls go as the app sends them (its roles' caps,
+core.text.caps), which shows what a model that rambles costs. Decoding is greedy. Numbers, not
+pass/fail.
 """
 
 from __future__ import annotations
@@ -66,7 +71,28 @@ def tally(app, method: str, events: list, seconds: float) -> Counter:
         elif isinstance(e, LLMCalled):
             counts["tokens"] += e.prompt_tokens + e.completion_tokens
             counts["estimated"] += e.estimated
+            counts[f"calls {e.role}"] += 1
+            counts[f"out {e.role}"] += e.completion_tokens
+            counts[f"cut {e.role}"] += bool(e.cut_ending)
+            counts[f"max {e.role}"] = max(counts[f"max {e.role}"], e.completion_tokens)
     return counts
+
+
+def per_role(results: dict[str, Counter]) -> list[str]:
+    """Output tokens per call, by role, over every method: calls, mean, largest, cut."""
+    total: Counter = Counter()
+    for c in results.values():
+        for key, value in c.items():
+            if key.startswith("max "):
+                total[key] = max(total[key], value)
+            elif key.startswith(("calls ", "out ", "cut ")):
+                total[key] += value
+    lines = [f"{'role':<10}{'calls':>7}{'mean out':>10}{'max out':>9}{'cut':>6}"]
+    for role in sorted(k.split(" ", 1)[1] for k in total if k.startswith("calls ")):
+        calls = total[f"calls {role}"]
+        lines.append(f"{role:<10}{calls:>7}{total[f'out {role}'] / calls:>10.0f}{total[f'max {role}']:>9}"
+                     f"{total[f'cut {role}']:>6}")
+    return lines
 
 
 def row(method: str, c: Counter) -> str:
@@ -82,7 +108,8 @@ async def bench(app, methods: list[str], tasks: list) -> dict[str, Counter]:
         for spec in tasks:
             started = time.perf_counter()
             events = await support.run(app, method, spec.task())
-            total.update(tally(app, method, events, time.perf_counter() - started))
+            for key, value in tally(app, method, events, time.perf_counter() - started).items():
+                total[key] = max(total[key], value) if key.startswith("max ") else total[key] + value
             if isinstance(events[-1], Failed):
                 print(f"  {method} on {spec.id}: failed: {events[-1].error}")
         results[method] = total
@@ -96,22 +123,27 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--methods", default=METHODS, help=f"comma list [{METHODS}]")
     ap.add_argument("--max-steps", type=int, default=support.METHOD["max_steps"],
                     help=f"most draft steps revised [{support.METHOD['max_steps']}]")
+    ap.add_argument("--app-caps-only", action="store_true",
+                    help="no caps of the bench's own: each call goes as the app sends it")
     args = ap.parse_args(argv)
     tasks = load_tasks(TASKS_DIR / "rat-writing.jsonl")[: max(1, args.tasks)]
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     with start_tiny_model() as model, FakeWeb() as web, tempfile.TemporaryDirectory() as folder:
         settings = support.settings_for(model.base_url, model.model, web.searxng_url, Path(folder) / "bench.db",
                                         max_steps=args.max_steps)
-        app = support.build_app(settings)
-        m = settings.method
+        caps = {} if args.app_caps_only else support.CAPS
+        app = support.build_app(settings, caps=caps)
+        m, capped = settings.method, caps or "none but the app's own"
         print(f"SmolLM2-135M-Instruct (llama.cpp, greedy) on {len(tasks)} tasks ({', '.join(t.id for t in tasks)}); "
-              f"max_steps {m.max_steps}, k {m.k}, passage_tokens {m.passage_tokens}; caps per call {support.CAPS}")
+              f"max_steps {m.max_steps}, k {m.k}, passage_tokens {m.passage_tokens}; caps per call {capped}")
         print(HEADER)
         print("-" * len(HEADER))
         try:
             results = asyncio.run(bench(app, methods, tasks))
         finally:
             app.store.close()
+    print()
+    print("\n".join(per_role(results)))
     if any(c["estimated"] for c in results.values()):
         print("tokens: estimated from characters (the server sent no usage with its streamed answers).")
 
