@@ -102,6 +102,9 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
         auth=tuple(v["auth"].split(":", 1)) if v["auth"] else None,
         arena_only=v["arena_only"],
         arena_text=v["arena_text"],
+        arena_style=v["arena_style"],
+        votes_per_minute=v["votes_per_minute"],
+        votes_per_address=v["votes_per_address"],
     )
 
 
@@ -156,7 +159,7 @@ class App:
 def build(settings: Settings) -> App:
     """The composition root: the store, the client factories, the runner and the arena service,
     each handed what it uses. Raises StoreError when the database cannot be opened."""
-    from annotation.service import Arena
+    from annotation.service import Arena, VoteLimits
     from core.clients import Clients
     from core.procedures import ProcedureMemory
     from core.runner import Runner
@@ -167,7 +170,8 @@ def build(settings: Settings) -> App:
     clients = Clients(settings, cache=store,
                       corpus_db=store.path.with_name(store.path.stem + ".corpus.db"))
     runner = Runner(store, clients, settings, memory=ProcedureMemory(store))
-    arena = Arena(store, text=settings.arena_text)
+    arena = Arena(store, text=settings.arena_text,
+                  limits=VoteLimits(settings.votes_per_minute, settings.votes_per_address))
     return App(settings=settings, store=store, clients=clients, runner=runner, arena=arena)
 
 

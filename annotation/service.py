@@ -52,8 +52,8 @@ FLAG_MIN_VOTES = 8
 
 class VoteLimits:
     """At most ``per_annotator`` votes a minute from one annotator and ``per_address`` from one
-    client address (a script casting votes under many names still comes from one address).
-    Thread-safe; the clock is injectable for tests."""
+    client address (a script casting votes under many names still comes from one address; 0: no
+    limit by address, for a lab behind one NAT). Thread-safe; the clock is injectable for tests."""
 
     def __init__(self, per_annotator: int = 10, per_address: int = 60, window: float = 60.0,
                  clock: Callable[[], float] = time.monotonic):
@@ -66,7 +66,8 @@ class VoteLimits:
     def take(self, annotator: str, address: str | None) -> None:
         """Count one vote. Raises ArenaError saying how long to wait when a limit is reached."""
         now = self.clock()
-        keys = [("annotator", annotator)] + ([("address", address)] if address else [])
+        by_address = address and self.limits["address"] > 0
+        keys = [("annotator", annotator)] + ([("address", address)] if by_address else [])
         with self._lock:
             for kind, key in keys:
                 times = self._seen.setdefault((kind, key), deque())

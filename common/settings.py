@@ -98,6 +98,14 @@ class Settings:
     # Which text of a finished run the arena shows: the author's latest version ("latest") or the
     # method's own ("model"); data.arena.ARENA_TEXTS.
     arena_text: str = "latest"
+    # How both sides of an arena pair are shown: "sources" (each output's citations and sources in
+    # one house style) or "plain" (citation marks, source lists and method-peculiar format taken
+    # away); annotation.present.STYLES.
+    arena_style: str = "sources"
+    # Votes a minute from one annotator, and from one client address (0: no limit by address; a lab
+    # behind one NAT shares one address).
+    votes_per_minute: int = 10
+    votes_per_address: int = 60
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -214,12 +222,29 @@ def _check_auth(value) -> None:
     if not sep or not user.strip() or len(password) < MIN_PASSWORD:
         raise ConfigError(f"--auth must be USER:PASSWORD with a user name and a password of at least "
                           f"{MIN_PASSWORD} characters, e.g. --auth ana:correct-horse.")
+    if user != user.strip() or password != password.strip():  # "ann : pw" would log nobody in
+        raise ConfigError(f"--auth {value!r} has spaces around the user name or the password, which nobody "
+                          f"would type at the login: write USER:PASSWORD without them, e.g. --auth ana:correct-horse.")
 
 
 def _check_arena_text(value) -> None:
     if value not in ("latest", "model"):
         raise ConfigError(f"--arena-text must be latest (the author's latest version of a run's article) or "
                           f"model (the method's own text), not {value!r}.")
+
+
+def _check_arena_style(value) -> None:
+    if value not in ("sources", "plain"):
+        raise ConfigError(f"--arena-style must be sources (each output's citations and sources in one house style) "
+                          f"or plain (citation marks and source lists taken away), not {value!r}.")
+
+
+def _at_least(flag: str, least: int) -> Callable[[object], None]:
+    def check(value) -> None:
+        if value < least:
+            raise ConfigError(f"{flag} must be at least {least}, not {value}.")
+
+    return check
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -281,4 +306,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--arena-text", "RAT_STUDIO_ARENA_TEXT", str, Settings.arena_text,
             "which text of a run annotators and the judge see: latest (the author's latest version) or model",
             _check_arena_text, group=SERVER_GROUP),
+    Setting("--arena-style", "RAT_STUDIO_ARENA_STYLE", str, Settings.arena_style,
+            "how both sides of a pair are shown: sources (citations and sources in one house style) or plain",
+            _check_arena_style, group=SERVER_GROUP),
+    Setting("--votes-per-minute", "RAT_STUDIO_VOTES_PER_MINUTE", int, Settings.votes_per_minute,
+            "votes a minute from one annotator", _at_least("--votes-per-minute", 1), group=SERVER_GROUP),
+    Setting("--votes-per-address", "RAT_STUDIO_VOTES_PER_ADDRESS", int, Settings.votes_per_address,
+            "votes a minute from one client address; 0: no limit by address (a lab behind one NAT)",
+            _at_least("--votes-per-address", 0), group=SERVER_GROUP),
 )

@@ -218,11 +218,22 @@ BAD = {
                             "e.g. --auth ana:correct-horse."),
     "--arena-text": ("author", "--arena-text must be latest (the author's latest version of a run's article) or "
                                "model (the method's own text), not 'author'."),
+    "--arena-style": ("fancy", "--arena-style must be sources (each output's citations and sources in one house "
+                               "style) or plain (citation marks and source lists taken away), not 'fancy'."),
+    "--votes-per-minute": (0, "--votes-per-minute must be at least 1, not 0."),
+    "--votes-per-address": (-1, "--votes-per-address must be at least 0, not -1."),
 }
 #: flag -> a value its check lets through
 GOOD = {"--search": "searxng,corpus", "--max-tokens": 1, "--context-tokens": 1024, "--min-keep": 0,
         "--cite-threshold": 1, "--auth": "ana:correct-horse",
-        "--arena-text": "model"}
+        "--arena-text": "model", "--arena-style": "plain", "--votes-per-minute": 1, "--votes-per-address": 0}
+
+
+def test_auth_with_spaces_around_its_parts_is_refused():
+    """"ann : password123" once started an app nobody could log in to."""
+    with pytest.raises(ConfigError, match="spaces around the user name or the password"):
+        ROW["--auth"].check("ann : password123")
+    ROW["--auth"].check("ann:pass word123")  # a space inside is typed at the login
 
 
 def test_every_check_has_a_case():

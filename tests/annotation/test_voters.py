@@ -53,6 +53,15 @@ def test_votes_are_rate_limited_per_annotator_and_per_address():
     limits.take("ana", "10.0.0.1")  # a minute later: allowed again
 
 
+def test_a_lab_behind_one_address_can_turn_the_address_limit_off():
+    limits = VoteLimits(per_annotator=2, per_address=0, window=60, clock=Clock())
+    for name in ("ana", "bob", "cy", "dee"):
+        limits.take(name, "10.0.0.1")
+        limits.take(name, "10.0.0.1")
+    with pytest.raises(ArenaError, match="from this annotator"):
+        limits.take("ana", "10.0.0.1")
+
+
 def test_a_refused_vote_is_not_stored(store):
     seed_outputs(store, {"Describe owls": {"rat": "Owls are birds.", "cot": "Owls hunt."}})
     service = Arena(store, rng=random.Random(0), limits=VoteLimits(per_annotator=0))
