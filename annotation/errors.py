@@ -16,3 +16,14 @@ class ImportFormatError(ArenaError):
 
 class NoPairLeft(ArenaError):
     """There is no pair of outputs left to show this annotator; the message says how to make more."""
+
+
+class AccountError(ArenaError):
+    """An account, an invite or a password cannot be made or changed as asked (a bad name, a
+    short password, a duplicate name, an unknown account); the message names the fix."""
+
+
+class LoginRefused(ArenaError):
+    """A login or an invite link was refused (wrong name or password, a disabled account, an
+    invalid link, too many failed tries); the message is shown to the person as it is and tells
+    no more than they may know (never whether a name exists)."""

@@ -32,6 +32,7 @@ TABLES = {
     "m004_procedures_fts": ("procedures_fts",),
     "m008_vote_corrections": ("vote_corrections",),
     "m011_versions": ("versions",),
+    "m013_accounts": ("accounts", "invites", "sessions"),
 }
 
 
@@ -400,4 +401,97 @@ def m012_output_versions(db: sqlite_utils.Database) -> None:
                                                     and coalesce(version, 0) = coalesce(new.version, 0))
             begin select raise(ignore); end""",
     ):
+        db.execute(sql)
+
+
+#: An account's roles (``annotation.accounts``): an annotator votes, an admin also runs the study.
+ACCOUNT_ROLES = ("annotator", "admin")
+
+
+@migration
+def m013_accounts(db: sqlite_utils.Database) -> None:
+    """An account per annotator (``data.accounts``): ``accounts`` (a unique name; a role; an
+    Argon2 hash of the password, null for an account that logs in by invite link only; disabled
+    0/1; the votes to cast (``quota``) and the code shown once they are cast; for a crowd study's
+    participant, the study and the platform's ids as a JSON object), ``invites`` (a link's secret
+    token as its sha256 hash, never the token; for one account, or for a study whose every
+    participant gets the invite's quota and completion code) and ``sessions`` (a login: its
+    token's sha256 hash, the account, the client's address, and when it ``ended``, null while
+    open).
+
+    Votes name their annotator, so an account is never deleted or renamed (disable it instead);
+    a session or an invite is never deleted either, and a session ends once: its hash, account,
+    address and start never change. An insert that reuses a stored row's id (``insert or
+    replace`` would delete that row) is refused."""
+    roles = ", ".join(f"'{r}'" for r in ACCOUNT_ROLES)
+    code = "check ({c} is null or length({c}) between 1 and 64)"
+    quota = "integer check (quota is null or (typeof(quota) = 'integer' and quota >= 1))"
+    statements = [
+        f"""create table accounts (
+            id integer primary key,
+            name text not null unique check (length(name) between 1 and 200 and name = trim(name)),
+            role text not null default 'annotator' check (role in ({roles})),
+            password_hash text check (password_hash is null or password_hash like '$argon2%'),
+            disabled integer not null default 0 check (disabled in (0, 1)),
+            quota {quota},
+            completion_code text {code.format(c='completion_code')},
+            study text check (study is null or length(study) between 1 and 64),
+            participant text check (participant is null
+                                    or (json_valid(participant) and json_type(participant) = 'object')),
+            created text not null)""",
+        f"""create table invites (
+            id integer primary key,
+            token_hash text not null unique check (length(token_hash) = 64),
+            account text references accounts(name),
+            study text check (study is null or length(study) between 1 and 64),
+            quota {quota},
+            completion_code text {code.format(c='completion_code')},
+            created text not null,
+            disabled integer not null default 0 check (disabled in (0, 1)),
+            check ((account is null) != (study is null)),
+            check (study is null or (quota is not null and completion_code is not null)))""",
+        "create index invites_account on invites(account) where account is not null",
+        """create table sessions (
+            id integer primary key,
+            token_hash text not null unique check (length(token_hash) = 64),
+            account text not null references accounts(name),
+            address text,
+            invite integer references invites(id),
+            created text not null,
+            ended text)""",
+        "create index sessions_open on sessions(account) where ended is null",
+        """create trigger accounts_never_deleted before delete on accounts
+            begin select raise(abort, 'accounts are never deleted (votes name them): disable one instead'); end""",
+        """create trigger accounts_never_renamed before update of name on accounts when new.name != old.name
+            begin select raise(abort, 'accounts are never renamed (votes name them): add a new one instead'); end""",
+        """create trigger sessions_never_deleted before delete on sessions
+            begin select raise(abort, 'sessions are never deleted: end one instead'); end""",
+        """create trigger sessions_end_once before update on sessions
+            when old.ended is not null or new.token_hash is not old.token_hash or new.account is not old.account
+                 or new.address is not old.address or new.invite is not old.invite
+                 or new.created is not old.created or new.id is not old.id
+            begin select raise(abort, 'a session only ends, once: open a new one instead'); end""",
+        """create trigger invites_never_deleted before delete on invites
+            begin select raise(abort, 'invites are never deleted: disable one instead'); end""",
+        """create trigger invites_only_disabled before update on invites
+            when new.token_hash is not old.token_hash or new.account is not old.account
+                 or new.study is not old.study or new.quota is not old.quota
+                 or new.completion_code is not old.completion_code or new.created is not old.created
+                 or new.id is not old.id
+            begin select raise(abort, 'an invite only gets disabled: make a new one instead'); end""",
+    ]
+    statements += [
+        f"""create trigger {table}_no_reuse before insert on {table}
+            when new.id is not null and exists (select 1 from {table} where id = new.id)
+                 or exists (select 1 from {table} where {key} = new.{key})
+            begin select raise(abort, '{what}'); end"""
+        for table, key, what in (
+            ("accounts", "name", "an account of that name exists: accounts are never replaced, pick another name"),
+            ("invites", "token_hash", "invites are never replaced: make a new one"),
+            ("sessions", "token_hash", "sessions are never replaced: open a new one"),
+        )
+    ]
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for sql in statements:
         db.execute(sql)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from common.settings import SETTINGS
-from ui.cli import arena, methods, runs
+from ui.cli import annotators, arena, methods, runs
 
 
 def common_flags(suppress: bool) -> argparse.ArgumentParser:
@@ -55,4 +55,5 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_commands(sub, common)
     arena.add_commands(sub, common)
     methods.add_commands(sub, common)
+    annotators.add_commands(sub, common)
     return parser

@@ -1,0 +1,573 @@
+"""Annotator accounts as one service: accounts with a role, logins and their sessions, invite
+links (one per annotator, or one per crowd study whose participants get an account each on first
+use), and the completion code shown once an account has cast its quota of votes. Front ends
+call this, never ``data.accounts``.
+
+    accounts = Accounts(store)
+    accounts.add("ana", "correct-horse")                 # Account(name='ana', role='annotator', ...)
+    token = accounts.login("ana", "correct-horse", "203.0.113.7")
+    accounts.session(token)                              # Account(name='ana', ...), on every request
+    accounts.logout(token)                               # ends that session only
+    link = accounts.invite(study="pilot", quota=20, completion_code="C0DE1234")
+    token, account = accounts.redeem(link, {"PROLIFIC_PID": "5f..."}, "198.51.100.2")  # "pilot:5f..."
+
+Secrets stay secret: a password is stored as its Argon2 hash (``argon2.PasswordHasher``), a
+session's or an invite's token as its sha256 hash; neither a password nor a token is logged.
+A wrong name and a wrong password get the same message, and an unknown name is verified against
+a dummy hash, so neither the message nor the time tells which names exist.
+
+Failed tries are throttled (``Throttle``) per account name and per client address, before the
+password is verified: once a key has ``FREE_FAILURES`` failures within ``FAILURE_WINDOW``, every
+further try is refused until ``FIRST_DELAY`` seconds after the last failure, a delay that
+doubles with each further failure up to ``MAX_DELAY``. A success clears the account's failures
+(not the address's). Invite links that fail count against the address the same way.
+
+``SharedLogin`` is the same door for one shared name and password (``--auth``), with its
+sessions in memory, for a deployment without accounts.
+
+One ``Accounts`` per store, shared by Gradio's worker threads: ``session`` is called on every
+HTTP request, so open sessions are cached in memory for ``SESSION_TTL`` seconds (a logout or
+disable in this process drops them at once; one in another process, such as ``python app.py
+annotators disable``, within that time) and ``any`` for ``ANY_TTL`` seconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import re
+import secrets
+import string
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+
+from annotation.errors import AccountError, LoginRefused
+from common.settings import MIN_PASSWORD
+from data import accounts as rows
+from data.store import Store
+
+ROLES = rows.ROLES  # annotator, admin
+ANNOTATOR, ADMIN = ROLES  # an annotator votes; an admin also sees the leaderboard and runs the study
+MAX_NAME = 64  # characters of an account's or a study's name
+MAX_PASSWORD = 1024
+CODE_LENGTH = 8  # characters of a generated completion code
+CODE_ALPHABET = string.ascii_uppercase + string.digits
+#: The crowd platform's ids a study link carries (Prolific's URL parameters), kept with the account.
+PLATFORM_IDS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
+PARTICIPANT_KEYS = ("PROLIFIC_PID", "participant")  # where a study link's participant id is read from
+_PLATFORM_ID = re.compile(r"[A-Za-z0-9._@-]{1,64}")
+_CODE = re.compile(r"[!-~]{1,64}")  # printable ASCII, no space
+_MAX_KEY = 256  # characters of a typed name the throttle keeps
+
+FREE_FAILURES = 5  # failed tries within FAILURE_WINDOW before tries are held back
+FAILURE_WINDOW = 15 * 60.0
+FIRST_DELAY = 2.0  # seconds after the FREE_FAILURES-th failure; doubles with each further one
+MAX_DELAY = 15 * 60.0
+
+ANY_TTL = 5.0  # seconds ``any`` keeps its answer (a write of this process drops it)
+SESSION_TTL = 30.0  # seconds an open session stays cached
+SESSION_CACHE_SIZE = 10_000
+
+WRONG = "Wrong name or password."
+DISABLED = "This account is disabled: ask the study's admin."
+BAD_INVITE = "This invite link is not valid: ask for a new one."
+HELD_BACK = "Too many failed logins for this account (or from this address): try again in {wait} s."
+LINKS_HELD_BACK = "Too many invalid invite links or failed logins from this address: try again in {wait} s."
+
+
+@dataclass(frozen=True)
+class Account:
+    """An account as front ends see it (never its password's hash). ``quota``: the votes it is
+    asked to cast (None: no quota); ``completion_code``: what it is shown once it has (None:
+    nothing); ``study``: the crowd study it joined through a study link (None: added by hand);
+    ``participant``: the platform's ids it came with (PROLIFIC_PID, STUDY_ID, SESSION_ID)."""
+
+    name: str
+    role: str = ANNOTATOR
+    disabled: bool = False
+    quota: int | None = None
+    completion_code: str | None = None
+    study: str | None = None
+    participant: dict[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == ADMIN
+
+
+def _public(row: rows.AccountRow) -> Account:
+    return Account(row.name, row.role, row.disabled, row.quota, row.completion_code, row.study,
+                   dict(row.participant))
+
+
+class Throttle:
+    """Failed tries per key (("account", name), ("address", ip)). Once a key has ``free``
+    failures within ``window`` seconds, a try is held back until ``first`` seconds after its
+    last failure, doubled with each failure beyond ``free``, at most ``cap``; a held-back try is
+    not counted (it was not verified). A key's failures are forgotten ``window`` seconds after
+    its last hold-back ended (or, before any, as they leave the window).
+
+    A try is counted as failed when it starts (``start``), so a burst of tries at once cannot
+    slip past the count while their passwords are verified; ``settle`` then takes it back
+    (``neutral``), or clears the first key (``success``). Thread-safe; the clock is injectable."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, *, free: int = FREE_FAILURES,
+                 window: float = FAILURE_WINDOW, first: float = FIRST_DELAY, cap: float = MAX_DELAY,
+                 max_keys: int = 100_000):
+        self.clock = clock
+        self.free, self.window, self.first, self.cap = free, window, first, cap
+        self._failures: dict[tuple[str, str], deque[float]] = {}
+        self._lock = threading.Lock()
+        self._sweep_above = max_keys
+
+    def delay(self, failures: int) -> float:
+        """Seconds a key with ``failures`` failures is held back after its last one."""
+        if failures < self.free:
+            return 0.0
+        return min(self.first * 2 ** (failures - self.free), self.cap)
+
+    def _times(self, key: tuple[str, str], now: float) -> deque[float] | None:
+        """The key's failures that still count at ``now`` (forgotten ones are dropped)."""
+        times = self._failures.get(key)
+        if times and len(times) >= self.free:
+            if now - (times[-1] + self.delay(len(times))) >= self.window:
+                times.clear()
+        else:
+            while times and now - times[0] >= self.window:
+                times.popleft()
+        if not times:
+            self._failures.pop(key, None)
+            return None
+        return times
+
+    def wait(self, key: tuple[str, str]) -> float:
+        """Seconds until ``key`` may try again (0: now)."""
+        with self._lock:
+            return self._wait(key, self.clock())
+
+    def _wait(self, key: tuple[str, str], now: float) -> float:
+        times = self._times(key, now)
+        if times is None or len(times) < self.free:
+            return 0.0
+        return max(0.0, times[-1] + self.delay(len(times)) - now)
+
+    def start(self, keys: Iterable[tuple[str, str]], message: str = HELD_BACK) -> float:
+        """Count one try of ``keys`` as failed and return its time stamp (for ``settle``).
+        Raises LoginRefused (``message`` with ``{wait}``, the whole seconds to wait) when any key
+        is held back; nothing is counted then."""
+        keys = list(keys)
+        now = self.clock()
+        with self._lock:
+            wait = max((self._wait(k, now) for k in keys), default=0.0)
+            if wait > 0:
+                raise LoginRefused(message.format(wait=math.ceil(wait)))
+            for key in keys:
+                self._failures.setdefault(key, deque()).append(now)
+            if len(self._failures) > self._sweep_above:
+                for key in list(self._failures):
+                    self._times(key, now)
+                self._sweep_above = max(self._sweep_above, 2 * len(self._failures))
+        return now
+
+    def settle(self, keys: Iterable[tuple[str, str]], stamp: float, outcome: str) -> None:
+        """What the try ``start`` counted at ``stamp`` came to: ``failed`` (it stays counted),
+        ``neutral`` (not a guess: taken back) or ``success`` (the first key's failures are
+        cleared, the others' try taken back)."""
+        if outcome == "failed":
+            return
+        keys = list(keys)
+        with self._lock:
+            for i, key in enumerate(keys):
+                if outcome == "success" and i == 0:
+                    self._failures.pop(key, None)
+                    continue
+                times = self._failures.get(key)
+                if times and stamp in times:
+                    times.remove(stamp)
+                    if not times:
+                        del self._failures[key]
+
+
+class Accounts:
+    """The accounts in ``store``'s file. ``clock`` times the throttle and the caches; ``hasher``
+    hashes passwords (Argon2 with the library's defaults; tests pass cheaper parameters)."""
+
+    def __init__(self, store: Store, *, clock: Callable[[], float] = time.monotonic,
+                 hasher: PasswordHasher | None = None):
+        self.store = store
+        self.clock = clock
+        self.hasher = hasher or PasswordHasher()
+        self.throttle = Throttle(clock)
+        self._lock = threading.Lock()
+        self._dummy_hash: str | None = None
+        self._any: tuple[float, bool] | None = None  # (when, answer)
+        self._sessions: OrderedDict[str, tuple[float, Account]] = OrderedDict()  # token hash -> (when, account)
+        self._generation = 0  # bumped by every invalidation: a read begun before one is not cached
+
+    # -- accounts -------------------------------------------------------------------------------
+    def add(self, name: str, password: str | None = None, *, role: str = ANNOTATOR, quota: int | None = None,
+            completion_code: str | None = None) -> Account:
+        """A new account. ``password`` None: it logs in by invite link only. With a ``quota`` and
+        no ``completion_code``, one is generated (CODE_LENGTH upper-case letters and digits).
+        Raises AccountError for a bad name (1 to 64 printable characters, no spaces at its ends,
+        no ':'), a password under MIN_PASSWORD characters or with spaces at its ends, an unknown
+        role, a bad quota or code, or a name taken; StoreError."""
+        _check_name(name)
+        _check_password(password)
+        if role not in ROLES:
+            raise AccountError(f"Unknown role {role!r}: an account is one of {', '.join(ROLES)} (--admin for admin).")
+        quota = _check_quota(quota)
+        completion_code = _check_code(completion_code)
+        if quota is not None and completion_code is None:
+            completion_code = new_completion_code()
+        password_hash = self.hasher.hash(password) if password is not None else None
+        row = rows.add_account(self.store, name, role=role, password_hash=password_hash, quota=quota,
+                               completion_code=completion_code)
+        if row is None:
+            raise AccountError(f"An account named {name!r} exists already: pick another name "
+                               "(`python app.py annotators list` lists them).")
+        self._invalidate()
+        return _public(row)
+
+    def list(self) -> list[Account]:
+        """Every account, in the order they were added. Raises StoreError."""
+        return [_public(r) for r in rows.list_accounts(self.store)]
+
+    def get(self, name: str) -> Account | None:
+        """The account ``name`` (None: none of that name). Raises StoreError."""
+        row = rows.get_account(self.store, name)
+        return _public(row) if row is not None else None
+
+    def disable(self, name: str) -> None:
+        """Disable the account ``name``: its open sessions end, and neither its password nor
+        its invite links log it in any more (its votes stay). Raises AccountError for an unknown name,
+        StoreError."""
+        if not rows.disable_account(self.store, name):
+            raise AccountError(f"No account named {name!r}: `python app.py annotators list` lists them.")
+        self._invalidate(account=name)
+
+    def any(self) -> bool:
+        """Whether at least one enabled account exists (then every visitor must log in). Cached
+        for ANY_TTL seconds; a write of this process drops it. Raises StoreError."""
+        now = self.clock()
+        with self._lock:
+            if self._any is not None and now - self._any[0] < ANY_TTL:
+                return self._any[1]
+            generation = self._generation
+        answer = rows.any_enabled(self.store)
+        with self._lock:
+            if generation == self._generation:
+                self._any = (now, answer)
+        return answer
+
+    # -- logins and sessions --------------------------------------------------------------------
+    def login(self, name: str, password: str, address: str | None) -> str:
+        """Log ``name`` in from client ``address`` (None: unknown); returns a new session's token
+        (for a cookie; only its hash is stored). Raises LoginRefused: too many failed tries for
+        this name or from this address (checked before the password), a wrong name or password
+        (one message for both), a disabled account; StoreError."""
+        keys = [("account", str(name)[:_MAX_KEY])] + ([("address", address)] if address else [])
+        stamp = self.throttle.start(keys)
+        outcome = "neutral"
+        try:
+            row = rows.get_account(self.store, name) if isinstance(name, str) and 0 < len(name) <= 200 else None
+            matched = self._verify(row.password_hash if row else None, password)
+            if row is None or not matched:
+                outcome = "failed"
+                raise LoginRefused(WRONG)
+            if row.disabled:
+                raise LoginRefused(DISABLED)
+            token = self._open_session(row.name, address)
+            self._rehash(row, password)
+            outcome = "success"
+            return token
+        finally:
+            self.throttle.settle(keys, stamp, outcome)
+
+    def session(self, token: str | None) -> Account | None:
+        """The account of the open session ``token`` names; None for no token, an unknown or
+        ended session, or a disabled account. Cached (see the module's docstring). Raises
+        StoreError."""
+        if not isinstance(token, str) or not token or len(token) > _MAX_KEY:
+            return None
+        hashed = rows.token_hash(token)
+        now = self.clock()
+        with self._lock:
+            kept = self._sessions.get(hashed)
+            if kept is not None and now - kept[0] < SESSION_TTL:
+                self._sessions.move_to_end(hashed)
+                return kept[1]
+            generation = self._generation
+        row = rows.session_account(self.store, hashed)
+        account = _public(row) if row is not None else None
+        with self._lock:
+            if account is None:
+                self._sessions.pop(hashed, None)
+            elif generation == self._generation:
+                self._sessions[hashed] = (now, account)
+                self._sessions.move_to_end(hashed)
+                while len(self._sessions) > SESSION_CACHE_SIZE:
+                    self._sessions.popitem(last=False)
+        return account
+
+    def logout(self, token: str | None) -> None:
+        """End the session ``token`` names, and only it (the account's other sessions stay
+        open); nothing for an unknown or ended one. Raises StoreError."""
+        if not isinstance(token, str) or not token or len(token) > _MAX_KEY:
+            return
+        hashed = rows.token_hash(token)
+        rows.end_session(self.store, hashed)
+        self._invalidate(token_hash=hashed)
+
+    # -- invite links ---------------------------------------------------------------------------
+    def invite(self, name: str | None = None, *, study: str | None = None, quota: int | None = None,
+               completion_code: str | None = None) -> str:
+        """A new invite link's secret token (only its hash is stored). With ``name``: a link
+        that logs that account in; a ``quota`` or ``completion_code`` given here become the
+        account's (with a quota and no code, one is generated when it has none). With ``study``:
+        a link for every participant of a crowd study, each getting an account of their own on
+        first use, with this ``quota`` and ``completion_code`` (both needed: the platform gave
+        the code, and the quota says when to show it). Raises AccountError for both or neither
+        of name and study, an unknown or disabled account, a bad study name, quota or code;
+        StoreError."""
+        if (name is None) == (study is None):
+            raise AccountError("An invite is for one account (annotators invite NAME) or for a study "
+                               "(annotators invite --study STUDY --quota N --completion-code C): give one of the two.")
+        quota = _check_quota(quota)
+        completion_code = _check_code(completion_code)
+        token = secrets.token_urlsafe(32)
+        if name is not None:
+            row = rows.get_account(self.store, name)
+            if row is None:
+                raise AccountError(f"No account named {name!r}: add it first (python app.py annotators add "
+                                   f"{name} --no-password), or `annotators list` to see them.")
+            if row.disabled:
+                raise AccountError(f"The account {name!r} is disabled: add a new account for this annotator.")
+            if quota is not None or completion_code is not None:
+                new_quota = quota if quota is not None else row.quota
+                code = completion_code or row.completion_code
+                if new_quota is not None and code is None:
+                    code = new_completion_code()
+                rows.set_terms(self.store, name, quota=new_quota, completion_code=code)
+                self._invalidate(account=name)
+            rows.add_invite(self.store, rows.token_hash(token), account=name, quota=quota,
+                            completion_code=completion_code)
+            return token
+        _check_study(study)
+        if completion_code is None or quota is None:
+            raise AccountError(f"A study link needs the completion code the crowd platform gave (--completion-code C) "
+                               f"and the votes each participant casts before it is shown (--quota N): "
+                               f"annotators invite --study {study} --quota 20 --completion-code C.")
+        rows.add_invite(self.store, rows.token_hash(token), study=study, quota=quota, completion_code=completion_code)
+        return token
+
+    def revoke(self, token: str) -> None:
+        """Disable the invite link ``token`` (sessions it opened stay open; disable the account
+        to end them). Raises AccountError for an unknown token, StoreError."""
+        if not isinstance(token, str) or not token or not rows.disable_invite(self.store, rows.token_hash(token)):
+            raise AccountError("No invite link with that token: copy it whole, from /invite/ to before any '?'.")
+
+    def redeem(self, token: str, params: Mapping[str, str], address: str | None) -> tuple[str, Account]:
+        """Open a session through the invite link ``token`` (with the link's query ``params``)
+        from client ``address``; returns the session's token and its account. A study link makes
+        the account ``STUDY:ID`` (ID: ``params["PROLIFIC_PID"]``, or ``params["participant"]``)
+        on first use, with the platform's ids present (PLATFORM_IDS), and reuses it after.
+        Raises LoginRefused: too many failures from this address, an unknown or disabled link
+        (counted as a failure), a study link without a participant id, a disabled account;
+        StoreError."""
+        keys = [("address", address)] if address else []
+        stamp = self.throttle.start(keys, LINKS_HELD_BACK)
+        outcome = "neutral"
+        try:
+            ok = isinstance(token, str) and 0 < len(token) <= _MAX_KEY
+            invite = rows.get_invite(self.store, rows.token_hash(token)) if ok else None
+            if invite is None or invite.disabled:
+                outcome = "failed"
+                raise LoginRefused(BAD_INVITE)
+            if invite.account is not None:
+                row = rows.get_account(self.store, invite.account)
+            else:
+                row = self._study_account(invite, params)
+            if row is None or row.disabled:
+                raise LoginRefused(DISABLED)
+            session = self._open_session(row.name, address, invite=invite.id)
+            return session, _public(row)  # neutral: a success clears no address's failures
+        finally:
+            self.throttle.settle(keys, stamp, outcome)
+
+    def completion_code(self, name: str, votes: int) -> str | None:
+        """The account's completion code once it has cast ``votes`` >= its quota; None before,
+        without a quota or code, or for an unknown account. Raises StoreError."""
+        row = rows.get_account(self.store, name)
+        if row is None or row.quota is None or votes < row.quota:
+            return None
+        return row.completion_code
+
+    # -- inside -----------------------------------------------------------------------------------
+    def _study_account(self, invite: rows.InviteRow, params: Mapping[str, str]) -> rows.AccountRow:
+        pid = next((params[k] for k in PARTICIPANT_KEYS if params.get(k)), None)
+        if pid is None:
+            raise LoginRefused("This study link lacks your participant id (PROLIFIC_PID): open the study from "
+                               "Prolific, which adds it to the link.")
+        ids = {k: params[k] for k in (*PLATFORM_IDS, "participant") if params.get(k)}
+        bad = [k for k, v in ids.items() if not isinstance(v, str) or not _PLATFORM_ID.fullmatch(v)]
+        if bad:
+            raise LoginRefused(f"This study link's {bad[0]} is not an id the platform gives (letters, digits, "
+                               "'.', '_', '-', '@'; at most 64): open the study from Prolific, which fills it in.")
+        row = rows.study_account(self.store, f"{invite.study}:{pid}", study=invite.study, quota=invite.quota,
+                                 completion_code=invite.completion_code, participant=ids)
+        self._invalidate()
+        return row
+
+    def _open_session(self, name: str, address: str | None, *, invite: int | None = None) -> str:
+        token = secrets.token_urlsafe(32)
+        if not rows.add_session(self.store, rows.token_hash(token), name, address, invite=invite):
+            raise LoginRefused(DISABLED)  # disabled between the check and now
+        return token
+
+    def _verify(self, password_hash: str | None, password: object) -> bool:
+        """Whether ``password`` matches ``password_hash``; without a hash (an unknown name, an
+        invite-only account) a dummy one is verified, so the time taken is the same."""
+        with self._lock:
+            if self._dummy_hash is None:
+                self._dummy_hash = self.hasher.hash(secrets.token_urlsafe(16))
+            dummy = self._dummy_hash
+        try:
+            matched = self.hasher.verify(password_hash or dummy, password if isinstance(password, str) else "")
+        except (VerificationError, InvalidHashError):
+            matched = False
+        return bool(matched) and password_hash is not None
+
+    def _rehash(self, row: rows.AccountRow, password: str) -> None:
+        """Store the password's hash anew when it was made with older parameters than ``hasher``'s."""
+        if row.password_hash and self.hasher.check_needs_rehash(row.password_hash):
+            rows.set_password_hash(self.store, row.name, self.hasher.hash(password))
+
+    def _invalidate(self, *, account: str | None = None, token_hash: str | None = None) -> None:
+        """Drop what the caches hold that a write of this process changed: ``any``'s answer, and
+        the cached sessions of ``account`` or the one of ``token_hash``."""
+        with self._lock:
+            self._generation += 1
+            self._any = None
+            if token_hash is not None:
+                self._sessions.pop(token_hash, None)
+            if account is not None:
+                for hashed in [h for h, (_, a) in self._sessions.items() if a.name == account]:
+                    del self._sessions[hashed]
+
+
+class SharedLogin:
+    """One shared name and password for the whole team (``--auth USER:PASSWORD``), used while no
+    account exists; the same ``login``/``session``/``logout`` as ``Accounts``. Its sessions are
+    kept in memory (a restart logs everyone out) and are all the one Account named ``user`` with
+    ``role`` (ADMIN: the whole app). Name and password are compared in constant time (as sha256
+    digests: the password itself is not kept), and failed tries are throttled as ``Accounts``
+    throttles them. Thread-safe; the clock is injectable."""
+
+    def __init__(self, user: str, password: str, *, role: str = ADMIN, clock: Callable[[], float] = time.monotonic):
+        if role not in ROLES:
+            raise AccountError(f"Unknown role {role!r}: one of {', '.join(ROLES)}.")
+        self.account = Account(user, role)
+        self._user = hashlib.sha256(user.encode("utf-8")).digest()
+        self._password = hashlib.sha256(password.encode("utf-8")).digest()
+        self.throttle = Throttle(clock)
+        self._sessions: OrderedDict[str, None] = OrderedDict()  # token hashes
+        self._lock = threading.Lock()
+
+    def any(self) -> bool:
+        """Always True: with a shared password, every visitor logs in."""
+        return True
+
+    def login(self, name: str, password: str, address: str | None) -> str:
+        """A new session's token for the right name and password. Raises LoginRefused: too many
+        failed tries for this name or from this address, or a wrong name or password (one
+        message for both)."""
+        keys = [("account", str(name)[:_MAX_KEY])] + ([("address", address)] if address else [])
+        stamp = self.throttle.start(keys)
+        outcome = "neutral"
+        try:
+            given = [hashlib.sha256(str(v).encode("utf-8")).digest() for v in (name, password)]
+            matched = hmac.compare_digest(given[0], self._user) & hmac.compare_digest(given[1], self._password)
+            if not matched:
+                outcome = "failed"
+                raise LoginRefused(WRONG)
+            token = secrets.token_urlsafe(32)
+            with self._lock:
+                self._sessions[rows.token_hash(token)] = None
+                while len(self._sessions) > SESSION_CACHE_SIZE:
+                    self._sessions.popitem(last=False)  # the oldest session ends
+            outcome = "success"
+            return token
+        finally:
+            self.throttle.settle(keys, stamp, outcome)
+
+    def session(self, token: str | None) -> Account | None:
+        """The shared account for an open session's token; None otherwise."""
+        if not isinstance(token, str) or not token or len(token) > _MAX_KEY:
+            return None
+        with self._lock:
+            return self.account if rows.token_hash(token) in self._sessions else None
+
+    def logout(self, token: str | None) -> None:
+        """End the session ``token`` names, and only it."""
+        if isinstance(token, str) and token and len(token) <= _MAX_KEY:
+            with self._lock:
+                self._sessions.pop(rows.token_hash(token), None)
+
+
+def new_completion_code() -> str:
+    """CODE_LENGTH random upper-case letters and digits."""
+    return "".join(secrets.choice(CODE_ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def _check_name(name: object) -> None:
+    if not isinstance(name, str) or not 0 < len(name) <= MAX_NAME or name != name.strip():
+        raise AccountError(f"An account name has 1 to {MAX_NAME} characters, without spaces at its ends, "
+                           f"e.g. annotators add ana (not {str(name)[:80]!r}).")
+    if ":" in name:
+        raise AccountError(f"An account name cannot hold ':' (a study's participants are named STUDY:ID): "
+                           f"pick another name than {name!r}.")
+    if not name.isprintable():
+        raise AccountError(f"The account name {name!r} holds a control character (a tab, a line break): "
+                           "type it without.")
+
+
+def _check_study(study: object) -> None:
+    if (not isinstance(study, str) or not 0 < len(study) <= MAX_NAME or study != study.strip() or ":" in study
+            or not study.isprintable()):
+        raise AccountError(f"A study's name has 1 to {MAX_NAME} printable characters, no ':' and no spaces at its "
+                           f"ends, e.g. --study pilot-1 (not {str(study)[:80]!r}).")
+
+
+def _check_password(password: object) -> None:
+    if password is None:
+        return
+    if (not isinstance(password, str) or len(password) < MIN_PASSWORD or password != password.strip()
+            or len(password) > MAX_PASSWORD):
+        raise AccountError(f"A password has {MIN_PASSWORD} to {MAX_PASSWORD} characters, without spaces at its "
+                           "ends: pass another --password, or --no-password for an account that logs in by invite "
+                           "link only.")
+
+
+def _check_quota(quota: object) -> int | None:
+    if quota is None:
+        return None
+    if isinstance(quota, bool) or not isinstance(quota, int) or quota < 1:
+        raise AccountError(f"A quota is the number of votes to cast, at least 1 (--quota 20), not {quota!r}.")
+    return quota
+
+
+def _check_code(code: object) -> str | None:
+    if code is None:
+        return None
+    if not isinstance(code, str) or not _CODE.fullmatch(code):
+        raise AccountError(f"A completion code has 1 to 64 letters, digits or signs, without spaces "
+                           f"(--completion-code C0DE1234), not {str(code)[:80]!r}.")
+    return code
