@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
+from annotation import present
+from annotation.outputs import article_renderer
 from common.errors import LLMAuthError, LLMConnectionError, LLMError, LLMModelNotFound
 from core.text import caps
 from data import arena
@@ -244,13 +246,18 @@ def pairs_to_judge(outputs: Sequence[OutputText], methods: Sequence[str] | None)
 async def judge_store(
     store, new_llm: Callable[[], Any], model: str, *, methods: Sequence[str] | None = None, n: int = N_CALLS,
     on_progress: Callable[[int, int, str], None] | None = None, text: str = arena.LATEST,
+    style: str = present.SOURCES, render: arena.Render | None = None,
 ) -> Report:
     """Judge every task's pairs of method outputs not yet judged by ``model`` (the judge role's
     model) and store each verdict in ``judge_votes``. ``new_llm()`` makes the client, which is
     closed after. ``on_progress(done, total, message)`` is called after each pair. Verdicts
     stored before a failure stay stored. ``text``: which text of a run is judged, as people see it
-    (``--arena-text``). Raises the FATAL LLM errors, StoreError."""
-    arena.sync_run_outputs(store, text)
+    (``--arena-text``), stored by ``render`` (default: its article with its sources,
+    ``annotation.outputs``); ``style``: both outputs are shown in it, as to people
+    (``annotation.present``). Raises ValueError for an unknown style, the FATAL LLM errors,
+    StoreError."""
+    present.check_style(style)  # before anything is judged
+    arena.sync_run_outputs(store, text, render or article_renderer(store))
     done_before = arena.judged_output_pairs(store, model)
     todo = pairs_to_judge(arena.latest_outputs(store, methods, text), methods)
     report = Report(skipped=sum(frozenset((x.id, y.id)) in done_before for x, y in todo))
@@ -258,7 +265,8 @@ async def judge_store(
     client = new_llm()
     try:
         for k, (x, y) in enumerate(todo, 1):
-            verdict, calls = await judge_pair(client, x.prompt, x.text, y.text, n=n)
+            verdict, calls = await judge_pair(client, x.prompt, present.present(x.text, style),
+                                              present.present(y.text, style), n=n)
             _store_verdict(store, model, x, y, verdict, calls, report)
             if on_progress:
                 on_progress(k, len(todo), report.lines[-1])

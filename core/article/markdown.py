@@ -46,11 +46,28 @@ def to_markdown(article: Article) -> str:
     return "\n".join(parts)
 
 
+def text_and_sources(article: Article) -> str:
+    """The article as a reader compares it with another text (the arena stores this for a run
+    with sources: ``annotation.outputs``): its text with its [n] marks, then "Sources" and the
+    sources those marks name, numbered 1..n as :func:`to_markdown` numbers them, each its title as a
+    link and nothing more. No title, warning, "Also read", snippet note or unchecked steps: they
+    tell how the run went, not what the text says."""
+    article = article.renumbered()
+    parts = [article.body]
+    if article.numbered:
+        parts += ["", "## Sources", "", *(f"{s.n}. {_link(s)}" for s in article.numbered)]
+    return "\n".join(parts)
+
+
 def _entry(article: Article, s: Source) -> str:
     """One source's list item: "n. " when it has a number, else "- "; its title as a link, and the
     steps that used it."""
     item = f"{s.n}." if s.n > 0 else "-"
-    return f"{item} [{escape_text(s.title or s.url)}]({link_target(s.url)}){article.used_in(s)}"
+    return f"{item} {_link(s)}{article.used_in(s)}"
+
+
+def _link(s: Source) -> str:
+    return f"[{escape_text(s.title or s.url)}]({link_target(s.url)})"
 
 
 def _unread(s: Source) -> str:
