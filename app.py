@@ -170,7 +170,8 @@ def build(settings: Settings) -> App:
     clients = Clients(settings, cache=store,
                       corpus_db=store.path.with_name(store.path.stem + ".corpus.db"))
     runner = Runner(store, clients, settings, memory=ProcedureMemory(store))
-    arena = Arena(store, text=settings.arena_text,
+    arena = Arena(store, text=settings.arena_text, style=settings.arena_style,
+                  cite_threshold=settings.method.cite_threshold,
                   limits=VoteLimits(settings.votes_per_minute, settings.votes_per_address))
     return App(settings=settings, store=store, clients=clients, runner=runner, arena=arena)
 

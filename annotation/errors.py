@@ -15,7 +15,13 @@ class ImportFormatError(ArenaError):
 
 
 class NoPairLeft(ArenaError):
-    """There is no pair of outputs left to show this annotator; the message says how to make more."""
+    """There is no pair of outputs left to show this annotator; the message says how to make more
+    (for the command line: the Arena tab says its own words). ``judged_all``: the annotator has
+    voted on every pair there is (none skipped is left either); else nothing can be paired yet."""
+
+    def __init__(self, message: str, *, judged_all: bool = False):
+        super().__init__(message)
+        self.judged_all = judged_all
 
 
 class AccountError(ArenaError):

@@ -1,9 +1,14 @@
 """Which two outputs an annotator sees next.
 
+A pair the annotator skipped (pressed Next without voting) comes back, as the same battle with
+the same A and B, once they have voted on SKIPPED_COME_BACK_AFTER other pairs since it was last
+shown, or sooner when no fresh pair is left (then the one shown longest ago first); until then,
+and otherwise:
+
 Candidates are pairs of outputs of the same task from two different methods (finished runs and
-imported outputs alike) that this annotator has not been shown yet — an annotator never sees
-the same pair of outputs twice, whether or not they voted on it. Among them, the pair that
-teaches the leaderboard most comes first, by this key, smallest first:
+imported outputs alike) that this annotator has not been shown yet — a fresh battle never shows
+an annotator a pair of outputs they were shown before, whether or not they voted on it. Among
+them, the pair that teaches the leaderboard most comes first, by this key, smallest first:
 
 1. how many battles people were shown for the pair's two *methods* (the least-compared methods
    first: every method pair gets evidence before any gets a lot);
@@ -19,14 +24,18 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations, product
 
 from annotation.errors import NoPairLeft
+from annotation.outputs import article_renderer
 from annotation.ratings import Tally
 from data import arena
 from data.arena import OutputRow
 from data.store import Store
+
+#: A skipped pair comes back once the annotator has voted on this many other pairs since.
+SKIPPED_COME_BACK_AFTER = 3
 
 HOW_TO_MAKE_MORE = (
     "To make more, run methods on the same tasks (the Writer tab, or `python app.py batch`), "
@@ -80,30 +89,90 @@ def choose_pair(
     return None
 
 
+def unseen_pairs(outputs: Sequence[OutputRow], seen: set[frozenset[int]]) -> int:
+    """How many candidate pairs of ``outputs`` are not in ``seen`` (counted, not built)."""
+    per_task: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    where = {o.id: (o.task_id, o.method) for o in outputs}
+    for o in outputs:
+        per_task[o.task_id][o.method] += 1
+    total = sum(n * m for methods in per_task.values() for n, m in combinations(methods.values(), 2))
+    candidates_seen = 0
+    for pair in seen:
+        x, y = (where.get(i) for i in pair) if len(pair) == 2 else (None, None)
+        candidates_seen += bool(x and y and x[0] == y[0] and x[1] != y[1])
+    return total - candidates_seen
+
+
+def skipped_order(unvoted: Sequence[int], shown: Mapping[int, tuple[int, int]]) -> list[int]:
+    """The unvoted battles' ids, shown longest ago first: those the arena service does not
+    remember showing (shown before it started), oldest first, then in the order it showed them
+    (``shown``: battle id -> (the newest vote's id then, a sequence number))."""
+    return sorted(unvoted, key=lambda b: (1, shown[b][1]) if b in shown else (0, b))
+
+
+def votes_since(votes: Sequence[arena.CountedVote], battle_id: int, shown: Mapping[int, tuple[int, int]]) -> int:
+    """How many of ``votes`` were cast since the battle was last shown: after the newest vote
+    there was then (``shown``), else, for a battle the service does not remember showing, on
+    battles started after it."""
+    if battle_id in shown:
+        return sum(v.id > shown[battle_id][0] for v in votes)
+    return sum(v.battle_id > battle_id for v in votes)
+
+
 def quality_from(t: Tally) -> Callable[[str, str], float]:
     """Match quality of two methods under the tally's ratings (new methods at the prior)."""
     prior = (t.ts.env.mu, t.ts.env.sigma)
     return lambda m1, m2: t.ts.quality(t.ratings.get(m1, prior), t.ratings.get(m2, prior))
 
 
+def arena_pairs_left(store: Store, annotator: str, *, task_set: str | None = None, text: str = arena.LATEST,
+                     outputs: Sequence[OutputRow] | None = None) -> int:
+    """About how many pairs are left for ``annotator``: the fresh pairs they were never shown and
+    the battles they have not voted on (skipped, or on their screen). Finished runs not yet in the
+    arena are not counted. ``outputs``: ``arena.arena_outputs`` of the task set, when the caller
+    has them. Raises StoreError."""
+    if outputs is None:
+        outputs = arena.arena_outputs(store, task_set, text)
+    fresh = unseen_pairs(outputs, arena.seen_output_pairs(store, annotator))
+    return fresh + len(arena.unvoted_battles(store, annotator, task_set))
+
+
 def next_battle(
     store: Store, annotator: str, people: Tally, *, rng: random.Random | None = None, task_set: str | None = None,
     counts: arena.BattleCounts | None = None, text: str = arena.LATEST,
+    shown: Mapping[int, tuple[int, int]] | None = None, render: arena.Render | None = None,
+    outputs_of: Callable[[str | None], Sequence[OutputRow]] | None = None,
 ) -> int:
-    """Start the next battle for ``annotator`` and return its id. ``people`` is the current tally
-    of people's votes (for match quality); ``counts`` the battles shown so far (read from the
-    store when not given); ``text`` which text of a run is shown (``--arena-text``:
-    ``data.arena.ARENA_TEXTS``). Raises NoPairLeft when there is nothing (left) to show, StoreError."""
-    arena.sync_run_outputs(store, text)
-    outputs = arena.arena_outputs(store, task_set, text)
-    if not outputs:
+    """The id of the battle to show ``annotator`` next: a skipped one that is due again, else a
+    new battle of the best fresh pair, else the skipped one shown longest ago (see the module
+    docstring). ``people`` is the current tally of people's votes (for match quality);
+    ``counts`` the battles shown so far (read from the store when not given); ``text`` which
+    text of a run is shown (``--arena-text``: ``data.arena.ARENA_TEXTS``); ``shown`` when the
+    arena service last showed each battle (``skipped_order``, ``votes_since``);
+    ``render`` how a finished run's text is stored (default: its article with its sources,
+    ``annotation.outputs.article_renderer``); ``outputs_of(task_set)`` the outputs that can be
+    paired once the runs are synced (default ``arena.arena_outputs``). Raises NoPairLeft when there is nothing (left) to
+    show (``judged_all`` when the annotator voted on every pair there is), StoreError."""
+    shown = shown or {}
+    unvoted = skipped_order(arena.unvoted_battles(store, annotator, task_set), shown)
+    if unvoted:
+        votes = arena.counted_votes(store, annotator)
+        for battle_id in unvoted:
+            if votes_since(votes, battle_id, shown) >= SKIPPED_COME_BACK_AFTER:
+                return battle_id
+    arena.sync_run_outputs(store, text, render or article_renderer(store))
+    outputs = outputs_of(task_set) if outputs_of else arena.arena_outputs(store, task_set, text)
+    if not outputs and not unvoted:
         raise NoPairLeft("No task has finished outputs from two different methods yet. " + HOW_TO_MAKE_MORE)
     method_battles, output_battles, _ = counts if counts is not None else arena.battle_counts(store)
     pair = choose_pair(
         outputs, arena.seen_output_pairs(store, annotator), method_battles, output_battles,
         quality_from(people), rng or random.Random(),
-    )
-    if pair is None:
-        raise NoPairLeft(f"You have judged every pair there is, {annotator} — thank you! " + HOW_TO_MAKE_MORE)
-    first, second = pair
-    return arena.create_battle(store, first.id, second.id, annotator)
+    ) if outputs else None
+    if pair is not None:
+        first, second = pair
+        return arena.create_battle(store, first.id, second.id, annotator)
+    if unvoted:
+        return unvoted[0]
+    raise NoPairLeft(f"You have judged every pair there is, {annotator} — thank you! " + HOW_TO_MAKE_MORE,
+                     judged_all=True)

@@ -4,7 +4,9 @@ adapter), and the reading of a whole file.
 - ``votes import``: ``task`` (the task's text, or the id of a task in this database), optional
   ``prompt`` (the task's text, when ``task`` is only a name), ``method_a``, ``method_b``,
   ``winner`` (a, b, tie or both_bad; case, spaces and dashes forgiven), ``annotator``; optional
-  ``output_a``/``output_b`` (the two texts), ``kind``, ``task_set``, ``created``.
+  ``output_a``/``output_b`` (the two texts), ``kind``, ``task_set``, ``created``, ``comment`` (the
+  annotator's, at most 1,000 characters) and ``flag`` (a_broken, a_empty, a_off_task, b_broken,
+  b_empty or b_off_task).
   ``votes export`` writes the same fields.
 - ``outputs import``: ``task``, ``method``, ``text``; optional ``task_set``, ``kind``.
 """
@@ -84,6 +86,23 @@ class VoteLine(_TaskLine):
     output_a: Text | None = _text_field(None)
     output_b: Text | None = _text_field(None)
     created: Text | None = _text_field(None)
+    comment: Annotated[str, AfterValidator(_capped(arena.MAX_COMMENT))] | None = Field(None, description="a string")
+    flag: str | None = Field(None, description="a string")
+
+    @field_validator("comment")
+    @classmethod
+    def _comment(cls, value: str | None) -> str | None:
+        problem = text_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value or None
+
+    @field_validator("flag")
+    @classmethod
+    def _flag(cls, value: str | None) -> str | None:
+        if value and value not in arena.FLAGS:
+            raise ValueError(f"must be one of {', '.join(arena.FLAGS)}, not {value!r}")
+        return value or None
 
     @field_validator("task")
     @classmethod
@@ -116,7 +135,7 @@ class VoteLine(_TaskLine):
             fields = self.task_fields(self.task)
         return {**fields, "line": line, "method_a": self.method_a, "method_b": self.method_b,
                 "choice": self.winner, "annotator": self.annotator, "output_a": self.output_a,
-                "output_b": self.output_b, "created": self.created}
+                "output_b": self.output_b, "created": self.created, "comment": self.comment, "flag": self.flag}
 
 
 class OutputLine(_TaskLine):

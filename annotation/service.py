@@ -6,6 +6,10 @@ Blind by construction: ``next_pair`` returns a ``Shown`` — the battle id, the 
 texts, never a method name; only ``vote`` returns the methods (a ``Reveal``), after the vote is
 stored. Front ends call this, never ``data.arena``.
 
+An annotator's own pace: a pair skipped (Next without a vote) comes back later
+(``annotation.pairing``); ``undo`` takes back their last vote within UNDO_SECONDS (a correction
+voids it; the vote stays as cast) and shows the pair again; ``progress`` counts their votes.
+
 One ``Arena`` per store; it keeps the leaderboards' tallies up to date as votes arrive
 (``annotation.board.Boards``) and is safe to share between Gradio's worker threads.
 
@@ -18,6 +22,7 @@ rates without them.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import threading
@@ -25,14 +30,19 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from annotation import judge as judge_mod
 from annotation import ratings
 from annotation.board import Boards
 from annotation.errors import ArenaError
-from annotation.pairing import next_battle
+from annotation.outputs import article_renderer
+from annotation.pairing import arena_pairs_left, next_battle
+from annotation.present import SOURCES as SOURCES_STYLE
+from annotation.present import STYLES
 from annotation.records import read_outputs, read_votes
+from core.article.citations import CITE_THRESHOLD
 from data import arena
 from data.store import Store
 
@@ -40,6 +50,11 @@ log = logging.getLogger(__name__)
 
 SOURCES = arena.SOURCES
 CHOICES = arena.CHOICES
+FLAGS = arena.FLAGS
+MAX_COMMENT = arena.MAX_COMMENT
+
+#: An annotator may undo their last vote this many seconds after casting it (then an admin corrects it).
+UNDO_SECONDS = 30
 
 #: An annotator whose median time from seeing a pair to voting is under this many seconds (over
 #: at least FLAG_MIN_VOTES votes) cannot have read both answers.
@@ -102,6 +117,18 @@ class Reveal:
 
 
 @dataclass(frozen=True)
+class Progress:
+    """An annotator's votes that count (undone ones do not): cast ``today`` (since the server's
+    midnight) and in all (``total``); about how many pairs are ``left`` for them (fresh pairs they
+    were never shown, and the ones they skipped); their ``quota`` of votes, when they have one."""
+
+    today: int
+    total: int
+    left: int
+    quota: int | None = None
+
+
+@dataclass(frozen=True)
 class Leaderboard:
     """The ratings of one source's votes over one task set (None: all)."""
 
@@ -122,36 +149,126 @@ class Leaderboard:
 
 class Arena:
     def __init__(self, store: Store, *, rng: random.Random | None = None, limits: VoteLimits | None = None,
-                 text: str = arena.LATEST):
+                 text: str = arena.LATEST, style: str = SOURCES_STYLE, cite_threshold: float = CITE_THRESHOLD):
         """``text``: which text of a finished run annotators and the judge see (``--arena-text``):
-        the author's latest version of its article (``arena.LATEST``) or the method's own."""
+        the author's latest version of its article (``arena.LATEST``) or the method's own, stored
+        as its article with its sources (``annotation.outputs``; an author's version cited at
+        ``cite_threshold``, ``--cite-threshold``, as the export cites it); ``style``: how both
+        sides are shown to annotators and the judge (``--arena-style``, one of
+        ``annotation.present.STYLES``). Raises ArenaError for an unknown style."""
+        if style not in STYLES:
+            raise ArenaError(f"Unknown arena style {style!r}: use one of {', '.join(STYLES)} (--arena-style).")
         self.store = store
         self.text = text
+        self.style = style
+        self.render = article_renderer(store, threshold=cite_threshold)
         self.boards = Boards(store)
         self._kept: dict[tuple, tuple[tuple[int, int, int], Any]] = {}  # what -> (arena.version, result)
         self._kept_lock = threading.Lock()
         self.rng = rng
         self.limits = limits or VoteLimits()
+        self.clock: Callable[[], float] = time.time  # wall-clock seconds (the undo window); tests replace it
+        self._shown: dict[str, dict[int, tuple[int, int]]] = {}  # annotator -> battle -> (newest vote, seq)
+        self._shown_seq = itertools.count(1)
+        self._shown_lock = threading.Lock()
+        self._undo_lock = threading.Lock()
+        self._outputs_kept: dict[tuple, tuple[int, list[arena.OutputRow]]] = {}  # (task set, text) -> (newest, rows)
 
     # -- annotators -------------------------------------------------------------------------
     def next_pair(self, annotator: str, task_set: str | None = None) -> Shown:
-        """Start the next battle for ``annotator``: the pair that teaches the leaderboard most
-        (see ``annotation.pairing``). Raises NoPairLeft when there is nothing (left) to show,
-        StoreError."""
+        """The next battle for ``annotator``: a pair they skipped that is due again (the same
+        battle, A and B as before), else a new battle of the pair that teaches the leaderboard
+        most (see ``annotation.pairing``). Raises NoPairLeft when there is nothing (left) to
+        show, StoreError."""
+        with self._shown_lock:
+            shown = dict(self._shown.get(annotator, {}))
         battle_id = next_battle(self.store, annotator, self.boards.tally("people"), rng=self.rng, task_set=task_set,
-                                counts=self.boards.battle_counts(), text=self.text)
+                                counts=self.boards.battle_counts(), text=self.text, shown=shown,
+                                render=self.render, outputs_of=self._outputs)
+        return self._show(annotator, battle_id)
+
+    def _outputs(self, task_set: str | None) -> list[arena.OutputRow]:
+        """``arena.arena_outputs`` of ``task_set``, read again only when an output was added since
+        (outputs are append-only: the newest id names them); every next pair and progress line
+        asks for them."""
+        key = (task_set, self.text)
+        newest = arena.newest_output_id(self.store)
+        with self._kept_lock:
+            kept = self._outputs_kept.get(key)
+            if kept is not None and kept[0] == newest:
+                return kept[1]
+        rows = arena.arena_outputs(self.store, task_set, self.text)
+        with self._kept_lock:
+            self._outputs_kept[key] = (newest, rows)
+        return rows
+
+    def _show(self, annotator: str, battle_id: int) -> Shown:
+        """The battle as the annotator sees it, remembered as shown now (a skipped pair's wait for
+        its return starts again)."""
         battle = arena.get_battle(self.store, battle_id)
+        newest_vote = arena.version(self.store)[0]
+        with self._shown_lock:
+            mine = self._shown.setdefault(annotator, {})
+            if len(mine) > 1_000:  # forget the oldest: pairing then counts from when they were started
+                for old in sorted(mine)[:500]:
+                    del mine[old]
+            mine[battle_id] = (newest_vote, next(self._shown_seq))
         return Shown(battle_id, battle.prompt, battle.text_a or "", battle.text_b or "")
 
-    def vote(self, battle_id: int, annotator: str, choice: str, *, address: str | None = None) -> Reveal:
-        """Store ``annotator``'s vote on a battle shown to them and reveal its methods; ``address``
-        is the client's (for the rate limit). Raises ValueError for a choice not in CHOICES;
-        ArenaError over the rate limit; StoreError when the battle is unknown, was shown to
-        someone else, or already has a vote."""
+    def vote(self, battle_id: int, annotator: str, choice: str, *, address: str | None = None, comment: str = "",
+             flag: str | None = None) -> Reveal:
+        """Store ``annotator``'s vote on a battle shown to them, with their optional ``comment``
+        (at most MAX_COMMENT characters) and ``flag`` (one of FLAGS: an output broken, empty or
+        off-task), and reveal its methods; ``address`` is the client's (for the rate limit).
+        Raises ValueError for a choice not in CHOICES; ArenaError for a bad flag or comment, or
+        over the rate limit; StoreError when the battle is unknown, was shown to someone else,
+        or already has a vote."""
+        try:
+            arena.vote_note(comment, flag)
+        except ValueError as exc:
+            raise ArenaError(f"Cannot record the vote: {exc}.") from None
         self.limits.take(annotator, address)
-        arena.record_vote(self.store, battle_id, annotator, choice)
+        arena.record_vote(self.store, battle_id, annotator, choice, comment=comment, flag=flag)
         battle = arena.get_battle(self.store, battle_id)
         return Reveal(battle_id, battle.method_a, battle.method_b, battle.choice or choice)
+
+    def undo(self, annotator: str, battle_id: int | None = None) -> Shown:
+        """Take back ``annotator``'s last vote (the one on ``battle_id``, when given) within
+        UNDO_SECONDS of casting it: a correction voids it (votes are append-only; the vote stays
+        as cast), and the same two outputs, in the same A/B order, are shown again as a new
+        battle to vote on. Raises ArenaError naming why it cannot be undone (no vote, not their
+        last, already undone, too late), StoreError."""
+        why = f"undone by the annotator within {UNDO_SECONDS} s"
+        with self._undo_lock:  # one undo at a time: a double click voids once
+            last = arena.last_vote(self.store, annotator)
+            if last is None:
+                raise ArenaError("You have no vote to undo.")
+            if battle_id is not None and last.battle_id != battle_id:
+                raise ArenaError("Only your last vote can be undone, and you have voted on another pair since.")
+            if last.choice == arena.VOID:
+                raise ArenaError("Your last vote is already undone: press Next for a pair.")
+            age = self.clock() - datetime.fromisoformat(last.created).timestamp()
+            if age > UNDO_SECONDS:
+                raise ArenaError(f"A vote can be undone within {UNDO_SECONDS} s of casting it; yours was cast "
+                                 f"{age:.0f} s ago. If it was a mistake, ask the study's admin to correct it.")
+            arena.correct_vote(self.store, last.id, arena.VOID, annotator, why)
+            battle = arena.get_battle(self.store, last.battle_id)
+            again = arena.create_battle(self.store, battle.output_a, battle.output_b, annotator)
+        return self._show(annotator, again)
+
+    def progress(self, annotator: str, quota: int | None = None, *, task_set: str | None = None,
+                 left: int | None = None) -> Progress:
+        """``annotator``'s votes that count, today (since the server's midnight) and in all, and
+        about how many pairs are left for them (of ``task_set``; None: every set; ``left``: the
+        caller knows, e.g. one fewer than when the pair just voted on was shown), with their
+        ``quota`` as given. Raises StoreError."""
+        times = [v.created for v in arena.counted_votes(self.store, annotator)]
+        midnight = datetime.fromtimestamp(self.clock()).replace(hour=0, minute=0, second=0, microsecond=0)
+        today = midnight.astimezone(UTC).isoformat(timespec="milliseconds")
+        if left is None:
+            left = arena_pairs_left(self.store, annotator, task_set=task_set, text=self.text,
+                                    outputs=self._outputs(task_set))
+        return Progress(sum(t >= today for t in times), len(times), left, quota)
 
     def correct(self, vote_id: int, choice: str, corrected_by: str, why: str) -> arena.CorrectionRow:
         """Supersede a people's vote with a correction (the vote stays as it was cast): ``choice``
@@ -274,9 +391,10 @@ class Arena:
                     n: int = judge_mod.N_CALLS,
                     on_progress: Callable[[int, int, str], None] | None = None) -> judge_mod.Report:
         """Let the LLM judge compare the pairs ``model`` has not judged yet (see
-        ``annotation.judge.judge_store``). Raises the fatal LLM errors, StoreError."""
+        ``annotation.judge.judge_store``), shown as annotators see them (``style``). Raises the
+        fatal LLM errors, StoreError."""
         return await judge_mod.judge_store(self.store, new_llm, model, methods=methods, n=n, on_progress=on_progress,
-                                           text=self.text)
+                                           text=self.text, style=self.style, render=self.render)
 
     # -- imports and exports ----------------------------------------------------------------
     def import_votes(self, path: str) -> tuple[int, int]:

@@ -139,7 +139,7 @@ def over_http(voters: int, rounds: int, tmp: Path, votes: int, think: float = 0.
             client.call("start", f"voter{n}")
             for _ in range(rounds):
                 started = time.perf_counter()
-                client.call("on_vote", None)
+                client.call("on_vote", None, "", "")  # state (kept by the server), comment, flag
                 took = time.perf_counter() - started
                 with lock:
                     latencies.append(took)

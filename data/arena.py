@@ -12,7 +12,9 @@ append-only (``m008_vote_corrections``); the leaderboard counts a vote's newest 
 Finished runs enter the arena through ``sync_run_outputs``, which copies their text (the
 author's latest version, or the model's: ``--arena-text``) into ``outputs`` (a snapshot: the text
 an annotator judged is the text stored with the battle; a newer version is a new output), so
-imported outputs and runs are read through the same queries.
+imported outputs and runs are read through the same queries. The arena service has a run's text
+stored as its article, with its [n] marks and sources (``annotation.outputs``, passed in as
+``render``: data/ does not import core).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -28,6 +30,9 @@ from common.errors import StoreError
 from data.store import Store, now, write_transaction
 
 CHOICES = ("a", "b", "tie", "both_bad")
+#: What an annotator may flag about an output with their vote (``votes.flag``, m014_vote_notes).
+FLAGS = ("a_broken", "a_empty", "a_off_task", "b_broken", "b_empty", "b_off_task")
+MAX_COMMENT = 1_000  # characters of an annotator's comment on a vote
 VOID = "void"  # a correction's choice for a vote that should not count at all
 #: A people's vote's choice as it counts now: its newest correction's, else the one cast.
 _CHOICE_NOW = ("coalesce((select c.choice from vote_corrections c where c.vote_id = v.id "
@@ -132,12 +137,22 @@ def _import_output(conn: sqlite3.Connection, task_id: int, method: str, text: st
 ARENA_TEXTS = (LATEST, MODEL) = ("latest", "model")
 
 
-def sync_run_outputs(store: Store, text: str = LATEST) -> int:
+#: How a finished run's text is written into ``outputs`` (``sync_run_outputs``): called with the
+#: run's id, the number of the author's version the text is (None: the model's own) and the text,
+#: it returns what the arena stores. The article with its [n] marks and its sources, for a run
+#: that has them (``annotation.outputs``: it needs core, which data/ may not import).
+Render = Callable[[str, int | None, str], str]
+
+
+def sync_run_outputs(store: Store, text: str = LATEST, render: Render | None = None) -> int:
     """Copy finished runs (status 'done', non-empty text) into ``outputs`` where their text is not
     there yet; returns how many outputs were added. ``text`` LATEST: a run's text is the author's
     latest version of its article (``data.versions``; a ``draft`` version is not one), else the
     model's; a new version adds a new output (the older ones stay, for the battles that showed
-    them). MODEL: the method's own text only. Raises StoreError."""
+    them). MODEL: the method's own text only. ``render``: what is stored for a run's text (see
+    ``Render``; None: the text as it is); a run's row keeps the digest of the text it was
+    rendered from, so a version back to the text already shown adds nothing. Raises StoreError
+    (and what ``render`` raises)."""
     _run_text(text)  # checks it
     version = ("(select max(n) from versions w where w.run_id = r.id and w.action != 'draft')"
                if text == LATEST else "null")
@@ -146,22 +161,33 @@ def sync_run_outputs(store: Store, text: str = LATEST) -> int:
         f"from runs r left join versions v on v.run_id = r.id and v.n = {version} "
         "where r.status = 'done' and trim(coalesce(r.final_text, '')) != ''"
     )
-    # LATEST: a version that holds the text the run already shows (an undo undone) is nothing new
-    same = ("or o.id = (select max(id) from outputs where run_id = w.run_id) and o.text = w.text"
-            if text == LATEST else "")
-    new_texts = (
+    # LATEST: a version that holds the text the run already shows (an undo undone) is nothing new;
+    # an output stored as rendered is told by the digest of the text it was rendered from
+    newest = "o.id = (select max(id) from outputs where run_id = w.run_id)"
+    same = f"or {newest} and o.text = w.text" if text == LATEST else ""
+    rows = store.db.execute(
+        "select w.task_id, w.method, w.text, w.run_id, w.version, "
+        f"(select o.digest from outputs o where o.run_id = w.run_id and {newest}) "
         f"from ({wanted}) w where trim(w.text) != '' and not exists (select 1 from outputs o "
         f"where o.run_id = w.run_id and (coalesce(o.version, 0) = coalesce(w.version, 0) {same}))"
-    )
-    if store.db.execute(f"select 1 {new_texts} limit 1").fetchone() is None:
+    ).fetchall()
+    new = []
+    for task_id, method, run_text, run_id, version_n, shown_digest in rows:
+        key = digest(run_text)
+        if text == LATEST and shown_digest == key:
+            continue
+        shown = render(run_id, version_n, run_text) if render is not None else run_text
+        new.append([task_id, method, shown, key, run_id, version_n])
+    if not new:
         return 0  # the usual case: no write transaction for nothing
+    added = 0
     with write_transaction(store.db, "add finished runs to the arena") as conn:
-        cur = conn.execute(
-            "insert or ignore into outputs (task_id, method, text, digest, source, run_id, version, created) "
-            f"select w.task_id, w.method, w.text, '', 'run', w.run_id, w.version, ? {new_texts}",
-            [now()],
-        )
-    return cur.rowcount
+        stamp = now()
+        for row in new:  # one already there (another thread's sync) is skipped by the schema
+            added += conn.execute(
+                "insert or ignore into outputs (task_id, method, text, digest, source, run_id, version, created) "
+                "values (?, ?, ?, ?, 'run', ?, ?, ?)", [*row, stamp]).rowcount
+    return added
 
 
 def import_outputs(store: Store, records: Iterable[dict]) -> tuple[int, int]:
@@ -199,6 +225,11 @@ def arena_outputs(store: Store, task_set: str | None = None, text: str = LATEST)
         sql += " and task_id in (select id from tasks where task_set = ?)"
         args.append(task_set)
     return [OutputRow(*r) for r in store.db.execute(sql + " order by id", args).fetchall()]
+
+
+def newest_output_id(store: Store) -> int:
+    """The id of the newest output (0: none): outputs are append-only, so it names what is there."""
+    return store.db.execute("select coalesce(max(id), 0) from outputs").fetchone()[0]
 
 
 def output_count(store: Store) -> int:
@@ -239,6 +270,54 @@ def seen_output_pairs(store: Store, annotator: str) -> set[frozenset[int]]:
         "select output_a, output_b from battles where annotator = ? and output_a is not null", [annotator]
     ).fetchall()
     return {frozenset(r) for r in rows}
+
+
+def unvoted_battles(store: Store, annotator: str, task_set: str | None = None) -> list[int]:
+    """The ids of the battles shown to ``annotator`` in the arena that have no vote (pairs they
+    skipped, or the one on their screen), oldest first; of ``task_set``'s tasks when given.
+    Raises StoreError."""
+    sql = ("select b.id from battles b join tasks t on t.id = b.task_id where b.annotator = ? "
+           "and b.source = 'arena' and b.output_a is not null and b.output_b is not null "
+           "and not exists (select 1 from votes v where v.battle_id = b.id)")
+    args: list[Any] = [annotator]
+    if task_set is not None:
+        sql += " and t.task_set = ?"
+        args.append(task_set)
+    return [r[0] for r in store.db.execute(sql + " order by b.id", args).fetchall()]
+
+
+class CountedVote(NamedTuple):
+    """One of an annotator's votes that counts now: its id, its battle's, and when it was cast."""
+
+    id: int
+    battle_id: int
+    created: str
+
+
+def counted_votes(store: Store, annotator: str) -> list[CountedVote]:
+    """``annotator``'s people's votes that count now, oldest first: a vote whose newest correction
+    is ``void`` (one they undid) is left out. Raises StoreError."""
+    rows = store.db.execute(
+        f"select v.id, v.battle_id, v.created from votes v where v.annotator = ? and {_CHOICE_NOW} != 'void' "
+        "order by v.id", [annotator]).fetchall()
+    return [CountedVote(*r) for r in rows]
+
+
+class LastVote(NamedTuple):
+    """An annotator's newest vote in the arena, and the choice that counts now (``void`` once undone)."""
+
+    id: int
+    battle_id: int
+    choice: str
+    created: str
+
+
+def last_vote(store: Store, annotator: str) -> LastVote | None:
+    """``annotator``'s newest vote on a battle shown in the arena (None: none yet). Raises StoreError."""
+    row = store.db.execute(
+        f"select v.id, v.battle_id, {_CHOICE_NOW}, v.created from votes v join battles b on b.id = v.battle_id "
+        "where v.annotator = ? and b.source = 'arena' order by v.id desc limit 1", [annotator]).fetchone()
+    return LastVote(*row) if row else None
 
 
 class BattleCounts(NamedTuple):
@@ -305,12 +384,16 @@ def get_battle(store: Store, battle_id: int) -> BattleRow:
     return BattleRow(**rows[0])
 
 
-def record_vote(store: Store, battle_id: int, annotator: str, choice: str) -> int:
-    """Append the annotator's vote on a battle shown to them; returns the vote id.
-    Raises ValueError for a choice not in CHOICES, StoreError when the battle is unknown, was
-    shown to someone else, or already has a vote."""
+def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, comment: str = "",
+                flag: str | None = None) -> int:
+    """Append the annotator's vote on a battle shown to them, with their optional ``comment`` (at
+    most MAX_COMMENT characters; blank: none) and ``flag`` (one of FLAGS, or None); returns the
+    vote id. Raises ValueError for a choice not in CHOICES, a flag not in FLAGS or a comment over
+    MAX_COMMENT; StoreError when the battle is unknown, was shown to someone else, or already has
+    a vote."""
     if choice not in CHOICES:
         raise ValueError(f"choice must be one of {CHOICES}, not {choice!r}")
+    comment, flag = vote_note(comment, flag)
     with write_transaction(store.db, "record the vote") as conn:
         row = conn.execute("select annotator from battles where id = ?", [battle_id]).fetchone()
         if row is None:
@@ -320,10 +403,23 @@ def record_vote(store: Store, battle_id: int, annotator: str, choice: str) -> in
         if conn.execute("select 1 from votes where battle_id = ?", [battle_id]).fetchone():
             raise StoreError("You already voted on this pair: press Next for a new one.")
         cur = conn.execute(
-            "insert into votes (battle_id, annotator, choice, created) values (?, ?, ?, ?)",
-            [battle_id, annotator, choice, now()],
+            "insert into votes (battle_id, annotator, choice, created, comment, flag) values (?, ?, ?, ?, ?, ?)",
+            [battle_id, annotator, choice, now(), comment, flag],
         )
     return cur.lastrowid
+
+
+def vote_note(comment: str | None, flag: str | None) -> tuple[str | None, str | None]:
+    """A vote's comment and flag as stored: a blank comment or flag is None. Raises ValueError for
+    a flag not in FLAGS or a comment over MAX_COMMENT characters (SQLite cannot add a check to a
+    column added later, so this is where they are checked)."""
+    comment = (comment or "").strip() or None
+    if comment is not None and len(comment) > MAX_COMMENT:
+        raise ValueError(f"the comment is {len(comment):,} characters long; the limit is {MAX_COMMENT:,}")
+    flag = flag or None
+    if flag is not None and flag not in FLAGS:
+        raise ValueError(f"flag must be one of {', '.join(FLAGS)}, not {flag!r}")
+    return comment, flag
 
 
 class CorrectionRow(NamedTuple):
@@ -387,19 +483,25 @@ def last_correction_id(store: Store) -> int:
 def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
     """Add votes cast elsewhere, in batches of IMPORT_BATCH. Each record has ``prompt``, ``kind``,
     ``task_set`` (or ``task_id`` of a task in this database), ``method_a``, ``method_b``,
-    ``choice``, ``annotator``, optional ``output_a``/``output_b`` texts, optional ``created`` and
-    ``line`` (for messages). A record equal to a vote already here (same task, methods,
-    annotator and choice, and the same ``created`` when it has one; without one, an imported vote)
-    is skipped, so importing a file twice adds nothing.
+    ``choice``, ``annotator``, optional ``output_a``/``output_b`` texts, optional ``comment`` and
+    ``flag`` (as ``record_vote`` takes them), optional ``created`` and ``line`` (for messages). A
+    record equal to a vote already here (same task, methods, annotator and choice, and the same
+    ``created`` when it has one; without one, an imported vote) is skipped, so importing a file
+    twice adds nothing.
 
     Written ``IMPORT_BATCH`` records a transaction, so a long import never holds the write lock
     for more than a moment: annotators' votes go in between. (An import stopped half-way can be
     run again: what it already wrote is skipped.)
-    Returns (added, skipped). Raises StoreError (naming the line) for an unknown task id."""
+    Returns (added, skipped). Raises StoreError (naming the line) for an unknown task id, a flag
+    not in FLAGS or a comment over MAX_COMMENT."""
     records = list(records)
-    for r in records:  # unknown task ids are refused before anything is written
+    for r in records:  # unknown task ids and bad notes are refused before anything is written
         if r.get("task_id") is not None:
             _record_task_id(store.db.conn, r, store)
+        try:
+            vote_note(r.get("comment"), r.get("flag"))
+        except ValueError as exc:
+            raise StoreError(f"line {r.get('line', '?')}: {exc}.") from None
     added = skipped = 0
     for start in range(0, len(records), IMPORT_BATCH):
         with write_transaction(store.db, "import the votes") as conn:
@@ -442,23 +544,25 @@ def _insert_imported_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> No
         for m, o in (("method_a", "output_a"), ("method_b", "output_b"))
     ]
     stamp = r.get("created") or now()
+    comment, flag = vote_note(r.get("comment"), r.get("flag"))
     cur = conn.execute(
         "insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, source, created) "
         "values (?, ?, ?, ?, ?, ?, 'import', ?)",
         [task_id, outs[0], outs[1], r["method_a"], r["method_b"], r["annotator"], stamp],
     )
     conn.execute(
-        "insert into votes (battle_id, annotator, choice, created) values (?, ?, ?, ?)",
-        [cur.lastrowid, r["annotator"], r["choice"], stamp],
+        "insert into votes (battle_id, annotator, choice, created, comment, flag) values (?, ?, ?, ?, ?, ?)",
+        [cur.lastrowid, r["annotator"], r["choice"], stamp, comment, flag],
     )
 
 
 def export_votes(store: Store) -> Iterator[dict]:
     """People's votes in the order they were recorded, as ``votes import`` reads them: each as it
-    was cast, with its newest correction, if any, under ``correction`` (choice, by, why, created)."""
+    was cast, with its comment and flag when it has them, and its newest correction, if any, under
+    ``correction`` (choice, by, why, created)."""
     rows = store.db.query(
         "select v.id, t.prompt as task, t.id as task_id, t.kind, t.task_set, b.method_a, b.method_b, "
-        "v.choice as winner, v.annotator, v.created, oa.text as output_a, ob.text as output_b, "
+        "v.choice as winner, v.annotator, v.created, v.comment, v.flag, oa.text as output_a, ob.text as output_b, "
         "(select json_object('choice', c.choice, 'by', c.corrected_by, 'why', c.why, 'created', c.created) "
         " from vote_corrections c where c.vote_id = v.id order by c.id desc limit 1) as correction "
         "from votes v join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id "

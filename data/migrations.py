@@ -495,3 +495,16 @@ def m013_accounts(db: sqlite_utils.Database) -> None:
         db.execute("begin")
     for sql in statements:
         db.execute(sql)
+
+
+@migration
+def m014_vote_notes(db: sqlite_utils.Database) -> None:
+    """An annotator's notes with a vote: an optional ``comment`` (at most 1,000 characters) and an
+    optional ``flag`` on one output (``data.arena.FLAGS``: A or B broken, empty or off-task).
+    SQLite cannot add a check with ``alter table``, so ``data.arena.record_vote`` checks both.
+    Votes stay append-only: the triggers of m002/m005 refuse update and delete of the new
+    columns as of the old."""
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for column in ("comment", "flag"):
+        db.execute(f"alter table votes add column {column} text")

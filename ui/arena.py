@@ -8,31 +8,60 @@ the battle's methods stay in the database until the arena service's ``vote`` ret
 component is created with a method name in its value, and every event is private in Gradio's
 API (``api_visibility="private"``).
 
-Who votes: with --auth, the logged-in user (whatever name is typed); without it, the typed name
-with this browser session's id, so one browser's votes stay together and a name typed in two
-browsers is two annotators. The client's address goes to the arena's rate limit.
+The pair fits the screen: A and B side by side in panes of a height computed from the window
+(``ui/style.css``, ``#rat-arena``) that scroll on their own, optionally together; the task in a
+small box of its own above them; the vote bar (the four votes, Next, Undo) always in view below;
+the guidelines folded away after the first vote. Keys vote and move on (1-4 or A/B/T/X, N or
+Enter, U; never while typing in a box): ``ARENA_JS``, attached on page load, clicks the real
+buttons, so a key goes through the same handler as a click. Each new pair starts at the top of
+both panes.
+
+Who votes: the logged-in user (``request.username``: with accounts, the name box is hidden and
+the first pair shown on page load); without one, the typed name with this browser session's id,
+so one browser's votes stay together and a name typed in two browsers is two annotators. The
+client's address goes to the arena's rate limit; a vote over it is not counted and the annotator
+is told so (a warning, not an error: nothing went wrong on the server).
 """
 
 from __future__ import annotations
 
+import json
+from typing import TYPE_CHECKING
+
 import gradio as gr
 
 from annotation.errors import ArenaError, NoPairLeft
-from annotation.service import Arena
+from annotation.service import MAX_COMMENT, Arena
 from common.errors import StoreError
-from ui.render_arena import CHOICE_LABELS, battle_view, reveal_text
+from ui.render_arena import (
+    CHOICE_KEYS,
+    CHOICE_LABELS,
+    FLAG_LABELS,
+    NEXT_KEYS,
+    UNDO_KEYS,
+    battle_view,
+    button_label,
+    progress_text,
+    reveal_text,
+    safe_markdown,
+)
+
+if TYPE_CHECKING:
+    from annotation.accounts import Accounts
 
 MAX_NAME = 80
 
 # The arena rules of the RAT paper's appendix C (after Chatbot Arena's), in our words.
-RULES = """### How to judge
-You see one task and two answers to it, **A** and **B**, written by two different methods.
+RULES = """You see one task and two answers to it, **A** and **B**, written by two different methods.
 Which method wrote which stays hidden until you have voted.
 
 - Read both answers and choose the better one. When they are about equally good, choose **Tie**;
-  when neither would be acceptable, choose **Both are bad**.
-- After your vote the two methods are shown. Press **Next** for another pair
-  (pressing Next before voting skips the pair).
+  when neither would be acceptable, choose **Both are bad**. A comment or a flag (an answer broken,
+  empty or off-task) is welcome and goes with your vote.
+- After your vote the two methods are shown. Press **Next** for another pair. Pressing Next before
+  voting skips the pair; it comes back a little later. **Undo** takes back your vote within 30 s.
+- Keys: **1** or **A** (A is better), **2** or **B** (B is better), **3** or **T** (Tie), **4** or **X**
+  (Both are bad), **N** or **Enter** (Next), **U** (Undo); not while you type in a box.
 
 Weigh the answers on:
 1. **Relevance** — does it do what the task asks?
@@ -43,6 +72,74 @@ Weigh the answers on:
 Do not let the length of an answer or its place (A or B) decide for you."""
 
 START_HINT = "Type your name and press **Start** to get your first pair."
+ALL_JUDGED = ("### Nothing left to judge\nYou have judged every pair there is — thank you! "
+              "Ask the study's admin for more.")
+NOTHING_YET = "### Nothing to judge yet\nThere is no pair to compare yet: ask the study's admin for more."
+UNDONE = "Your vote was undone: the same pair is shown again, vote again."
+FLAG_CHOICES = [("Flag an output: none", ""), *((label, value) for value, label in FLAG_LABELS.items())]
+
+#: The element each key clicks (keys as ``KeyboardEvent.key`` gives them, letters in lower case).
+_KEYS = {
+    **{k.lower(): f"rat-vote-{c}" for c, keys in CHOICE_KEYS.items() for k in keys},
+    **{("Enter" if k == "Enter" else k.lower()): "rat-next" for k in NEXT_KEYS},
+    **{k.lower(): "rat-undo" for k in UNDO_KEYS},
+}
+
+#: Run once per page on load: the hotkeys, the synchronised scrolling of A and B, and the fit of
+#: the arena to the window (``--rat-arena-top``: where the arena starts, measured, so that the
+#: panes take the rest of the window whatever stands above them). ``window.ratArena.top()``
+#: scrolls both panes back to the top (after each new pair).
+ARENA_JS = """() => {
+  if (window.ratArena) { window.ratArena.fit(); return; }
+  const KEYS = __KEYS__;
+  const byId = (id) => document.getElementById(id);
+  const visible = (el) => !!el && el.offsetParent !== null;
+  const button = (id) => {
+    const el = byId(id);
+    return el && (el.tagName === "BUTTON" ? el : el.querySelector("button"));
+  };
+  const panes = () => [...document.querySelectorAll("#rat-arena .block.rat-pane")];
+  const typing = (t) => t.isContentEditable || ["TEXTAREA", "SELECT"].includes(t.tagName)
+    || (t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit", "range"].includes(t.type));
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+    const t = e.target;
+    if (t && t.tagName && typing(t)) return;
+    const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+    const id = KEYS[key];
+    if (!id) return;
+    if (key === "Enter" && t && t.closest && t.closest("button, a, summary, [role=button], [role=option]")) return;
+    const b = button(id);
+    if (!visible(b) || b.disabled) return;
+    e.preventDefault();
+    if (!e.repeat) b.click();
+  });
+  document.addEventListener("scroll", (e) => {
+    const pane = e.target;
+    if (!(pane instanceof Element) || !pane.matches("#rat-arena .block.rat-pane")) return;
+    const sync = document.querySelector("#rat-sync input[type=checkbox]");
+    if (!sync || !sync.checked) return;
+    const span = pane.scrollHeight - pane.clientHeight;
+    const ratio = span > 0 ? pane.scrollTop / span : 0;
+    for (const other of panes()) {
+      const target = ratio * (other.scrollHeight - other.clientHeight);
+      if (other !== pane && Math.abs(other.scrollTop - target) > 2) other.scrollTop = target;
+    }
+  }, true);
+  const root = document.documentElement;
+  const fit = () => {
+    const arena = byId("rat-arena");
+    if (!visible(arena)) return;
+    const top = Math.round(arena.getBoundingClientRect().top + window.scrollY) + "px";
+    if (root.style.getPropertyValue("--rat-arena-top") !== top) root.style.setProperty("--rat-arena-top", top);
+  };
+  new ResizeObserver(fit).observe(document.body);
+  window.addEventListener("resize", fit);
+  window.ratArena = { fit, top: () => { for (const p of panes()) p.scrollTop = 0; fit(); } };
+  fit();
+}""".replace("__KEYS__", json.dumps(_KEYS))
+
+TO_TOP_JS = "() => { if (window.ratArena) window.ratArena.top(); }"
 
 
 # -- handlers ---------------------------------------------------------------------------------
@@ -50,105 +147,194 @@ START_HINT = "Type your name and press **Start** to get your first pair."
 
 class ArenaTab:
     """The components and handlers of one Arena tab. Per-user data lives in ``state`` only:
-    ``{"annotator": name, "battle": id or None}``."""
+    ``{"annotator": name, "battle": id or None, "left": pairs left when it was shown}`` (the
+    battle on screen, voted on or not)."""
 
-    def __init__(self, service: Arena):
+    def __init__(self, service: Arena, accounts: Accounts | None = None, *, start_on_load: bool = False):
         self.arena = service
+        self.accounts = accounts
+        self.start_on_load = start_on_load
+
+    def load(self, request: gr.Request) -> dict:
+        """With a logged-in user, no name to type: their first pair at once where the Arena is the
+        page (``start_on_load``: an annotator's), else their name in the box and Start (an admin's
+        whole app starts no battle by being opened); without a login, the name box."""
+        user = getattr(request, "username", None)
+        if not user:
+            return {self.name_row: gr.update(visible=True)}  # (an empty dict reads as one output)
+        if not self.start_on_load:
+            return {self.name_row: gr.update(visible=True), self.name: gr.update(value=str(user), interactive=False)}
+        return {**self.next({"annotator": str(user), "battle": None}), self.name_row: gr.update(visible=False)}
 
     def start(self, name: str, request: gr.Request) -> dict:
-        return self.next({"annotator": annotator_of(name, request), "battle": None})
+        return {**self.next({"annotator": annotator_of(name, request), "battle": None}),
+                self.name_row: gr.update(visible=False)}
 
     def next(self, state: dict | None) -> dict:
+        """The next pair (a pair left without a vote comes back later: ``Arena.next_pair``)."""
         if not state or not state.get("annotator"):
-            raise gr.Error("Type your name and press Start first.")
+            raise gr.Error("Type your name and press Start first.", print_exception=False)
         try:
             shown = self.arena.next_pair(state["annotator"])
-        except NoPairLeft as exc:
-            return self._empty(state, str(exc))
+        except NoPairLeft as exc:  # the tab says its own words: annotators have no Writer tab or command line
+            return self._empty(state, ALL_JUDGED if exc.judged_all else NOTHING_YET)
         except StoreError as exc:
             raise gr.Error(str(exc)) from exc
-        task, a, b = battle_view(shown)
-        return self._view({**state, "battle": shown.battle_id}, task, a, b, "", voting=True)
+        return self._show(state, shown)
 
-    def vote(self, choice: str, state: dict | None, request: gr.Request | None = None) -> dict:
+    def vote(self, choice: str, state: dict | None, comment: str = "", flag: str = "",
+             request: gr.Request | None = None) -> dict:
         if not state or not state.get("battle"):
-            raise gr.Error("There is no pair to vote on: press Next.")
+            raise gr.Error("There is no pair to vote on: press Next.", print_exception=False)
         client = getattr(request, "client", None)
         try:
             revealed = self.arena.vote(state["battle"], state["annotator"], choice,
-                                       address=getattr(client, "host", None))
-        except (StoreError, ArenaError) as exc:
+                                       address=getattr(client, "host", None), comment=comment or "", flag=flag or None)
+        except ArenaError as exc:  # over the rate limit, or a bad note: not counted, nothing went wrong
+            gr.Warning(str(exc))
+            return {self.reveal: f"**Not counted.** {safe_markdown(str(exc))}"}
+        except StoreError as exc:
             raise gr.Error(str(exc)) from exc
-        return {self.state: {**state, "battle": None}, self.reveal: reveal_text(revealed),
+        # (the comment and flag stay on screen as sent until Next clears them: each output costs
+        # every vote Gradio's processing)
+        return {self.reveal: reveal_text(revealed), self.rules: gr.Accordion(open=False),
+                self.undo_btn: gr.update(interactive=True),
+                self.progress: self._progress(state["annotator"], _one_fewer(state.get("left")))[0],
                 **{b: gr.update(interactive=False) for b in self.buttons.values()}}
 
+    def undo(self, state: dict | None) -> dict:
+        """Take back the vote just cast (``Arena.undo``) and show its pair again to vote anew."""
+        if not state or not state.get("annotator"):
+            raise gr.Error("There is no vote to undo.", print_exception=False)
+        try:
+            shown = self.arena.undo(state["annotator"], state.get("battle"))
+        except ArenaError as exc:  # too late, or not the last vote: say so, nothing went wrong
+            gr.Warning(str(exc))
+            return {self.undo_btn: gr.update(interactive=False), self.reveal: safe_markdown(str(exc))}
+        except StoreError as exc:
+            raise gr.Error(str(exc)) from exc
+        return self._show(state, shown, UNDONE)
+
+    def _show(self, state: dict, shown, reveal: str = "") -> dict:
+        task, a, b = battle_view(shown, self.arena.style)
+        return self._view({**state, "battle": shown.battle_id}, task, a, b, reveal, voting=True)
+
     def _empty(self, state: dict, message: str) -> dict:
-        return self._view({**state, "battle": None}, f"### Nothing to judge\n{message}", "", "", "", voting=False)
+        return self._view({**state, "battle": None}, message, "", "", "", voting=False)
 
     def _view(self, state: dict, task: str, a: str, b: str, reveal: str, *, voting: bool) -> dict:
+        line, left = self._progress(state["annotator"])
         return {
-            self.state: state, self.task: task, self.out_a: a, self.out_b: b, self.reveal: reveal,
-            self.next_btn: gr.update(interactive=True),
+            self.state: {**state, "left": left}, self.task: task, self.out_a: a, self.out_b: b, self.reveal: reveal,
+            self.next_btn: gr.update(interactive=True), self.undo_btn: gr.update(interactive=False),
+            self.comment: "", self.flag: "", self.progress: line,
             **{btn: gr.update(interactive=voting) for btn in self.buttons.values()},
         }
+
+    def _progress(self, annotator: str, left: int | None = None) -> tuple[str, int | None]:
+        """The progress line, with the account's quota (and completion code, once it is reached),
+        and the pairs left (``left``: known already, e.g. after a vote, one fewer than when the
+        pair was shown: the vote handler then reads no pairs)."""
+        try:
+            account = self.accounts.get(annotator) if self.accounts is not None else None
+            quota = account.quota if account is not None else None
+            progress = self.arena.progress(annotator, quota, left=left)
+            code = self.accounts.completion_code(annotator, progress.total) if account is not None else None
+        except StoreError as exc:
+            return f"*Progress unavailable: {safe_markdown(str(exc))}*", None
+        line = progress_text(progress)
+        return (f"{line} · your completion code: **{safe_markdown(code)}**" if code else line), progress.left
 
     # -- layout ---------------------------------------------------------------------------------
     def layout(self) -> None:
         self.state = gr.State(None)
-        gr.Markdown(RULES)
-        with gr.Row(equal_height=True):
-            self.name = gr.Textbox(label="Your name", placeholder="e.g. ana", max_length=MAX_NAME, scale=4)
-            self.start_btn = gr.Button("Start", variant="primary", scale=1)
-        self.task = gr.Markdown(START_HINT)
-        with gr.Row(equal_height=False):
-            with gr.Column(variant="panel"):
-                gr.Markdown("#### A")
-                self.out_a = gr.Markdown()
-            with gr.Column(variant="panel"):
-                gr.Markdown("#### B")
-                self.out_b = gr.Markdown()
-        with gr.Row():
-            self.buttons = {c: gr.Button(label, interactive=False) for c, label in CHOICE_LABELS.items()}
-        self.reveal = gr.Markdown()
-        self.next_btn = gr.Button("Next", interactive=False)
+        with gr.Column(elem_id="rat-arena"):
+            with gr.Accordion("How to judge", open=True, elem_id="rat-rules") as self.rules:
+                gr.Markdown(RULES)
+            with gr.Row(equal_height=True, elem_id="rat-name-row") as self.name_row:
+                self.name = gr.Textbox(label="Your name", show_label=False, container=False, scale=4,
+                                       placeholder="Your name, e.g. ana", max_length=MAX_NAME)
+                self.start_btn = gr.Button("Start", variant="primary", scale=1, min_width=80)
+            self.progress = gr.Markdown(elem_id="rat-progress-line")
+            self.task = gr.Markdown(START_HINT, elem_id="rat-task")
+            with gr.Row(elem_id="rat-panes", equal_height=True):
+                self.out_a = self._pane("A")
+                self.out_b = self._pane("B")
+            with gr.Row(elem_id="rat-notes", equal_height=True):
+                self.comment = gr.Textbox(show_label=False, label="Comment", container=False, scale=4,
+                                          max_length=MAX_COMMENT,
+                                          placeholder=f"Comment (optional, up to {MAX_COMMENT:,} characters): "
+                                                      "sent with your vote", elem_id="rat-comment")
+                self.flag = gr.Dropdown(FLAG_CHOICES, value="", label="Flag an output", show_label=False,
+                                        container=False, scale=2, elem_id="rat-flag")
+                self.sync = gr.Checkbox(label="Scroll A and B together", value=False, container=False, scale=2,
+                                        elem_id="rat-sync")
+            with gr.Row(elem_id="rat-votebar"):
+                self.buttons = {c: gr.Button(button_label(label, CHOICE_KEYS[c]), interactive=False,
+                                             elem_id=f"rat-vote-{c}", min_width=80)
+                                for c, label in CHOICE_LABELS.items()}
+                self.next_btn = gr.Button(button_label("Next", NEXT_KEYS), interactive=False, variant="primary",
+                                          elem_id="rat-next", min_width=80)
+                self.undo_btn = gr.Button(button_label("Undo", UNDO_KEYS), interactive=False, elem_id="rat-undo",
+                                          min_width=80)
+            self.reveal = gr.Markdown(elem_id="rat-reveal")
+
+    @staticmethod
+    def _pane(side: str) -> gr.Markdown:
+        with gr.Column(elem_classes="rat-pane-column", min_width=200):
+            gr.Markdown(f"**{side}**", elem_classes="rat-pane-head")
+            return gr.Markdown(elem_id=f"rat-pane-{side.lower()}", elem_classes="rat-pane")
 
     def wire(self) -> None:
-        view = [self.state, self.task, self.out_a, self.out_b, self.reveal, self.next_btn, *self.buttons.values()]
+        view = [self.state, self.task, self.out_a, self.out_b, self.reveal, self.next_btn, self.undo_btn, self.comment,
+                self.flag, self.progress, *self.buttons.values()]
         private = {"api_visibility": "private", "queue": True}
-        gr.on([self.start_btn.click, self.name.submit], self.start, inputs=self.name, outputs=view, **private)
-        self.next_btn.click(self.next, inputs=self.state, outputs=view, **private)
+        to_top = {"fn": None, "js": TO_TOP_JS, "api_visibility": "private"}
+        gr.on(None, None, js=ARENA_JS, api_visibility="private")  # on page load, in the browser only
+        gr.on(None, self.load, outputs=[*view, self.name_row, self.name], **private).then(**to_top)
+        gr.on([self.start_btn.click, self.name.submit], self.start, inputs=self.name, outputs=[*view, self.name_row],
+              **private).then(**to_top)
+        self.next_btn.click(self.next, inputs=self.state, outputs=view, **private).then(**to_top)
+        self.undo_btn.click(self.undo, inputs=self.state, outputs=view, **private).then(**to_top)
+        voted = [self.reveal, self.rules, self.undo_btn, self.progress, *self.buttons.values()]
         for choice, button in self.buttons.items():
-            button.click(self.voter(choice), inputs=self.state,
-                         outputs=[self.state, self.reveal, *self.buttons.values()], **private)
+            button.click(self.voter(choice), inputs=[self.state, self.comment, self.flag], outputs=voted, **private)
 
     def voter(self, choice: str):
         """The click handler of one vote button (a function, not a partial: Gradio hands a
         ``gr.Request`` only to parameters it can see annotated)."""
 
-        def on_vote(state: dict | None, request: gr.Request) -> dict:
-            return self.vote(choice, state, request)
+        def on_vote(state: dict | None, comment: str, flag: str, request: gr.Request) -> dict:
+            return self.vote(choice, state, comment, flag, request)
 
         return on_vote
 
 
+def _one_fewer(left: int | None) -> int | None:
+    """The pairs left once the pair on screen has its vote (None: not known)."""
+    return None if left is None else max(0, left - 1)
+
+
 def annotator_of(name: str, request: gr.Request | None) -> str:
-    """Who is voting: the logged-in user (--auth), else the typed name with the browser session's
-    id. Raises gr.Error for a missing or over-long name."""
+    """Who is voting: the logged-in user, else the typed name with the browser session's id.
+    Raises gr.Error for a missing or over-long name."""
     user = getattr(request, "username", None)
     if user:
         return str(user)
     name = (name or "").strip()
     if not name:
-        raise gr.Error("Type your name first: votes are kept under it.")
+        raise gr.Error("Type your name first: votes are kept under it.", print_exception=False)
     if len(name) > MAX_NAME:
-        raise gr.Error(f"Use a name of at most {MAX_NAME} characters.")
+        raise gr.Error(f"Use a name of at most {MAX_NAME} characters.", print_exception=False)
     session = (getattr(request, "session_hash", None) or "")[:8]
     return f"{name} · {session}" if session else name
 
 
-def build(service: Arena) -> ArenaTab:
-    """Create the Arena tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context."""
-    tab = ArenaTab(service)
+def build(service: Arena, accounts: Accounts | None = None, *, start_on_load: bool = False) -> ArenaTab:
+    """Create the Arena tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context.
+    ``accounts``: for a logged-in account's quota (in the progress line) and completion code;
+    ``start_on_load``: a logged-in user's first pair comes with the page (the annotators' app)."""
+    tab = ArenaTab(service, accounts, start_on_load=start_on_load)
     tab.layout()
     tab.wire()
     return tab

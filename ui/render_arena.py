@@ -1,17 +1,23 @@
 """Markdown for the Arena and Leaderboard tabs (pure functions, beside ``ui.run_html``): outputs
-made inert, the battle an annotator sees, the reveal after the vote, leaderboard rows and the
-agreement between the judge and people."""
+made inert, the battle an annotator sees, the reveal after the vote, an annotator's progress,
+leaderboard rows and the agreement between the judge and people."""
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
 
+from annotation.present import SOURCES, present
 from annotation.ratings import Agreement, Row
-from annotation.service import Reveal, Shown
+from annotation.service import UNDO_SECONDS, Progress, Reveal, Shown
 
 CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
+#: The keys that cast each vote (the first is shown on its button), and those of Next and Undo.
+CHOICE_KEYS = {"a": ("1", "A"), "b": ("2", "B"), "tie": ("3", "T"), "both_bad": ("4", "X")}
+NEXT_KEYS, UNDO_KEYS = ("N", "Enter"), ("U",)
+#: What an annotator may flag about an output with their vote (``data.arena.FLAGS``), as the menu says it.
+FLAG_LABELS = {"a_broken": "A is broken", "a_empty": "A is empty", "a_off_task": "A is off-task",
+               "b_broken": "B is broken", "b_empty": "B is empty", "b_off_task": "B is off-task"}
 HEADERS = ["method", "mu", "sigma", "mu - 3 sigma", "win rate", "battles", "wins", "ties", "losses",
            "BT", "BT 95% low", "BT 95% high"]
 
@@ -44,21 +50,39 @@ def _escape_plain(text: str) -> str:
 
 
 def method_name(value: str) -> str:
-    """A method name (any text, from imports) shown inline."""
-    return "`" + html.escape(value.replace("`", "'")) + "`"
+    """A method name (any text, from imports) shown inline, as written: in a code span, where
+    Markdown shows ``<`` and ``&`` literally (escaping them too would show ``&lt;``). A backtick
+    or a line break, which would end the span, becomes ' or a space."""
+    return "`" + " ".join(value.replace("`", "'").split()) + "`"
 
 
-def battle_view(shown: Shown) -> tuple[str, str, str]:
-    """(task, A, B) Markdown of a battle, with no method name in it."""
+def battle_view(shown: Shown, style: str = SOURCES) -> tuple[str, str, str]:
+    """(task, A, B) Markdown of a battle, with no method name in it: both outputs shown alike in
+    ``style`` (``--arena-style``: ``annotation.present``), then made inert."""
     task = f"### Task\n{safe_markdown(shown.task)}"
-    return task, safe_markdown(shown.text_a or "*(empty)*"), safe_markdown(shown.text_b or "*(empty)*")
+    a, b = (present(text or "", style) for text in (shown.text_a, shown.text_b))
+    return task, safe_markdown(a or "*(empty)*"), safe_markdown(b or "*(empty)*")
 
 
 def reveal_text(reveal: Reveal) -> str:
     """Who wrote A and B, and the vote cast — only ever called after the vote."""
     voted = CHOICE_LABELS.get(reveal.choice or "", "no vote")
     return (f"**A** was written by {method_name(reveal.method_a)}, **B** by {method_name(reveal.method_b)}. "
-            f"Your vote: **{voted}**. Press **Next** for another pair.")
+            f"Your vote: **{voted}**. **Next** (N) for another pair · **Undo** (U) within {UNDO_SECONDS} s.")
+
+
+def button_label(label: str, keys: Sequence[str]) -> str:
+    """A button's text with its first hotkey: "A is better [1]"."""
+    return f"{label} [{keys[0]}]"
+
+
+def progress_text(progress: Progress) -> str:
+    """"N voted today · M in all · about K pairs left" (and the quota, when there is one)."""
+    left = "no pair left" if progress.left == 0 else f"about {progress.left:,} pair{'s' * (progress.left != 1)} left"
+    parts = [f"{progress.today:,} voted today", f"{progress.total:,} in all", left]
+    if progress.quota is not None:
+        parts.append(f"quota {progress.quota:,}")
+    return " · ".join(parts)
 
 
 def table_rows(rows: Sequence[Row]) -> list[list]:

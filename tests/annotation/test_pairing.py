@@ -91,16 +91,18 @@ def test_seen_pairs_are_never_chosen_and_ab_order_is_random():
     assert pairing.choose_pair(rows, seen | {frozenset((3, 4))}, {}, {}, even, random.Random(0)) is None
 
 
-def test_an_annotator_never_sees_a_pair_twice(store):
+def test_an_annotator_never_gets_a_new_battle_of_a_pair_they_saw(store):
     seed_outputs(store, {f"task {k}": {"rat": f"r{k}", "cot": f"c{k}", "direct": f"d{k}"} for k in range(3)})
     rng = random.Random(1)
     shown = []
     for _ in range(9):  # 3 tasks x 3 method pairs
         battle = arena.get_battle(store, pairing.next_battle(store, "ana", Tally(), rng=rng))
         shown.append(frozenset((battle.output_a, battle.output_b)))
+        arena.record_vote(store, battle.id, "ana", "tie")
     assert len(set(shown)) == 9
-    with pytest.raises(NoPairLeft, match="every pair"):
+    with pytest.raises(NoPairLeft, match="every pair") as raised:
         pairing.next_battle(store, "ana", Tally(), rng=rng)
+    assert raised.value.judged_all
     pairing.next_battle(store, "bob", Tally(), rng=rng)  # another annotator still has pairs
 
 

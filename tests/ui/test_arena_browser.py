@@ -15,7 +15,7 @@ from annotation.service import Arena, Reveal
 from data import arena
 from data.store import Store
 from ui import arena as arena_tab
-from ui.render_arena import reveal_text, safe_markdown
+from ui.render_arena import method_name, reveal_text, safe_markdown
 
 CHROMIUM = "/usr/bin/chromium"
 METHODS = ("zebrafinchmethod", "yakherdmethod")
@@ -84,7 +84,17 @@ def test_safe_markdown_keeps_code_as_written():
 
 def test_reveal_names_both_methods():
     shown = reveal_text(Reveal(1, "rat", "<b>cot</b>", "both_bad"))
-    assert "`rat`" in shown and "&lt;b&gt;cot" in shown and "Both are bad" in shown
+    assert "`rat`" in shown and "`<b>cot</b>`" in shown and "Both are bad" in shown
+
+
+@pytest.mark.parametrize("name, shown", [
+    ("a<b", "`a<b`"),  # in a code span Markdown shows < as written: escaping it too showed "a&lt;b"
+    ("R&D", "`R&D`"),
+    ("odd`name", "`odd'name`"),  # a backtick would end the span
+    ("two\nlines", "`two lines`"),
+])
+def test_a_method_name_is_shown_as_written(name, shown):
+    assert method_name(name) == shown
 
 
 @pytest.mark.browser

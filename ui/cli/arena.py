@@ -42,7 +42,8 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     p.set_defaults(func=cmd_votes_correct)
     p = vsub.add_parser("corrections", parents=parents, help="list the corrections of votes")
     p.set_defaults(func=cmd_votes_corrections)
-    p = vsub.add_parser("export", parents=parents, help="write every vote as JSONL (with its correction, if any)")
+    p = vsub.add_parser("export", parents=parents,
+                        help="write every vote as JSONL (with its comment, flag and correction, if any)")
     p.add_argument("--out", help="file to write (default: standard output)")
     p.set_defaults(func=cmd_votes_export)
 
