@@ -26,6 +26,7 @@ import random
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations, product
+from typing import NamedTuple
 
 from annotation.errors import NoPairLeft
 from annotation.outputs import article_renderer
@@ -89,18 +90,31 @@ def choose_pair(
     return None
 
 
-def unseen_pairs(outputs: Sequence[OutputRow], seen: set[frozenset[int]]) -> int:
-    """How many candidate pairs of ``outputs`` are not in ``seen`` (counted, not built)."""
+class PairSpace(NamedTuple):
+    """The candidate pairs of a list of outputs, counted once (``pair_space``): how many there
+    are, and each output's task and method (to tell which pairs an annotator saw were candidates)."""
+
+    total: int
+    where: dict[int, tuple[int, str]]
+
+
+def pair_space(outputs: Sequence[OutputRow]) -> PairSpace:
+    """The candidate pairs of ``outputs``, counted, not built."""
     per_task: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    where = {o.id: (o.task_id, o.method) for o in outputs}
     for o in outputs:
         per_task[o.task_id][o.method] += 1
     total = sum(n * m for methods in per_task.values() for n, m in combinations(methods.values(), 2))
+    return PairSpace(total, {o.id: (o.task_id, o.method) for o in outputs})
+
+
+def unseen_pairs(outputs: Sequence[OutputRow] | PairSpace, seen: set[frozenset[int]]) -> int:
+    """How many candidate pairs of ``outputs`` (or of their ``pair_space``) are not in ``seen``."""
+    space = outputs if isinstance(outputs, PairSpace) else pair_space(outputs)
     candidates_seen = 0
     for pair in seen:
-        x, y = (where.get(i) for i in pair) if len(pair) == 2 else (None, None)
+        x, y = (space.where.get(i) for i in pair) if len(pair) == 2 else (None, None)
         candidates_seen += bool(x and y and x[0] == y[0] and x[1] != y[1])
-    return total - candidates_seen
+    return space.total - candidates_seen
 
 
 def skipped_order(unvoted: Sequence[int], shown: Mapping[int, tuple[int, int]]) -> list[int]:
@@ -126,11 +140,11 @@ def quality_from(t: Tally) -> Callable[[str, str], float]:
 
 
 def arena_pairs_left(store: Store, annotator: str, *, task_set: str | None = None, text: str = arena.LATEST,
-                     outputs: Sequence[OutputRow] | None = None) -> int:
+                     outputs: Sequence[OutputRow] | PairSpace | None = None) -> int:
     """About how many pairs are left for ``annotator``: the fresh pairs they were never shown and
     the battles they have not voted on (skipped, or on their screen). Finished runs not yet in the
-    arena are not counted. ``outputs``: ``arena.arena_outputs`` of the task set, when the caller
-    has them. Raises StoreError."""
+    arena are not counted. ``outputs``: ``arena.arena_outputs`` of the task set (or their
+    ``pair_space``), when the caller has them. Raises StoreError."""
     if outputs is None:
         outputs = arena.arena_outputs(store, task_set, text)
     fresh = unseen_pairs(outputs, arena.seen_output_pairs(store, annotator))

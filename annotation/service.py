@@ -38,7 +38,7 @@ from annotation import ratings
 from annotation.board import Boards
 from annotation.errors import ArenaError
 from annotation.outputs import article_renderer
-from annotation.pairing import arena_pairs_left, next_battle
+from annotation.pairing import PairSpace, arena_pairs_left, next_battle, pair_space
 from annotation.present import SOURCES as SOURCES_STYLE
 from annotation.present import STYLES
 from annotation.records import read_outputs, read_votes
@@ -172,7 +172,8 @@ class Arena:
         self._shown_seq = itertools.count(1)
         self._shown_lock = threading.Lock()
         self._undo_lock = threading.Lock()
-        self._outputs_kept: dict[tuple, tuple[int, list[arena.OutputRow]]] = {}  # (task set, text) -> (newest, rows)
+        # (task set, text) -> (newest output id, the outputs, their pair space)
+        self._outputs_kept: dict[tuple, tuple[int, list[arena.OutputRow], PairSpace]] = {}
 
     # -- annotators -------------------------------------------------------------------------
     def next_pair(self, annotator: str, task_set: str | None = None) -> Shown:
@@ -187,20 +188,20 @@ class Arena:
                                 render=self.render, outputs_of=self._outputs)
         return self._show(annotator, battle_id)
 
-    def _outputs(self, task_set: str | None) -> list[arena.OutputRow]:
-        """``arena.arena_outputs`` of ``task_set``, read again only when an output was added since
-        (outputs are append-only: the newest id names them); every next pair and progress line
-        asks for them."""
+    def _outputs(self, task_set: str | None, *, space: bool = False) -> list[arena.OutputRow] | PairSpace:
+        """``arena.arena_outputs`` of ``task_set`` (``space``: their candidate pairs counted,
+        ``pairing.pair_space``), read again only when an output was added since (outputs are
+        append-only: the newest id names them); every next pair and progress line asks for them."""
         key = (task_set, self.text)
         newest = arena.newest_output_id(self.store)
         with self._kept_lock:
             kept = self._outputs_kept.get(key)
-            if kept is not None and kept[0] == newest:
-                return kept[1]
-        rows = arena.arena_outputs(self.store, task_set, self.text)
-        with self._kept_lock:
-            self._outputs_kept[key] = (newest, rows)
-        return rows
+        if kept is None or kept[0] != newest:
+            rows = arena.arena_outputs(self.store, task_set, self.text)
+            kept = (newest, rows, pair_space(rows))
+            with self._kept_lock:
+                self._outputs_kept[key] = kept
+        return kept[2] if space else kept[1]
 
     def _show(self, annotator: str, battle_id: int) -> Shown:
         """The battle as the annotator sees it, remembered as shown now (a skipped pair's wait for
@@ -267,7 +268,7 @@ class Arena:
         today = midnight.astimezone(UTC).isoformat(timespec="milliseconds")
         if left is None:
             left = arena_pairs_left(self.store, annotator, task_set=task_set, text=self.text,
-                                    outputs=self._outputs(task_set))
+                                    outputs=self._outputs(task_set, space=True))
         return Progress(sum(t >= today for t in times), len(times), left, quota)
 
     def correct(self, vote_id: int, choice: str, corrected_by: str, why: str) -> arena.CorrectionRow:

@@ -31,6 +31,9 @@ LAYERS = ("common", "data", "core", "annotation", "ui", "app", "bench")  # low t
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
 LAYER_RULE = "layers, low to high: " + " < ".join(LAYERS)
 UI_ONLY = ("gradio",)
+#: Libraries one module owns: the HTTP server (who may reach which app) and password hashing stay
+#: in one place each, so their rules are read in one file.
+OWNED = {"fastapi": "ui.server", "uvicorn": "ui.server", "starlette": "ui.server", "argon2": "annotation.accounts"}
 #: (room, what it must not import, why): the rooms of core/ and the doors they keep shut.
 ROOMS = (
     ("core.text", "core", "core.text (prompts, guards, fencing, tokens) sits under the rest of core and imports "
@@ -262,6 +265,13 @@ def gradio_problems(modules: dict[str, Path], imports: list[Import]) -> list[str
             and package_of(imp.module) not in ("ui", "bench")]  # bench measures the UI too: it sits above it
 
 
+def owned_problems(modules: dict[str, Path], imports: list[Import]) -> list[str]:
+    return [f"{imp.where()} imports {imp.target}: only {OWNED[top]} may import {top} (one place holds "
+            f"{'who may reach which app' if top != 'argon2' else 'password hashing'}). Call {OWNED[top]} instead."
+            for imp in imports if (top := imp.target.split(".")[0]) in OWNED and imp.module != OWNED[top]
+            and package_of(imp.module) != "bench"]
+
+
 def stdlib_problems(modules: dict[str, Path], imports: list[Import]) -> list[str]:
     problems = []
     for imp in imports:
@@ -321,6 +331,21 @@ def test_no_import_from_a_lower_layer_to_a_higher_one(project):
 def test_only_ui_imports_gradio(project):
     problems = gradio_problems(*project)
     assert not problems, report(problems)
+
+
+def test_the_server_and_password_hashing_each_have_one_owner(project):
+    problems = owned_problems(*project)
+    assert not problems, report(problems)
+
+
+def test_the_owner_rule_catches_its_break(tmp_path):
+    tree = CLEAN | {"ui/server.py": "import uvicorn\n", "ui/other.py": "from fastapi import Request\n",
+                    "data/hashing.py": "import argon2\n"}
+    modules, imports = all_imports(write_tree(tmp_path, tree))
+    problems = owned_problems(modules, imports)
+    assert sorted(p.split(" (")[0] for p in problems) == ["data.hashing", "ui.other"], problems
+    assert all("only ui.server may import fastapi" in p or "only annotation.accounts may import argon2" in p
+               for p in problems)
 
 
 def test_common_uses_only_the_standard_library(project):

@@ -1,29 +1,31 @@
-"""The Gradio app: one tab per module, each built from the parts it uses.
+"""The Gradio app: one tab per module, each built from the parts it uses, and the server it runs in.
 
-    build_app(settings, store, clients, runner, arena_service)
-                          the Blocks (tabs, queue with the settings' concurrency); nothing started;
-                          ``arena_service`` is app.py's one arena service (``App.arena``)
-    launch(...)           build and serve on the settings' host and port (127.0.0.1 unless
-                          --host says otherwise); a public link only with --share and --auth
+    build_app(settings, store, clients, runner, arena_service, role=ADMIN)
+                          the Blocks (tabs, queue with the settings' concurrency); nothing started.
+                          ADMIN: every tab the deployment has (--arena-only: Arena and Leaderboard);
+                          ANNOTATOR: the Arena alone (no ratings, no other voters, no runs)
+    serve(...)            both apps behind ``ui.server`` (login, invite links, same-origin writes) on
+                          the settings' host and port, in a thread; returns ``ui.server.Served``
+    launch(...)           serve until Ctrl-C or SIGTERM, then store the live runs as interrupted
 """
 
 from __future__ import annotations
 
 import signal
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import gradio as gr
 
+from annotation.accounts import ADMIN, ANNOTATOR, Accounts, SharedLogin
 from annotation.service import Arena
 from common.settings import Settings
 from core.clients import Clients
 from core.live import LiveRuns
 from core.runner import Runner
-from ui import arena, history, leaderboard, writer
+from ui import arena, history, leaderboard, server, writer
 
 TITLE = "RAT Studio"
 
@@ -38,61 +40,99 @@ def css() -> str:
 
 
 def build_app(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena, *,
-              warm: bool = False) -> gr.Blocks:
+              role: str = ADMIN, warm: bool = False, accounts: Accounts | None = None) -> gr.Blocks:
     """``arena_service``: app.py's one arena service (``App.arena``), for both the Arena and the
-    Leaderboard tab (one leaderboard cache). ``warm``: bring the leaderboard up to date in the
-    background now (``Arena.warm_up``), as ``launch`` does, so that neither the first pair nor the
-    first opening of its tab reads every vote."""
+    Leaderboard tab (one leaderboard cache). ``role``: ADMIN builds every tab the deployment has,
+    ANNOTATOR the Arena alone (the events of the other tabs do not exist in it). ``accounts``: for
+    an account's quota and completion code in the Arena. ``warm``: bring the leaderboard up to
+    date in the background now (``Arena.warm_up``), as ``serve`` does, so that neither the first
+    pair nor the first opening of its tab reads every vote."""
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
-        gr.Markdown(f"# {TITLE}\nWrite long, sourced texts with a language model, step by step.")
-        with gr.Tabs():
-            if not settings.arena_only:  # annotators must not browse who wrote what
-                live = LiveRuns(runner, limit=settings.concurrency)  # the runs are the server's
-                with gr.Tab("Writer", id="writer", elem_id="rat-tab-writer"):
-                    writer.build(runner, live, store, clients)
-                with gr.Tab("History", id="history", elem_id="rat-tab-history") as history_tab:
-                    past = history.build(runner, live, store, clients)
-                past.refresh_on(history_tab.select)
-            with gr.Tab("Arena", id="arena", elem_id="rat-tab-arena"):  # one service for both tabs
-                arena.build(arena_service)
-            with gr.Tab("Leaderboard", id="leaderboard", elem_id="rat-tab-leaderboard") as board_tab:
-                # annotators' deployments serve nothing that spends the model
-                board = leaderboard.build(arena_service, None if settings.arena_only else clients)
-            board.load_on(board_tab.select)  # computed when the tab opens, not on every page load
-            if warm:
-                arena_service.warm_up(leaderboard.BOOTSTRAP)
+        with gr.Row(elem_id="rat-header"):
+            gr.Markdown(f"# {TITLE}\nWrite long, sourced texts with a language model, step by step."
+                        if role == ADMIN else f"# {TITLE} · Arena")
+            who = gr.Markdown(elem_id="rat-who")
+        demo.load(whoami, outputs=who, api_visibility="private", queue=False)
+        if role == ANNOTATOR:
+            arena.build(arena_service, accounts, start_on_load=True)
+        else:
+            with gr.Tabs():
+                if not settings.arena_only:  # annotators must not browse who wrote what
+                    live = LiveRuns(runner, limit=settings.concurrency)  # the runs are the server's
+                    with gr.Tab("Writer", id="writer", elem_id="rat-tab-writer"):
+                        writer.build(runner, live, store, clients)
+                    with gr.Tab("History", id="history", elem_id="rat-tab-history") as history_tab:
+                        past = history.build(runner, live, store, clients)
+                    past.refresh_on(history_tab.select)
+                with gr.Tab("Arena", id="arena", elem_id="rat-tab-arena"):  # one service for both tabs
+                    arena.build(arena_service, accounts)
+                with gr.Tab("Leaderboard", id="leaderboard", elem_id="rat-tab-leaderboard") as board_tab:
+                    # annotators' deployments serve nothing that spends the model
+                    board = leaderboard.build(arena_service, None if settings.arena_only else clients)
+                board.load_on(board_tab.select)  # computed when the tab opens, not on every page load
+        if warm:
+            arena_service.warm_up(leaderboard.BOOTSTRAP)
     demo.queue(default_concurrency_limit=settings.concurrency)
     return demo
 
 
-def launch(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena,
-           **overrides) -> gr.Blocks:
-    """Start the UI on the settings' host and port (127.0.0.1 unless told otherwise). Blocks
-    until the server stops, unless ``prevent_thread_lock=True`` is passed.
+def whoami(request: gr.Request) -> str:
+    """The header's corner: who is logged in, and the way out (none when nobody logs in)."""
+    name = getattr(request, "username", None)
+    logged_in = name or (getattr(request, "cookies", None) or {}).get(server.COOKIE)
+    if not logged_in:
+        return ""
+    shown = f"**{name}** · " if name else ""
+    return f"{shown}[Log out](/logout)"
 
-    While it blocks, SIGTERM stops the server as Ctrl-C does (a second signal gets the handling it
-    had before: SIGTERM's default ends the process at once); then the runs it was driving are
-    stored as interrupted, to be continued (``Runner.interrupt_live``), the store is closed (its
-    WAL folded back), and the page-extraction workers end as the process exits
-    (``core.retrieval.extract.shutdown``)."""
-    s = settings
-    demo = build_app(settings, store, clients, runner, arena_service, warm=True)
-    options = dict(server_name=s.host, server_port=s.port, share=s.share, auth=s.auth,
-                   show_error=True, footer_links=[], css=css())
-    options.update(overrides)
-    if options.get("prevent_thread_lock") or threading.current_thread() is not threading.main_thread():
-        demo.launch(**options)  # the caller owns the process and its signals
-        return demo
+
+def serve(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena,
+          accounts: Accounts | None = None, *, port: int | None = None) -> server.Served:
+    """Build both apps (the whole one for admins, the Arena alone for annotators) and serve them
+    behind ``ui.server`` on the settings' host and ``port`` (default the settings'), in a thread.
+    Raises ConfigError when the port is taken."""
+    accounts = accounts or Accounts(store)
+    doors = server.Doors(settings, accounts, SharedLogin(*settings.auth) if settings.auth else None)
+    whole = build_app(settings, store, clients, runner, arena_service, role=ADMIN, warm=True, accounts=accounts)
+    alone = build_app(settings, store, clients, runner, arena_service, role=ANNOTATOR, accounts=accounts)
+    return server.start(server.server_app(doors, whole, alone, css=css()), settings.host, port or settings.port)
+
+
+def launch(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena,
+           accounts: Accounts | None = None) -> None:
+    """Serve the UI on the settings' host and port (127.0.0.1 unless told otherwise) until Ctrl-C
+    or SIGTERM (a second signal gets the handling it had before: SIGTERM's default ends the process
+    at once); then the runs it was driving are stored as interrupted, to be continued
+    (``Runner.interrupt_live``), the store is closed (its WAL folded back), and the
+    page-extraction workers end as the process exits (``core.retrieval.extract.shutdown``).
+    With --share, a public link through Gradio's tunnel as well."""
+    served = serve(settings, store, clients, runner, arena_service, accounts)
+    print(f"* Running on {served.url}", flush=True)
+    if settings.share:
+        print(f"* Public link: {public_link(settings)}", flush=True)
     with _signals_stop_the_server():
         try:
-            demo.launch(**options)  # Gradio closes its server on KeyboardInterrupt and returns
+            served.wait()
+        except KeyboardInterrupt:
+            pass
         finally:
+            served.close()
             stopped = runner.interrupt_live()
             if stopped:
                 print(f"stopped {len(stopped)} run(s) as interrupted: continue them in History, or with "
                       f"python app.py resume RUN_ID ({', '.join(stopped)})", file=sys.stderr)
             store.close()  # folds the WAL back into the file
-    return demo
+
+
+def public_link(settings: Settings) -> str:
+    """A public link to the local server through Gradio's share tunnel (needs the internet)."""
+    import secrets
+
+    from gradio import networking
+
+    return networking.setup_tunnel(local_host=settings.host, local_port=settings.port,
+                                   share_token=secrets.token_urlsafe(32), share_server_address=None,
+                                   share_server_tls_certificate=None)
 
 
 @contextmanager

@@ -1,5 +1,5 @@
-"""Helpers for the browser tests: serve the app on a free 127.0.0.1 port in this process (Gradio
-runs its own server thread), and start Debian's headless Chromium through Playwright (never
+"""Helpers for the browser tests: serve the app on a free 127.0.0.1 port in this process (the
+product's own server, ``ui.app.serve``, in a thread), and start Debian's headless Chromium through Playwright (never
 `playwright install`: nothing is downloaded)."""
 
 from __future__ import annotations
@@ -29,19 +29,18 @@ def chromium_missing() -> str:
 
 
 @contextmanager
-def serve(app) -> Iterator[str]:
-    """The app on http://127.0.0.1:<free port>/ for the duration of the block."""
-    from ui.app import build_app, css
+def serve(app, accounts=None) -> Iterator[str]:
+    """The app (``app.build``'s parts) on http://127.0.0.1:<free port>/ for the duration of the
+    block, served as ``python app.py`` serves it; ``accounts``: an ``Accounts`` of the app's store
+    (e.g. with a fast password hasher)."""
+    from ui.app import serve as serve_app
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    demo = build_app(app.settings, app.store, app.clients, app.runner, app.arena)
-    port = free_port()
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, css=css(), quiet=True,
-                show_error=True, footer_links=[])
+    served = serve_app(app.settings, app.store, app.clients, app.runner, app.arena, accounts, port=free_port())
     try:
-        yield f"http://127.0.0.1:{port}/"
+        yield served.url
     finally:
-        demo.close()
+        served.close()
 
 
 @contextmanager

@@ -91,3 +91,19 @@ def test_a_page_load_computes_no_leaderboard(tmp_path, arena_only):
                  if any(event == "select" for _, event in block.targets)}
     assert not on_load & {"show", "choices"}, on_load
     assert "choices" in on_select
+
+
+@pytest.mark.parametrize("arena_only", [False, True])
+def test_an_annotators_app_is_the_arena_alone(tmp_path, arena_only):
+    """The app an annotator's session reaches (``ui.server``: /arena/) has no tab and no event but
+    the Arena's: neither the Leaderboard's (ratings, flagged voters by name) nor the Writer's."""
+    from annotation.accounts import ANNOTATOR
+
+    settings = Settings(db_path=tmp_path / "t.db", arena_only=arena_only)
+    wired = app_module.build(settings)
+    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.arena, role=ANNOTATOR)
+    names = {getattr(block.fn, "__name__", "") for block in demo.fns.values()}
+    owners = {type(getattr(block.fn, "__self__", None)).__name__ for block in demo.fns.values()}
+    assert tab_labels(demo) == set()
+    assert owners <= {"ArenaTab", "NoneType"}, owners
+    assert {"on_vote", "next", "undo"} <= names and not names & {"show", "run_judge", "choices", "draw"}

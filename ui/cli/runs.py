@@ -74,13 +74,18 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
 
 
 def cmd_ui(args, app) -> int:
+    from annotation.accounts import Accounts
     from ui.app import launch
 
     s = app.settings
-    if s.host not in ("127.0.0.1", "localhost", "::1") and not s.auth:
-        print(f"warning: listening on {s.host} without --auth: anyone who can reach this machine "
-              "can run the model on your key and read your runs. Add --auth USER:PASSWORD.", file=sys.stderr)
-    launch(app.settings, app.store, app.clients, app.runner, app.arena)
+    accounts = Accounts(app.store)
+    if s.host not in ("127.0.0.1", "localhost", "::1") and not s.auth and not accounts.any():
+        print(f"warning: listening on {s.host} with no login: anyone who can reach this machine "
+              "can run the model on your key and read your runs. Add accounts (python app.py annotators add "
+              "NAME --admin) or --auth USER:PASSWORD.", file=sys.stderr)
+    if s.auth and accounts.any():
+        print("note: accounts exist, so visitors log in with an account; --auth is not used.", file=sys.stderr)
+    launch(app.settings, app.store, app.clients, app.runner, app.arena, accounts)
     return 0
 
 

@@ -1,0 +1,168 @@
+"""The server around the Gradio apps (``ui.server``), over real HTTP: who must log in, where each
+role lands, that an annotator's session reaches neither the Leaderboard nor the Writer (the page,
+the config and Gradio's queue), the login's throttle, logouts that end one session, invite links,
+and state-changing requests from other sites refused."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+import httpx
+from argon2 import PasswordHasher
+
+import app as app_module
+from annotation.accounts import Accounts
+from common.settings import Settings
+from tests.helpers import free_port
+from ui.app import serve
+from ui.server import COOKIE
+
+FAST = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+
+
+@contextmanager
+def served(tmp_path, **settings):
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    wired = app_module.build(Settings(db_path=tmp_path / "s.db", **settings))
+    accounts = Accounts(wired.store, hasher=FAST)
+    up = serve(wired.settings, wired.store, wired.clients, wired.runner, wired.arena, accounts, port=free_port())
+    try:
+        with httpx.Client(base_url=up.url, timeout=30) as http:
+            yield http, accounts
+    finally:
+        up.close()
+
+
+def log_in(http: httpx.Client, name: str, password: str) -> httpx.Response:
+    return http.post("/login", data={"name": name, "password": password}, follow_redirects=False)
+
+
+def labels(config: dict) -> set[str]:
+    return {c["props"].get("label") for c in config["components"] if c.get("type") == "tabitem"}
+
+
+def test_nobody_logs_in_without_accounts_or_auth(tmp_path):
+    with served(tmp_path) as (http, _):
+        assert http.get("/").status_code == 200
+        assert labels(http.get("/config").json()) == {"Writer", "History", "Arena", "Leaderboard"}
+        assert http.get("/login", follow_redirects=False).headers["location"] == "/"
+
+
+def test_arena_only_without_accounts_serves_the_arena_alone(tmp_path):
+    """Everyone is an annotator: the whole app (with the Leaderboard) is not reachable."""
+    with served(tmp_path, arena_only=True) as (http, _):
+        first = http.get("/", follow_redirects=False)
+        assert first.status_code == 303 and first.headers["location"] == "/arena/"
+        assert http.get("/config").status_code == 401
+        assert http.get("/arena/").status_code == 200
+        config = http.get("/arena/config").json()
+        assert "Leaderboard" not in str(config) and "Writer" not in labels(config)
+
+
+def test_once_an_account_exists_every_visitor_logs_in(tmp_path):
+    with served(tmp_path) as (http, accounts):
+        assert http.get("/", follow_redirects=False).status_code == 200
+        accounts.add("ana", "correct-horse")
+        first = http.get("/", follow_redirects=False)
+        assert first.status_code == 303 and first.headers["location"] == "/login"
+        login = http.get("/login")
+        assert login.headers.get("cache-control") == "no-store"
+        page = login.text
+        assert "RAT Studio" in page and "Log in with the name and password" in page
+        for path in ("/config", "/arena/config", "/gradio_api/info", "/arena/gradio_api/info"):
+            assert http.get(path).status_code == 401, path
+
+
+def test_an_annotator_reaches_the_arena_and_nothing_else(tmp_path):
+    with served(tmp_path) as (http, accounts):
+        accounts.add("ana", "correct-horse")
+        refused = log_in(http, "ana", "wrong-horse")
+        assert refused.status_code == 401 and "Wrong name or password." in refused.text
+        assert COOKIE not in http.cookies
+        ok = log_in(http, "ana", "correct-horse")
+        assert ok.status_code == 303 and ok.headers["location"] == "/arena/"
+        assert http.get("/", follow_redirects=False).headers["location"] == "/arena/"
+        assert http.get("/arena/").status_code == 200
+        arena_config = http.get("/arena/config").json()
+        assert "Leaderboard" not in str(arena_config)
+        # the whole app's page, config, API info and queue all refuse the annotator's session
+        assert http.get("/config").status_code == 401
+        assert http.get("/gradio_api/info").status_code == 401
+        join = http.post("/gradio_api/queue/join", json={"data": [], "fn_index": 0, "trigger_id": 1,
+                                                          "session_hash": "abc"})
+        assert join.status_code == 401
+
+
+def test_an_admin_reaches_the_whole_app(tmp_path):
+    with served(tmp_path) as (http, accounts):
+        accounts.add("ana", "correct-horse")
+        accounts.add("boss", "correct-horse", role="admin")
+        ok = log_in(http, "boss", "correct-horse")
+        assert ok.status_code == 303 and ok.headers["location"] == "/"
+        assert labels(http.get("/config").json()) == {"Writer", "History", "Arena", "Leaderboard"}
+
+
+def test_30_wrong_passwords_then_the_right_one_are_refused_over_http(tmp_path):
+    with served(tmp_path) as (http, accounts):
+        accounts.add("ana", "correct-horse")
+        codes = {log_in(http, "ana", f"guess-{k:04d}").status_code for k in range(30)}
+        assert codes == {401}
+        late = log_in(http, "ana", "correct-horse")
+        assert late.status_code == 401 and "Too many failed logins" in late.text
+        assert COOKIE not in http.cookies
+
+
+def test_a_logout_ends_that_session_only(tmp_path):
+    with served(tmp_path) as (first, accounts):
+        accounts.add("ana", "correct-horse")
+        with httpx.Client(base_url=str(first.base_url), timeout=30) as second:
+            assert log_in(first, "ana", "correct-horse").status_code == 303
+            assert log_in(second, "ana", "correct-horse").status_code == 303
+            out = first.get("/logout", follow_redirects=False)
+            assert out.headers["location"] == "/login"
+            assert first.get("/arena/config").status_code == 401
+            assert second.get("/arena/config").status_code == 200
+
+
+def test_an_invite_link_logs_its_annotator_in(tmp_path):
+    with served(tmp_path) as (http, accounts):
+        accounts.add("ana", None)
+        token = accounts.invite("ana")
+        assert http.get("/invite/not-a-token", follow_redirects=False).status_code == 403
+        landed = http.get(f"/invite/{token}", follow_redirects=False)
+        assert landed.status_code == 303 and landed.headers["location"] == "/arena/"
+        assert http.get("/arena/config").status_code == 200
+
+
+def test_a_study_link_records_the_platform_ids(tmp_path):
+    with served(tmp_path) as (http, accounts):
+        token = accounts.invite(study="pilot", quota=3, completion_code="C0DE42")
+        landed = http.get(f"/invite/{token}", params={"PROLIFIC_PID": "p123", "STUDY_ID": "s9", "SESSION_ID": "x1"},
+                          follow_redirects=False)
+        assert landed.status_code == 303
+        made = accounts.get("pilot:p123")
+        assert made is not None and made.participant["STUDY_ID"] == "s9" and made.quota == 3
+
+
+def test_state_changing_requests_from_another_site_are_refused(tmp_path):
+    with served(tmp_path) as (http, accounts):
+        accounts.add("ana", "correct-horse")
+        foreign = http.post("/login", data={"name": "ana", "password": "correct-horse"},
+                            headers={"Origin": "http://evil.example"}, follow_redirects=False)
+        assert foreign.status_code == 403 and COOKIE not in http.cookies
+        own = http.post("/login", data={"name": "ana", "password": "correct-horse"},
+                        headers={"Origin": str(http.base_url).rstrip("/")}, follow_redirects=False)
+        assert own.status_code == 303
+        preflight = http.options("/gradio_api/queue/join", headers={
+            "Origin": "http://evil.example", "Access-Control-Request-Method": "POST"})
+        assert "access-control-allow-origin" not in preflight.headers
+
+
+def test_one_shared_password_with_auth(tmp_path):
+    with served(tmp_path, auth=("team", "correct-horse")) as (http, _):
+        assert http.get("/", follow_redirects=False).headers["location"] == "/login"
+        assert log_in(http, "team", "nope-nope-nope").status_code == 401
+        ok = log_in(http, "team", "correct-horse")
+        assert ok.status_code == 303 and ok.headers["location"] == "/"
+        assert http.get("/config").status_code == 200

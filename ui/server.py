@@ -1,0 +1,265 @@
+"""The HTTP server around the Gradio app: who a request is, and which app it may reach.
+
+    Doors(settings, accounts, shared)   who a request is (``who``), from its session cookie
+    server_app(doors, admin, arena, ...) the FastAPI app: our login page, logout, invite links, the
+                                        two Gradio apps mounted, same-origin writes only
+    Served / start(...)                 serve it with uvicorn (in a thread for tests, or blocking)
+
+Two Gradio apps are served, built by ``ui.app.build_app``: the whole app at ``/`` for admins (and
+for everyone when nobody has to log in), and the Arena alone at ``/arena/`` for annotators. An
+annotator's session reaches only the second one, so nothing an annotator can reach, in the page
+or over Gradio's HTTP API, shows ratings, other voters or who wrote what: the Leaderboard's events
+do not exist in the app they can reach (``/`` answers 401 to their queue requests).
+
+Who must log in (asked per request, so the first account added while the app runs takes effect
+at once):
+
+- accounts exist (``python app.py annotators add``): every visitor logs in with an account; a
+  vote is the account's; annotators are sent to ``/arena/``;
+- else ``--auth USER:PASSWORD``: one shared password, for admins (a name is typed in the Arena);
+- else nobody logs in: the whole app, or only the Arena with --arena-only.
+
+Login is our page (the app's name and a line of instructions), throttled per name and per address
+(``annotation.accounts``); a session is a random token in an HttpOnly cookie, stored hashed, and
+a logout ends that session only. Requests that change state (any method but GET, HEAD, OPTIONS)
+from another origin are refused, and no origin but our own gets CORS headers.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
+
+import gradio as gr
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from annotation.accounts import ADMIN, ANNOTATOR, Accounts, SharedLogin
+from annotation.errors import LoginRefused
+from common.errors import ConfigError
+from common.settings import Settings
+
+log = logging.getLogger(__name__)
+
+COOKIE = "rat_studio_session"
+COOKIE_DAYS = 14
+ARENA_PATH = "/arena"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+TITLE = "RAT Studio"
+LOGIN_HELP = ("Log in with the name and password you were given. As an annotator you will compare two "
+              "anonymous answers at a time; your votes are kept under your name.")
+
+
+class Who(NamedTuple):
+    """Who a request is: the name votes are kept under ("" when it is typed in the page: nobody
+    logs in, or one shared password) and the role (ADMIN or ANNOTATOR)."""
+
+    name: str
+    role: str
+
+
+class Doors:
+    """Who a request is, from its session cookie, and the login that applies now: accounts when
+    one exists, else the shared --auth password, else none. Thread-safe."""
+
+    def __init__(self, settings: Settings, accounts: Accounts, shared: SharedLogin | None = None):
+        self.settings, self.accounts, self.shared = settings, accounts, shared
+
+    def gate(self) -> Accounts | SharedLogin | None:
+        """The login in force: accounts, the shared password, or None (nobody logs in)."""
+        if self.accounts.any():
+            return self.accounts
+        return self.shared
+
+    def who(self, request: Request) -> Who | None:
+        """Who the request is; None: not logged in (while a login is in force)."""
+        gate = self.gate()
+        if gate is None:
+            return Who("", ANNOTATOR if self.settings.arena_only else ADMIN)
+        account = gate.session(request.cookies.get(COOKIE) or "")
+        if account is None:
+            return None
+        return Who(account.name if gate is self.accounts else "", account.role)
+
+
+def home(who: Who) -> str:
+    """Where a logged-in person lands: admins on the whole app, annotators on the Arena."""
+    return "/" if who.role == ADMIN else ARENA_PATH + "/"
+
+
+def address(request: Request) -> str:
+    return request.client.host if request.client else ""
+
+
+# -- the login page -------------------------------------------------------------------------------
+def login_page(message: str = "", name: str = "", *, status: int = 200) -> HTMLResponse:
+    """Our login page: the app's name, a line of instructions, and ``message`` (a refusal)."""
+    error = f'<p class="error" role="alert">{html.escape(message)}</p>' if message else ""
+    body = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Log in · {TITLE}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; background: #f6f7f9; color: #1f2328; margin: 0; }}
+main {{ max-width: 26rem; margin: 12vh auto; background: #fff; padding: 2rem 2.2rem; border-radius: 10px;
+        box-shadow: 0 1px 4px rgba(0,0,0,.12); }}
+h1 {{ margin: 0 0 .4rem; font-size: 1.6rem; }}
+p {{ line-height: 1.45; }}
+label {{ display: block; margin-top: 1rem; font-weight: 600; }}
+input {{ width: 100%; box-sizing: border-box; padding: .55rem; margin-top: .3rem; font-size: 1rem;
+         border: 1px solid #bbb; border-radius: 6px; }}
+button {{ margin-top: 1.4rem; width: 100%; padding: .65rem; font-size: 1rem; border: 0; border-radius: 6px;
+          background: #ea580c; color: #fff; cursor: pointer; }}
+.error {{ color: #b42318; font-weight: 600; }}
+@media (prefers-color-scheme: dark) {{ body {{ background: #111; color: #eee; }} main {{ background: #1d1d1f; }}
+  input {{ background: #2a2a2d; color: #eee; border-color: #555; }} .error {{ color: #ff8a80; }} }}
+</style></head>
+<body><main>
+<h1>{TITLE}</h1>
+<p>{html.escape(LOGIN_HELP)}</p>
+{error}
+<form method="post" action="/login">
+<label for="name">Name</label><input id="name" name="name" autocomplete="username" required value="{html.escape(name)}">
+<label for="password">Password</label><input id="password" name="password" type="password"
+ autocomplete="current-password" required>
+<button type="submit">Log in</button>
+</form>
+</main></body></html>"""
+    return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+
+
+def with_session(response: Response, token: str, request: Request) -> Response:
+    response.set_cookie(COOKIE, token, max_age=COOKIE_DAYS * 86400, httponly=True, samesite="lax", path="/",
+                        secure=request.url.scheme == "https")
+    return response
+
+
+# -- the app ----------------------------------------------------------------------------------------
+def same_origin(request: Request) -> bool:
+    """Whether a state-changing request comes from our own pages: no Origin header (not a browser's
+    cross-site request), or one whose host and port are the request's own."""
+    origin = request.headers.get("origin")
+    if not origin:
+        return True
+    return urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()
+
+
+def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "") -> FastAPI:
+    """The FastAPI app: our routes first, then the Arena app at ARENA_PATH and the whole app at /."""
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    # Our own CORS policy (no origin but ours): Gradio then adds none of its own.
+    app.add_middleware(CORSMiddleware, allow_origins=[], allow_credentials=False)
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):
+        if request.method not in SAFE_METHODS and not same_origin(request):
+            return JSONResponse({"error": "A request from another site was refused: use the app's own page."},
+                                status_code=403)
+        path = request.url.path
+        if request.method == "GET" and path in ("/", ARENA_PATH, ARENA_PATH + "/"):
+            who = doors.who(request)
+            if who is None:
+                return RedirectResponse("/login", status_code=303)
+            if path == "/" and who.role != ADMIN:
+                return RedirectResponse(home(who), status_code=303)
+            if path == ARENA_PATH:
+                return RedirectResponse(ARENA_PATH + "/", status_code=307)
+        return await call_next(request)
+
+    @app.get("/login")
+    def login_form(request: Request):
+        if doors.gate() is None:
+            return RedirectResponse(home(doors.who(request)), status_code=303)
+        who = doors.who(request)
+        return RedirectResponse(home(who), status_code=303) if who else login_page()
+
+    @app.post("/login")
+    async def login(request: Request):
+        gate = doors.gate()
+        if gate is None:
+            return RedirectResponse("/", status_code=303)
+        form = await request.form()
+        name, password = str(form.get("name") or "").strip(), str(form.get("password") or "")
+        try:
+            token = gate.login(name, password, address(request))
+        except LoginRefused as exc:
+            return login_page(str(exc), name, status=401)
+        account = gate.session(token)
+        who = Who(name, account.role if account else ANNOTATOR)
+        return with_session(RedirectResponse(home(who), status_code=303), token, request)
+
+    @app.get("/logout")
+    def logout(request: Request):
+        gate = doors.gate()
+        token = request.cookies.get(COOKIE)
+        if gate is not None and token:
+            gate.logout(token)  # this session only: others logged in under the same name stay
+        response = RedirectResponse("/login" if gate is not None else "/", status_code=303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    @app.get("/invite/{token}")
+    def invite(token: str, request: Request):
+        try:
+            session, account = doors.accounts.redeem(token, dict(request.query_params), address(request))
+        except LoginRefused as exc:
+            return login_page(str(exc), status=403)
+        return with_session(RedirectResponse(home(Who(account.name, account.role)), status_code=303), session,
+                            request)
+
+    def anyone(request: Request) -> str | None:
+        who = doors.who(request)
+        return who.name if who else None
+
+    def admins(request: Request) -> str | None:
+        who = doors.who(request)
+        return who.name if who and who.role == ADMIN else None
+
+    options: dict[str, Any] = dict(show_error=True, footer_links=[], css=css, ssr_mode=False)
+    gr.mount_gradio_app(app, arena, path=ARENA_PATH, auth_dependency=anyone, **options)
+    gr.mount_gradio_app(app, admin, path="/", auth_dependency=admins, **options)
+    return app
+
+
+@dataclass
+class Served:
+    """A server started by ``start``: its URL, and ``close()`` to stop it."""
+
+    url: str
+    server: uvicorn.Server
+    thread: threading.Thread
+
+    def close(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+    def wait(self) -> None:
+        """Until the server stops (KeyboardInterrupt passes through)."""
+        while self.thread.is_alive():
+            self.thread.join(0.5)
+
+
+def start(app: FastAPI, host: str, port: int) -> Served:
+    """Serve ``app`` on host:port with uvicorn in a daemon thread, until ``close()``; returns once
+    it listens. (In a thread uvicorn leaves the process's signals alone: the caller owns them.)
+    Raises ConfigError when it does not start (the port is taken)."""
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3,
+                            ws="none", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, name="rat-studio-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            server.should_exit = True
+            raise ConfigError(f"The server did not start on {host}:{port}: is the port taken? Pick another "
+                               "with --port.")
+        time.sleep(0.02)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    return Served(f"http://{shown}:{port}/", server, thread)
