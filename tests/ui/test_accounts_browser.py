@@ -112,6 +112,6 @@ def test_an_admin_sees_the_leaderboard_and_an_annotator_does_not(tmp_path):
         boss.get_by_label("Password").fill("correct-horse")
         boss.get_by_role("button", name="Log in").click()
         boss.get_by_role("tab", name="Leaderboard").wait_for(timeout=TIMEOUT)
-        assert boss.locator("#rat-who").get_by_text("boss").is_visible()
+        boss.locator("#rat-who").get_by_text("boss").wait_for(timeout=TIMEOUT)  # the page's load event fills it
         assert boss.get_by_role("link", name="Log out").is_visible()
     app.store.close()
