@@ -163,7 +163,8 @@ class ArenaTab:
         if not user:
             return {self.name_row: gr.update(visible=True)}  # (an empty dict reads as one output)
         if not self.start_on_load:
-            return {self.name_row: gr.update(visible=True), self.name: gr.update(value=str(user), interactive=False)}
+            return {self.name_row: gr.update(visible=True), self.name: gr.update(value=str(user), interactive=False),
+                    self.task: "Press **Start** to get your first pair: your votes are kept under your account."}
         return {**self.next({"annotator": str(user), "battle": None}), self.name_row: gr.update(visible=False)}
 
     def start(self, name: str, request: gr.Request) -> dict:
