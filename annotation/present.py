@@ -46,13 +46,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from core.article.citations import RANGE_MAX  # "[2-5]" names 2..5: one rule for marks
 from core.article.markdown import link_target
 from core.text.fencing import FENCE_CLOSE, FENCE_OPEN
 
 STYLES = (SOURCES, PLAIN) = ("sources", "plain")
 HEADING = "####"  # every heading of an output, whatever its level
 SOURCES_LINE = "**Sources**"
-RANGE_MAX = 10  # "[2-5]" names each of 2..5 when the range is at most this long
 MAX_NAME_WORDS = 6  # a heading that names sources is short
 MAX_INLINE_NAME_WORDS = 3  # and shorter when its sources follow it on its line ("Works cited: ...")
 MAX_BOLD_HEADING_WORDS = 12  # a bold line standing alone is a heading when it is this short
