@@ -27,6 +27,7 @@ from common.settings import Settings
 from data import arena
 from data.store import Store, now
 from tests.helpers import free_port
+from ui import app as app_ui
 from ui import arena as arena_tab
 
 METHODS = [f"method{k:02d}" for k in range(12)]
@@ -110,7 +111,7 @@ def _serve(path: str, votes: int, ready) -> None:
     store = seeded_store(Path(path), votes)
     with gr.Blocks() as demo:
         arena_tab.build(Arena(store, limits=UNLIMITED))
-    demo.queue(default_concurrency_limit=Settings().concurrency)  # as the app serves it
+    app_ui.queue(demo, Settings().concurrency)  # as the app serves it
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
     ready.put((port, {blk.fn.__name__: (i, blk.targets[0][0]) for i, blk in demo.fns.items()

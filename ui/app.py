@@ -72,8 +72,25 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, arena
                 board.load_on(board_tab.select)  # computed when the tab opens, not on every page load
         if warm:
             arena_service.warm_up(leaderboard.BOOTSTRAP)
-    demo.queue(default_concurrency_limit=settings.concurrency)
+    queue(demo, settings.concurrency)
     return demo
+
+
+#: Gradio's monitoring summary: recent events kept, and events between two summaries (nothing of
+#: ours reads it; see ``queue``).
+ANALYTICS_EVENTS, ANALYTICS_EVERY = 1_000, 100
+
+
+def queue(demo: gr.Blocks, concurrency: int) -> None:
+    """Give ``demo`` the queue the app serves it with: ``concurrency`` runs of each event at once,
+    and Gradio's monitoring summary made cheap. By default Gradio rebuilds that summary (a pandas
+    DataFrame of the last 10,000 events, grouped per function) after every event: several ms of
+    CPU per vote or pair at first, tens of ms once the server has seen 10,000 events. We keep
+    ANALYTICS_EVENTS and rebuild it every ANALYTICS_EVERY events (attributes of Gradio's queue,
+    checked by tests/ui/test_app_tabs.py so an upgrade that renames them is caught)."""
+    demo.queue(default_concurrency_limit=concurrency)
+    demo._queue.ANALYTICS_MAX_EVENTS = ANALYTICS_EVENTS
+    demo._queue.ANAYLTICS_CACHE_FREQUENCY = ANALYTICS_EVERY  # (Gradio's spelling)
 
 
 def whoami(request: gr.Request) -> str:

@@ -107,3 +107,23 @@ def test_an_annotators_app_is_the_arena_alone(tmp_path, arena_only):
     assert tab_labels(demo) == set()
     assert owners <= {"ArenaTab", "NoneType"}, owners
     assert {"on_vote", "next", "undo"} <= names and not names & {"show", "run_judge", "choices", "draw"}
+
+
+def test_the_queue_rebuilds_gradios_monitoring_summary_rarely(tmp_path):
+    """Gradio rebuilds a pandas summary of its recent events after every event unless told otherwise
+    (tens of ms of CPU per vote on a busy server): both apps' queues keep ANALYTICS_EVENTS and rebuild
+    it every ANALYTICS_EVERY events, under the attribute names Gradio's queue itself reads."""
+    import inspect
+
+    import gradio.queueing
+
+    from annotation.accounts import ANNOTATOR
+    from ui.app import ANALYTICS_EVENTS, ANALYTICS_EVERY
+
+    source = inspect.getsource(gradio.queueing.Queue)
+    assert "self.ANAYLTICS_CACHE_FREQUENCY" in source and "self.ANALYTICS_MAX_EVENTS" in source
+    wired = app_module.build(Settings(db_path=tmp_path / "t.db"))
+    for role in ("admin", ANNOTATOR):
+        demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.arena, role=role)
+        assert demo._queue.ANAYLTICS_CACHE_FREQUENCY == ANALYTICS_EVERY > 1
+        assert demo._queue.ANALYTICS_MAX_EVENTS == ANALYTICS_EVENTS < 10_000
