@@ -177,15 +177,34 @@ def build(settings: Settings) -> App:
 
 
 # -- entry point ----------------------------------------------------------------------------------
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader went away
+
+
+def closed_pipe() -> int:
+    """Standard output's reader went away (``| head``): stop quietly, with ``EXIT_CLOSED_PIPE``.
+    Standard output is pointed at the null device, so that what is still buffered is not written
+    to the closed pipe again when Python exits."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # standard output is no file (a test's capture): nothing is left to write
+        pass
+    return EXIT_CLOSED_PIPE
+
+
 def main(argv: list[str] | None = None, env: dict[str, str] | None = None) -> int:
     """Parse the flags (``ui.cli.build_parser``), read the settings, build the app and run the
     command: ``args.func(args, app)``. Our errors become one line on standard error and exit
-    code 2 (a setting) or 1; Ctrl-C exits with 130."""
+    code 2 (a setting) or 1; Ctrl-C exits with 130; a closed pipe on standard output (``| head``)
+    ends it quietly with ``EXIT_CLOSED_PIPE``, in any command."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         settings = settings_from(args, dict(os.environ) if env is None else env)
-        return args.func(args, build(settings))
+        code = args.func(args, build(settings))
+        sys.stdout.flush()  # a closed pipe shows here, not as Python exits
+        return code
+    except BrokenPipeError:
+        return closed_pipe()
     except RatStudioError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ConfigError) else 1

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple, TypeVar
 
 import sqlite_utils
 
-from common.errors import RunLive, RunNotFound, StoreBusy, StoreError, StoreFull
+from common.errors import ConfigError, RunLive, RunNotFound, StoreBusy, StoreError, StoreFull
 from common.events import Event, event_from_dict
 from common.types import RunStatus
 from data import migrations
@@ -46,6 +46,7 @@ HEARTBEAT_SECONDS = 5.0  # how often a runner says it is alive
 BUSY_SECONDS = 30.0  # how long a write waits for another writer's lock before it gives up
 CHECKPOINT_EVERY = 500  # events stored between two checkpoints of the WAL
 STALE_SECONDS = 30.0  # a runner not heard from for this long is gone
+MIN_RUN_PREFIX = 4  # the fewest first characters of a run id that name it (Store.resolve_run_id)
 HOST = socket.gethostname()
 
 
@@ -393,6 +394,30 @@ class Store:
         if not rows:
             raise RunNotFound(f"No run {run_id!r} in {self.path}. `python app.py history` lists the runs.")
         return _decode_run(rows[0])
+
+    @_mapped
+    def resolve_run_id(self, prefix: str) -> str:
+        """The id of the run that ``prefix`` names: its whole id, or the start of one run's id only,
+        of at least ``MIN_RUN_PREFIX`` characters (spaces around it are ignored). Raises RunNotFound
+        when no run's id is or starts with it (or it is shorter and no whole id), ConfigError naming
+        the candidates when several runs' ids start with it."""
+        prefix = (prefix or "").strip()
+        if self.db.execute("select 1 from runs where id = ?", [prefix]).fetchone():
+            return prefix
+        if len(prefix) < MIN_RUN_PREFIX:
+            raise RunNotFound(f"No run {prefix!r} in {self.path}: give a run's id, or at least its first "
+                              f"{MIN_RUN_PREFIX} characters. `python app.py history` lists the runs.")
+        shown = 5
+        ids = [row[0] for row in self.db.execute(
+            "select id from runs where substr(id, 1, ?) = ? order by created desc limit ?",
+            [len(prefix), prefix, shown + 1])]
+        if not ids:
+            raise RunNotFound(f"No run {prefix!r} in {self.path}. `python app.py history` lists the runs.")
+        if len(ids) > 1:
+            more = ", ..." if len(ids) > shown else ""
+            raise ConfigError(f"{prefix!r} starts the ids of several runs ({', '.join(ids[:shown])}{more}): "
+                              "give more of the id's characters.")
+        return ids[0]
 
     @_mapped
     def list_runs(self, *, limit: int = 200, method: str | None = None,

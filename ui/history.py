@@ -82,6 +82,7 @@ class HistoryTab:
         if not run_id:
             raise gr.Error("Pick a run in the table first.")
         try:
+            run_id = self.store.resolve_run_id(run_id)  # a unique prefix of its id will do
             run = self.store.get_run(run_id)
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc

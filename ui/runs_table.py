@@ -23,6 +23,17 @@ def history_rows(runs: Iterable[RunRow]) -> list[list]:
              f"{r.tokens:,}", f"{r.wall_seconds or 0:.1f} s"] for r in runs]
 
 
+def history_text(runs: Iterable[RunRow]) -> str:
+    """The History table as plain text for a terminal (``python app.py history``): a header line
+    (``HISTORY_HEADERS``), then ``history_rows``, in aligned columns; tokens and time right-aligned."""
+    table = [HISTORY_HEADERS, *([str(cell) for cell in row] for row in history_rows(runs))]
+    widths = [max(len(row[i]) for row in table) for i in range(len(HISTORY_HEADERS))]
+    right = {HISTORY_HEADERS.index("tokens"), HISTORY_HEADERS.index("time")}
+    return "\n".join("  ".join(cell.rjust(w) if i in right else cell.ljust(w)
+                                for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip()
+                      for row in table)
+
+
 def cited_cell(run: RunRow) -> str:
     """'7/9' (sentences cited / sentences), with ', 1 mark removed'; empty for a run that has not
     finished, or was stored before citations were counted."""

@@ -7,12 +7,14 @@
 The commands live by subject: ``ui.cli.runs`` (ui, run, resume, fetch, search, history, show),
 ``ui.cli.arena`` (votes, outputs, leaderboard, judge), ``ui.cli.methods`` (batch, eval,
 procedures). Handlers raise our typed errors; ``app.main`` prints them as one line and turns
-them into the exit code.
+them into the exit code. A command's run id (``RUN_ID_ARGS``) may be a unique prefix of it: it is
+made whole (``Store.resolve_run_id``) before the command sees it.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 
 from common.settings import SETTINGS
 from ui.cli import annotators, arena, methods, runs
@@ -56,4 +58,35 @@ def build_parser() -> argparse.ArgumentParser:
     arena.add_commands(sub, common)
     methods.add_commands(sub, common)
     annotators.add_commands(sub, common)
+    _resolve_run_ids(parser)
     return parser
+
+
+RUN_ID_ARGS = ("run_id", "run_ids")  # the arguments that name stored runs, in every command
+
+
+def resolving_run_ids(func):
+    """The command ``func(args, app)``, with its ``RUN_ID_ARGS`` made whole ids first (each a
+    run's id or a unique prefix of it). Raises RunNotFound, or ConfigError for an ambiguous prefix."""
+
+    @functools.wraps(func)
+    def command(args, app) -> int:
+        for name in RUN_ID_ARGS:
+            given = getattr(args, name, None)
+            if isinstance(given, str):
+                setattr(args, name, app.store.resolve_run_id(given))
+            elif isinstance(given, list):
+                setattr(args, name, [app.store.resolve_run_id(g) for g in given])
+        return func(args, app)
+
+    return command
+
+
+def _resolve_run_ids(parser: argparse.ArgumentParser) -> None:
+    """Every command under ``parser`` that takes a run id takes a unique prefix of it too."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in dict.fromkeys(action.choices.values()):  # an alias names the same parser
+                _resolve_run_ids(command)
+    if any(action.dest in RUN_ID_ARGS for action in parser._actions):
+        parser.set_defaults(func=resolving_run_ids(parser.get_default("func")))

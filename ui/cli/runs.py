@@ -2,12 +2,14 @@
 
     python app.py                      the browser UI on http://127.0.0.1:7860
     python app.py run "TASK"           write an article from the command line
-    python app.py resume RUN_ID        continue an interrupted run
+    python app.py resume RUN_ID        continue an interrupted run (--draft FILE: with an edited draft)
     python app.py fetch URL            a page's extracted text and metadata
     python app.py search "QUERY"       search results
     python app.py history              past runs
     python app.py show RUN_ID          a stored run's article as Markdown (--version model|latest|N)
     python app.py versions RUN_ID      the author's versions of a run's article
+
+A RUN_ID may be a unique prefix of the id, of at least 4 characters (``ui.cli.RUN_ID_ARGS``).
 """
 
 from __future__ import annotations
@@ -19,9 +21,14 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from ui.runs_table import history_text
+
 #: ``run`` and ``resume`` exit with this when the run finished but used no source at all (a run
 #: status of "unsourced"): the Markdown says so, and standard error says why and what to do.
 EXIT_UNSOURCED = 3
+#: ``show`` exits with this for a run that has not finished (draft, interrupted, failed, running):
+#: there is no article yet, and standard error says how to continue it.
+EXIT_UNFINISHED = 4
 
 
 OUT_HELP = "write the article to this file: Markdown, or Word for a name ending in .docx (default: standard output)"
@@ -43,9 +50,14 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     p.add_argument("--out", help=OUT_HELP)
     p.add_argument("--draft-only", action="store_true", help="stop after the draft; continue with resume")
     p.set_defaults(func=cmd_run)
-    p = sub.add_parser("resume", parents=common, help="continue an interrupted or failed run")
-    p.add_argument("run_id")
+    p = sub.add_parser("resume", parents=common, help="continue an interrupted or failed run",
+                       epilog="exit codes as for run")
+    p.add_argument("run_id", help="the run's id, or a unique prefix of it (at least 4 characters)")
     p.add_argument("--out", help=OUT_HELP)
+    p.add_argument("--draft", metavar="FILE",
+                   help="continue with this edited draft (e.g. of a `run --draft-only`): one step per paragraph, "
+                        "blank lines between; - reads standard input. It is kept as a version of the run, and "
+                        "revision starts over from step 1")
     p.set_defaults(func=cmd_resume)
     p = sub.add_parser("fetch", parents=common, help="fetch a page and print its extracted text and metadata")
     p.add_argument("url")
@@ -60,15 +72,18 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_history)
-    p = sub.add_parser("show", parents=common, help="print a stored run's article as Markdown, or save it")
-    p.add_argument("run_id")
+    p = sub.add_parser("show", parents=common, help="print a stored run's article as Markdown, or save it",
+                       epilog=f"exit codes: 0 shown; 1 no such run; 2 a bad --version, or a prefix several run ids "
+                              f"share; {EXIT_UNFINISHED} the run has not finished (draft, interrupted, failed or "
+                              "running): continue it with resume")
+    p.add_argument("run_id", help="the run's id, or a unique prefix of it (at least 4 characters)")
     p.add_argument("--version", default="latest", metavar="model|latest|N",
                    help="which text: the model's own, the author's latest version (the default; the model's when "
                         "there is none), or version N (`versions RUN_ID` lists them)")
     p.add_argument("--out", help=OUT_HELP)
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("versions", parents=common, help="list the author's versions of a stored run's article")
-    p.add_argument("run_id")
+    p.add_argument("run_id", help="the run's id, or a unique prefix of it (at least 4 characters)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_versions)
 
@@ -97,7 +112,38 @@ def cmd_run(args, app) -> int:
 
 
 def cmd_resume(args, app) -> int:
-    return _follow_to_the_end(app.runner.resume(args.run_id, providers=app.settings.search.providers), args, app)
+    """Continue the run; with ``--draft``, with the author's edited draft, first kept as a
+    ``draft`` version of the run (as the Writer's Continue keeps it)."""
+    from core.text.prompts import join_steps
+    from data.versions import Versions
+
+    draft = None
+    if getattr(args, "draft", None) is not None:
+        draft = read_draft(args.draft)
+        Versions(app.store).add(args.run_id, join_steps(draft), action="draft")
+    events = app.runner.resume(args.run_id, draft=draft, providers=app.settings.search.providers)
+    return _follow_to_the_end(events, args, app)
+
+
+def read_draft(name: str) -> list[str]:
+    """The steps of the draft in the file ``name`` (standard input for "-"): one per paragraph,
+    split on blank lines as the Writer's editor splits them. Raises ConfigError (naming --draft)
+    when it cannot be read or holds no step."""
+    from common.errors import ConfigError
+    from core.text.prompts import split_steps
+
+    where = "standard input" if name == "-" else name
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError(f"--draft {name}: cannot read {where} ({why}): give a UTF-8 text file with the "
+                          "edited draft, one step per paragraph, or - for standard input.") from exc
+    steps = split_steps(text)
+    if not steps:
+        raise ConfigError(f"--draft {name}: {where} holds no step: write the draft's steps in it, one per "
+                          "paragraph with blank lines between.")
+    return steps
 
 
 def _follow_to_the_end(events, args, app) -> int:
@@ -116,13 +162,18 @@ def _follow_to_the_end(events, args, app) -> int:
 
 def again(app, run_id: str) -> str:
     """How to go on with a stopped run: resume it when its method can, else run it again."""
-    from core.methods import METHODS
-
     run = app.store.get_run(run_id)
-    info = METHODS.get(run.method)
-    if info is not None and info.resumable:
+    if resumable(run):
         return f"continue with: python app.py resume {run_id}"
     return f"{run.method} cannot resume; run it again: python app.py run {json.dumps(run.task)} --method {run.method}"
+
+
+def resumable(run) -> bool:
+    """Whether the method of ``run`` (a ``data.store.RunRow``) can continue a stopped run."""
+    from core.methods import METHODS
+
+    info = METHODS.get(run.method)
+    return info is not None and info.resumable
 
 
 async def _follow(events, args, app, seen: dict | None = None) -> int:
@@ -240,17 +291,39 @@ def cmd_history(args, app) -> int:
     if args.json:
         print(json.dumps([r.to_dict() for r in runs], ensure_ascii=False, indent=2, default=str))
         return 0
-    for r in runs:
-        cited = f"{r.sentences_cited}/{r.sentences} cited" if r.sentences else ""
-        print(f"{r.id}  {r.created[:19]}  {r.method:<14} {r.status:<11} "
-              f"{r.tokens:>7} tok  {r.wall_seconds:>7.1f} s  {cited:>12}  {r.task[:60]}")
+    if not runs:
+        print(f"No runs yet in {app.store.path}: python app.py run \"TASK\" writes one.", file=sys.stderr)
+        return 0
+    print(history_text(runs))
     return 0
 
 
 def cmd_show(args, app) -> int:
+    from core.runner import FINISHED
+
     run = app.store.get_run(args.run_id)
+    if run.status not in FINISHED:
+        print(unfinished(app, run), file=sys.stderr)
+        return EXIT_UNFINISHED
     write_article(getattr(args, "out", None), article_of(app, run, getattr(args, "version", "latest")))
     return 0
+
+
+def unfinished(app, run) -> str:
+    """One line on a run (a ``data.store.RunRow``) that has no article yet: where it stands and how
+    to go on."""
+    from common.types import RunStatus
+    from data.store import describe_owner
+
+    if run.status == RunStatus.RUNNING:
+        where = f" in {describe_owner(run.owner, run.heartbeat)}" if run.owner else ""
+        return f"Run {run.id} is still running{where}: it has no article yet; show it again once it has finished."
+    error = " ".join(run.error.split())
+    state = {RunStatus.DRAFT: "stopped after its draft", RunStatus.INTERRUPTED: "was interrupted",
+             RunStatus.FAILED: f"failed ({error})" if error else "failed"}.get(run.status, f"is {run.status}")
+    edited = " (add --draft FILE to continue with an edited draft)" \
+        if run.status == RunStatus.DRAFT and resumable(run) else ""
+    return f"Run {run.id} {state}: it has no article yet; {again(app, run.id)}{edited}."
 
 
 def article_of(app, run, which: str):
