@@ -129,6 +129,27 @@ class Progress:
 
 
 @dataclass(frozen=True)
+class Annotator:
+    """One annotator as the study's admin follows them: votes that count (``total``, and
+    ``today`` since the server's midnight), the newest vote's time, their ``quota`` (None: none),
+    the median seconds from a pair shown to its vote (None: only imported votes), and why they are
+    flagged ("" when they are not)."""
+
+    name: str
+    total: int
+    today: int
+    last: str
+    quota: int | None = None
+    median_seconds: float | None = None
+    flag: str = ""
+
+    @property
+    def done(self) -> float | None:
+        """The share of the quota cast (at most 1; None without a quota)."""
+        return min(1.0, self.total / self.quota) if self.quota else None
+
+
+@dataclass(frozen=True)
 class Leaderboard:
     """The ratings of one source's votes over one task set (None: all)."""
 
@@ -264,12 +285,26 @@ class Arena:
         caller knows, e.g. one fewer than when the pair just voted on was shown), with their
         ``quota`` as given. Raises StoreError."""
         times = [v.created for v in arena.counted_votes(self.store, annotator)]
-        midnight = datetime.fromtimestamp(self.clock()).replace(hour=0, minute=0, second=0, microsecond=0)
-        today = midnight.astimezone(UTC).isoformat(timespec="milliseconds")
+        today = self._midnight()
         if left is None:
             left = arena_pairs_left(self.store, annotator, task_set=task_set, text=self.text,
                                     outputs=self._outputs(task_set, space=True))
         return Progress(sum(t >= today for t in times), len(times), left, quota)
+
+    def annotators(self, quotas: dict[str, int | None] | None = None) -> list[Annotator]:
+        """Every annotator with a people's vote, by name: their progress (``quotas``: each one's
+        quota, e.g. from their account), pace and flag, for the study's admin. Raises StoreError."""
+        quotas = quotas or {}
+        paces = {r.annotator: r.median_seconds for r in self.boards.voters()}
+        flags = self.flags()
+        return [Annotator(r.annotator, r.counted, r.since, r.last, quotas.get(r.annotator),
+                          paces.get(r.annotator), flags.get(r.annotator, ""))
+                for r in arena.voter_activity(self.store, self._midnight())]
+
+    def _midnight(self) -> str:
+        """The server's last midnight, as votes store their time (the start of "today")."""
+        midnight = datetime.fromtimestamp(self.clock()).replace(hour=0, minute=0, second=0, microsecond=0)
+        return midnight.astimezone(UTC).isoformat(timespec="milliseconds")
 
     def correct(self, vote_id: int, choice: str, corrected_by: str, why: str) -> arena.CorrectionRow:
         """Supersede a people's vote with a correction (the vote stays as it was cast): ``choice``

@@ -637,6 +637,25 @@ def annotator_rows(store: Store, only: Iterable[str] | None = None) -> list[Anno
     return [AnnotatorRow(*r) for r in rows]
 
 
+class VoterActivity(NamedTuple):
+    """An annotator's votes that count now (one they undid is left out), how many of them were
+    cast since a given time, and when the newest was."""
+
+    annotator: str
+    counted: int
+    since: int
+    last: str
+
+
+def voter_activity(store: Store, since: str) -> list[VoterActivity]:
+    """One row per annotator of people's votes, by name, with the votes that count now and those
+    cast at or after ``since`` (an ISO time, as votes store theirs). Raises StoreError."""
+    rows = store.db.execute(
+        f"select v.annotator, count(*), sum(v.created >= ?), max(v.created) from votes v "
+        f"where {_CHOICE_NOW} != 'void' group by v.annotator order by v.annotator", [since]).fetchall()
+    return [VoterActivity(*r) for r in rows]
+
+
 def voters_since(store: Store, after_id: int) -> tuple[set[str], int]:
     """The annotators with a people's vote of id > ``after_id``, and the newest vote's id
     (``after_id`` when there is none). Raises StoreError."""

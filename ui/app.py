@@ -68,7 +68,7 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, arena
                     arena.build(arena_service, accounts)
                 with gr.Tab("Leaderboard", id="leaderboard", elem_id="rat-tab-leaderboard") as board_tab:
                     # annotators' deployments serve nothing that spends the model
-                    board = leaderboard.build(arena_service, None if settings.arena_only else clients)
+                    board = leaderboard.build(arena_service, None if settings.arena_only else clients, accounts)
                 board.load_on(board_tab.select)  # computed when the tab opens, not on every page load
         if warm:
             arena_service.warm_up(leaderboard.BOOTSTRAP)

@@ -7,11 +7,20 @@ from __future__ import annotations
 import gradio as gr
 
 from annotation import judge, plots, ratings
+from annotation.accounts import Accounts
 from annotation.errors import ArenaError
 from annotation.service import Arena
 from common.errors import RatStudioError
 from core.clients import Clients
-from ui.render_arena import HEADERS, agreement_text, flags_text, judge_log, table_rows
+from ui.render_arena import (
+    ANNOTATOR_HEADERS,
+    HEADERS,
+    agreement_text,
+    annotator_rows,
+    flags_text,
+    judge_log,
+    table_rows,
+)
 
 ALL = "__all__"  # the "every task set" choice
 SOURCE_CHOICES = [("People", "people"), ("LLM judge", "judge")]
@@ -33,8 +42,8 @@ class LeaderboardTab:
     """``clients`` None: no LLM judge (an annotators' --arena-only deployment serves nothing that
     spends the model: neither the button nor the event behind it exists)."""
 
-    def __init__(self, service: Arena, clients: Clients | None):
-        self.arena, self.clients = service, clients
+    def __init__(self, service: Arena, clients: Clients | None, accounts: Accounts | None = None):
+        self.arena, self.clients, self.accounts = service, clients, accounts
 
     # -- handlers -------------------------------------------------------------------------------
     def choices(self) -> dict:
@@ -87,6 +96,17 @@ class LeaderboardTab:
             return {self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None}
         return self.figures(board)
 
+    def people(self) -> dict:
+        """The annotators' table (progress against their accounts' quotas, pace, flags), read when
+        its accordion is opened or refreshed."""
+        try:
+            quotas = {a.name: a.quota for a in self.accounts.list()} if self.accounts is not None else {}
+            rows = annotator_rows(self.arena.annotators(quotas))
+        except RatStudioError as exc:
+            return {self.people_note: f"Annotators unavailable: {exc}", self.people_table: []}
+        note = f"**{len(rows)}** annotator(s) with votes." if rows else "No people's votes yet."
+        return {self.people_note: note, self.people_table: rows}
+
     async def run_judge(self, method_a: str | None, method_b: str | None, n: float | None,
                         progress=gr.Progress()) -> str:  # noqa: B008 (Gradio injects it)
         picked = [m for m in (method_a, method_b) if m]
@@ -123,6 +143,10 @@ class LeaderboardTab:
             with gr.Row():
                 self.winrate_plot = gr.Plot(label="Win rate")
                 self.battles_plot = gr.Plot(label="Battles")
+        with gr.Accordion("Annotators: progress, pace and flags", open=False) as self.people_box:
+            self.people_note = gr.Markdown()
+            self.people_table = gr.Dataframe(headers=ANNOTATOR_HEADERS, interactive=False, wrap=True,
+                                             elem_id="rat-annotators")
         if self.clients is None:
             return
         with gr.Accordion("LLM judge", open=False):
@@ -146,6 +170,8 @@ class LeaderboardTab:
             self.draw, inputs=filters, outputs=view[2:], **private)
         self.plots.collapse(lambda: False, outputs=self.plots_open, **private)
         self.refresh.click(self.choices, outputs=choices, **private)
+        people = [self.people_note, self.people_table]
+        gr.on([self.people_box.expand, self.refresh.click], self.people, outputs=people, **private)
         if self.clients is None:
             return
         judged = self.judge_btn.click(self.run_judge, inputs=[self.method_a, self.method_b, self.n],
@@ -164,10 +190,10 @@ class LeaderboardTab:
                     **private)
 
 
-def build(service: Arena, clients: Clients | None) -> LeaderboardTab:
+def build(service: Arena, clients: Clients | None, accounts: Accounts | None = None) -> LeaderboardTab:
     """Create the Leaderboard tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context;
-    with ``clients`` None, without the LLM judge."""
-    tab = LeaderboardTab(service, clients)
+    with ``clients`` None, without the LLM judge; ``accounts``: for the annotators' quotas."""
+    tab = LeaderboardTab(service, clients, accounts)
     tab.layout()
     tab.wire()
     return tab

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from annotation.present import SOURCES, present
 from annotation.ratings import Agreement, Row
-from annotation.service import UNDO_SECONDS, Progress, Reveal, Shown
+from annotation.service import UNDO_SECONDS, Annotator, Progress, Reveal, Shown
 
 CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
 #: The keys that cast each vote (the first is shown on its button), and those of Next and Undo.
@@ -83,6 +83,18 @@ def progress_text(progress: Progress) -> str:
     if progress.quota is not None:
         parts.append(f"quota {progress.quota:,}")
     return " · ".join(parts)
+
+
+ANNOTATOR_HEADERS = ["annotator", "votes", "today", "quota", "done", "last vote", "median s", "flagged"]
+
+
+def annotator_rows(annotators: Sequence[Annotator]) -> list[list]:
+    """The admin's table of annotators (ANNOTATOR_HEADERS): progress against the quota, the
+    newest vote's time (to the minute), the median seconds per vote and why one is flagged."""
+    return [[a.name, a.total, a.today,
+             "" if a.quota is None else a.quota, "" if a.done is None else f"{a.done:.0%}",
+             a.last[:16].replace("T", " "), "" if a.median_seconds is None else round(a.median_seconds, 1), a.flag]
+            for a in annotators]
 
 
 def table_rows(rows: Sequence[Row]) -> list[list]:

@@ -238,3 +238,26 @@ def test_m014_adds_comment_and_flag_to_votes_that_stay_append_only(tmp_path, mon
     for sql in ("update votes set comment = 'later'", "update votes set flag = 'a_empty'", "delete from votes"):
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
             db.execute(sql)
+
+
+# -- the admin's view of the annotators ---------------------------------------------------------
+def test_the_admin_sees_each_annotators_progress_quota_pace_and_flag(service):
+    from ui.render_arena import ANNOTATOR_HEADERS, annotator_rows
+
+    for _ in range(3):
+        vote_on_next(service, "ana", "a")
+    service.undo("ana")  # the undone vote does not count
+    vote_on_next(service, "bob", "b")
+    service._flags = lambda: {"bob": "chose B in 1 of 1 votes"}  # (the flag rules are tested apart)
+    people = {a.name: a for a in service.annotators({"ana": 4})}
+    assert sorted(people) == ["ana", "bob"]
+    ana, bob = people["ana"], people["bob"]
+    assert (ana.total, ana.today, ana.quota, ana.done, ana.flag) == (2, 2, 4, 0.5, "")
+    assert (bob.total, bob.quota, bob.done) == (1, None, None) and "chose B" in bob.flag
+    assert ana.median_seconds is not None and ana.last >= bob.last[:10]
+    tomorrow = service.clock() + 86_400
+    service.clock = lambda: tomorrow
+    assert {a.name: a.today for a in service.annotators()} == {"ana": 0, "bob": 0}
+    rows = annotator_rows(service.annotators({"ana": 4}))
+    assert [len(r) for r in rows] == [len(ANNOTATOR_HEADERS)] * 2
+    assert rows[0][:5] == ["ana", 2, 0, 4, "50%"] and rows[1][3:5] == ["", ""]

@@ -98,11 +98,13 @@ def test_an_invite_link_logs_in_and_shows_the_completion_code_at_the_quota(tmp_p
 
 def test_an_admin_sees_the_leaderboard_and_an_annotator_does_not(tmp_path):
     app, accounts = wired(tmp_path)
-    accounts.add("ana", "correct-horse")
+    accounts.add("ana", "correct-horse", quota=4)
     accounts.add("boss", "correct-horse", role="admin")
     with serve(app, accounts) as url, chromium() as browser:
         ana = log_in(browser, url, "ana", "correct-horse")
         first_pair(ana)
+        ana.get_by_role("button", name=re.compile("^A is better")).click()
+        ana.locator("#rat-reveal").get_by_text("was written by").wait_for(timeout=TIMEOUT)
         ana.goto(url)  # the whole app's address sends an annotator back to the Arena
         ana.wait_for_url(re.compile(r"/arena/$"), timeout=TIMEOUT)
         assert ana.get_by_role("tab", name="Leaderboard").count() == 0
@@ -114,4 +116,9 @@ def test_an_admin_sees_the_leaderboard_and_an_annotator_does_not(tmp_path):
         boss.get_by_role("tab", name="Leaderboard").wait_for(timeout=TIMEOUT)
         boss.locator("#rat-who").get_by_text("boss").wait_for(timeout=TIMEOUT)  # the page's load event fills it
         assert boss.get_by_role("link", name="Log out").is_visible()
+        boss.get_by_role("tab", name="Leaderboard").click()  # the admin follows each annotator's progress
+        boss.get_by_role("button", name=re.compile("Annotators: progress")).click()
+        row = boss.locator("#rat-annotators").get_by_role("row").filter(has_text="ana")
+        row.wait_for(timeout=TIMEOUT)
+        assert re.search(r"ana\s+1\s+1\s+4\s+25%", row.inner_text()), row.inner_text()
     app.store.close()
