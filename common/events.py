@@ -193,6 +193,22 @@ class Final(Event):
 
 
 @dataclass(frozen=True)
+class StepRedone(Event):
+    """The author asked for step i to be done again after the run ended (or stopped): ``action``
+    "regenerate" (the same query and passages, a new revision), "search" (the author's own
+    ``query``, then retrieval and revision) or "exclude" (the step's query again with the pages of
+    ``exclude`` left out, then revision). ``at``: when it was asked (ISO time, set by the runner).
+    Stored before the method runs again; the method reads it from the run's events, so a redo
+    that stops half-way continues as any run does. Earlier revisions of the step stay in the events."""
+
+    i: int
+    action: str
+    query: str = ""
+    exclude: tuple[str, ...] = ()
+    at: str = ""
+
+
+@dataclass(frozen=True)
 class Failed(Event):
     error: str
     resumable: bool = False
@@ -203,7 +219,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
     cls.__name__: cls
     for cls in (
         RunStarted, DraftReady, StepStarted, QueryMade, SearchDone, PageRead, PassagesChosen,
-        StepRevised, SourcesUsed, LLMCalled, TokenDelta, ThinkingDelta, Note, Final, Failed,
+        StepRevised, SourcesUsed, LLMCalled, TokenDelta, ThinkingDelta, Note, Final, Failed, StepRedone,
     )
 }
 

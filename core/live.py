@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from common.errors import RatStudioError
 from common.events import Event, Failed, RunStarted
+from common.settings import Settings
 from common.types import RunStatus, Task
 
 _END = object()  # put in a follower's queue when the run's task has ended
@@ -68,11 +69,13 @@ class LiveRuns:
         self._places: asyncio.Semaphore | None = None  # made on the loop that first needs it
 
     # -- launching ----------------------------------------------------------------------------
-    def start(self, method: str, task: Task, *, draft_only: bool = False,
-              providers: Sequence[str] | None = None) -> AsyncIterator[Event | Queued]:
-        """Launch a run (``Runner.start``) and follow it. Following raises what the runner
-        raises before the run exists (TaskError, ConfigError); closing it leaves the run going."""
-        live = self._launch(lambda: self.runner.start(method, task, draft_only=draft_only, providers=providers))
+    def start(self, method: str, task: Task, *, draft_only: bool = False, providers: Sequence[str] | None = None,
+              settings: Settings | None = None) -> AsyncIterator[Event | Queued]:
+        """Launch a run (``Runner.start``, with the run's own ``settings`` when given) and follow
+        it. Following raises what the runner raises before the run exists (TaskError,
+        ConfigError); closing it leaves the run going."""
+        live = self._launch(lambda: self.runner.start(method, task, draft_only=draft_only, providers=providers,
+                                                      settings=settings))
         return self._follow(live)
 
     def resume(self, run_id: str, *, draft: list[str] | None = None,
@@ -80,6 +83,14 @@ class LiveRuns:
         """Launch the continuation of a stored run (``Runner.resume``) and follow it, from the
         run's stored events on. Raises (when followed) what ``Runner.resume`` raises."""
         live = self._launch(lambda: self.runner.resume(run_id, draft=draft, providers=providers),
+                            prior=self.runner.store.events(run_id))
+        return self._follow(live)
+
+    def redo(self, run_id: str, i: int, *, action: str, query: str = "",
+             exclude: Sequence[str] = ()) -> AsyncIterator[Event | Queued]:
+        """Launch the redo of step ``i`` of a stored run (``Runner.redo``) and follow it, from the
+        run's stored events on. Raises (when followed) what ``Runner.redo`` raises."""
+        live = self._launch(lambda: self.runner.redo(run_id, i, action=action, query=query, exclude=exclude),
                             prior=self.runner.store.events(run_id))
         return self._follow(live)
 

@@ -31,13 +31,17 @@ from common.events import (
     PassagesChosen,
     RunStarted,
     SearchDone,
+    StepRedone,
     StepRevised,
+    ThinkingDelta,
+    TokenDelta,
 )
 from common.settings import DEFAULT_CONTEXT_TOKENS, Settings
 from common.types import RunStatus, Task
+from core.article.edits import latest_revisions
 from core.article.sources import SourceBook
 from core.clients import Clients
-from core.methods import MethodContext, get_method
+from core.methods import METHODS, MethodContext, get_method
 from core.methods.base import check_params
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,21 +71,24 @@ class Runner:
 
     # -- public ----------------------------------------------------------------------------
     async def start(self, method: str, task: Task, *, draft_only: bool = False,
-                    providers: Sequence[str] | None = None) -> AsyncIterator[Event]:
+                    providers: Sequence[str] | None = None, settings: Settings | None = None) -> AsyncIterator[Event]:
         """Run ``method`` on ``task``; ``providers`` overrides the settings' search providers
-        for this run, ``draft_only`` stops after the draft. Raises TaskError (before anything is
+        for this run, ``draft_only`` stops after the draft; ``settings`` (None: the runner's) are
+        this run's own (the Writer's Run settings: its model, k, token limits, method parameters),
+        stored with the run and used again when it resumes. Raises TaskError (before anything is
         stored) for an empty or oversized task or an unknown method, and ConfigError for a
         ``--param`` that no method declares or whose value is out of range; every later failure
         is a Failed event."""
         info = get_method(method)
-        check_params([info.name], self.settings.method.params, strict=False)  # shared by the UI's methods
-        task = task.validated(self.settings.method.max_task_chars)
-        providers = tuple(providers or self.settings.search.providers)
+        settings = settings or self.settings
+        check_params([info.name], settings.method.params, strict=False)  # shared by the UI's methods
+        task = task.validated(settings.method.max_task_chars)
+        providers = tuple(providers or settings.search.providers)
         task_id = self.store.add_task(task.prompt, task.kind, task.task_set)
         owner = _new_owner()
-        run_id = self.store.create_run(info.name, task_id, self._run_settings(providers), owner=owner)
+        run_id = self.store.create_run(info.name, task_id, self._run_settings(providers, settings), owner=owner)
         async with aclosing(self._drive(run_id, info.name, task, prior=[], seq=0, draft_only=draft_only,
-                                        providers=providers, owner=owner)) as events:
+                                        providers=providers, owner=owner, settings=settings)) as events:
             async for event in events:
                 yield event
 
@@ -89,7 +96,8 @@ class Runner:
                      providers: Sequence[str] | None = None) -> AsyncIterator[Event]:
         """Continue a run from its stored events: after its last revised step, or with an
         edited ``draft`` (stored as a new DraftReady; revision starts over from step 1). The
-        run's own search providers are used unless ``providers`` is given.
+        run's own search providers are used unless ``providers`` is given, and the settings it
+        was started with chose for itself (``start``'s ``settings``) over the runner's.
         Raises RunNotFound, TaskError when the run is finished or its method cannot resume, or
         ConfigError for a bad ``--param`` (as ``start``)."""
         run = self.store.get_run(run_id)
@@ -113,7 +121,38 @@ class Runner:
         self.store.claim_run(run_id, owner)  # RunLive when another runner still drives it
         drive = self._drive(run_id, info.name, task, prior=prior, seq=self.store.last_seq(run_id),
                             draft_only=draft_only, resumed=True, counts=run, edited=edited, providers=providers,
-                            owner=owner)
+                            owner=owner, settings=self._stored_settings(run.settings))
+        async with aclosing(drive) as events:
+            async for event in events:
+                yield event
+
+    async def redo(self, run_id: str, i: int, *, action: str, query: str = "",
+                   exclude: Sequence[str] = ()) -> AsyncIterator[Event]:
+        """Do step ``i`` of a finished (or stopped) rat or rat-step run again, as its author asks
+        (``action``: "regenerate", "search" with the author's ``query``, or "exclude" the pages of
+        ``exclude``; see ``common.events.StepRedone``): the request is stored as a StepRedone, then
+        the method redoes the step (rat: and revises the later steps again) and ends with a new
+        Final; the run is running meanwhile, then finished again. Its earlier events stay.
+        Raises RunNotFound, RunLive when it is going on, TaskError for a method that cannot redo
+        a step or a request that does not fit the run (the message names the fix), ConfigError
+        for a bad ``--param`` (as ``start``)."""
+        run = self.store.get_run(run_id)
+        info = get_method(run.method)
+        if info.redo is None:
+            able = " and ".join(m.name for m in METHODS.values() if m.redo is not None)
+            raise TaskError(f"The method {info.name!r} cannot redo a step (only {able} can): start a new run instead.")
+        check_params([info.name], self.settings.method.params, strict=False)
+        prior = self.store.events(run_id)
+        asked = info.redo(prior, i, action=action, query=query, exclude=exclude)
+        asked = replace(asked, at=_now())
+        prior.append(asked)
+        task = Task(run.task, run.kind, run.task_set)
+        providers = tuple(run.settings.get("search") or self.settings.search.providers)
+        owner = _new_owner()
+        self.store.claim_run(run_id, owner)  # RunLive when another runner still drives it
+        drive = self._drive(run_id, info.name, task, prior=prior, seq=self.store.last_seq(run_id),
+                            draft_only=False, resumed=True, counts=run, edited=asked, providers=providers,
+                            owner=owner, settings=self._stored_settings(run.settings))
         async with aclosing(drive) as events:
             async for event in events:
                 yield event
@@ -149,13 +188,16 @@ class Runner:
     # -- the loop --------------------------------------------------------------------------
     async def _drive(self, run_id: str, method: str, task: Task, *, prior: list[Event], seq: int,
                      draft_only: bool, providers: tuple[str, ...], owner: str, resumed: bool = False,
-                     counts: RunRow | None = None, edited: DraftReady | None = None) -> AsyncIterator[Event]:
+                     counts: RunRow | None = None, edited: Event | None = None,
+                     settings: Settings | None = None) -> AsyncIterator[Event]:
         """Run the method, storing and passing on each event; the method's Final gets its
         sources here, from the events of the run (``prior`` and the new ones). Each event is
         stored with the run's counters (and, at the end, its status) in one transaction, so the
         row never disagrees with the events. ``owner`` (this runner) beats every few seconds
-        while the run goes on. ``edited``: an author's edited draft, stored and passed on right
-        after RunStarted (the method finds it in ``prior``)."""
+        while the run goes on. ``edited``: an author's edited draft (or request to redo a step),
+        stored and passed on right after RunStarted (the method finds it in ``prior``).
+        ``settings``: the run's own (None: the runner's)."""
+        settings = settings or self.settings
         tally = _Tally(counts, prior)
         started = time.perf_counter()
         status = RunStatus.INTERRUPTED
@@ -179,12 +221,12 @@ class Runner:
             store(edited)
             yield edited
         ctx = None
-        book = SourceBook.from_events(prior, self.settings.method.cite_threshold)  # Final's sources and marks
+        book = SourceBook.from_events(prior, settings.method.cite_threshold)  # Final's sources and marks
         beating = asyncio.get_running_loop().create_task(self._beat(run_id, owner))
         with self._driving_lock:
             self._driving.add(run_id)
         try:
-            ctx = self._context(prior, providers, book)
+            ctx = self._context(prior, providers, book, settings)
             if ctx.settings.context_tokens is None:  # what the server reports, else the default
                 window = await ctx.llm.context_window() if hasattr(ctx.llm, "context_window") else None
                 ctx.settings = replace(ctx.settings, context_tokens=window or DEFAULT_CONTEXT_TOKENS)
@@ -193,6 +235,9 @@ class Runner:
                     raise LLMError(f"The method {method!r} ended with no text: the model's answers held nothing "
                                    "it could use (the run's notes say why). Try again, or pick a stronger model "
                                    "with --model.")
+                if isinstance(event, Final) and any(isinstance(e, StepRedone) for e in prior):
+                    # a redone step's earlier revision no longer counts: the sources of the latest ones
+                    book = SourceBook.from_events(latest_revisions([*prior, *tally.seen]), book.threshold)
                 event = book.sourced(event)
                 if isinstance(event, Final):
                     status = RunStatus.UNSOURCED if _unsourced(method, event) else RunStatus.DONE
@@ -246,17 +291,56 @@ class Runner:
             except RatStudioError as exc:  # a busy or broken file: the run itself will say so
                 log.debug("heartbeat of run %s failed: %s", run_id, exc)
 
-    def _context(self, prior: list[Event], providers: tuple[str, ...], book: SourceBook) -> MethodContext:
+    def _context(self, prior: list[Event], providers: tuple[str, ...], book: SourceBook,
+                 settings: Settings | None = None) -> MethodContext:
+        """The method's context for a run with ``settings`` (None: the runner's): its method
+        settings, and an LLM client made from its model settings (its model per role, its
+        --max-tokens); the runner's clients and settings are left as they are."""
+        settings = settings or self.settings
         search = self.clients.search(providers)
-        return MethodContext(llm=self.clients.llm(), search=search, fetch=self.clients.fetcher(),
-                             settings=self.settings.method, prior=prior,
+        clients = self.clients if settings.llm == self.settings.llm else replace(self.clients, settings=settings)
+        return MethodContext(llm=clients.llm(), search=search, fetch=self.clients.fetcher(),
+                             settings=settings.method, prior=prior,
                              read_local=getattr(search, "read_local", None), memory=self.memory,
                              numbers=book.numbers)
 
-    def _run_settings(self, providers: tuple[str, ...]) -> dict:
-        s = self.settings
-        return {"model": s.llm.model, "role_models": dict(s.llm.role_models), "search": list(providers),
-                "k": s.method.k, "passage_tokens": s.method.passage_tokens, "params": dict(s.method.params)}
+    def _run_settings(self, providers: tuple[str, ...], settings: Settings | None = None) -> dict:
+        """What a run stores of its settings: each of ``RUN_SETTINGS`` (and its search
+        providers), and under "chosen" the ones it set for itself, unlike the runner's."""
+        settings = settings or self.settings
+        stored = {key: _setting(settings, key) for key in RUN_SETTINGS}
+        chosen = [key for key, value in stored.items() if value != _setting(self.settings, key)]
+        return {**stored, "search": list(providers), "chosen": chosen}
+
+    def _stored_settings(self, stored: dict) -> Settings:
+        """The runner's settings with those a run chose for itself (``_run_settings``'s
+        "chosen") put back from what it stored."""
+        settings = self.settings
+        for key in stored.get("chosen") or ():
+            if key in RUN_SETTINGS and key in stored:
+                section, attr = RUN_SETTINGS[key]
+                part = getattr(settings, section)
+                settings = replace(settings, **{section: replace(part, **{attr: _copy(stored[key])})})
+        return settings
+
+
+#: The settings a run may choose for itself (the Writer's Run settings), as stored with it: key ->
+#: (section of Settings, attribute).
+RUN_SETTINGS = {
+    "model": ("llm", "model"), "role_models": ("llm", "role_models"), "max_tokens": ("llm", "max_tokens"),
+    "k": ("method", "k"), "passage_tokens": ("method", "passage_tokens"), "max_steps": ("method", "max_steps"),
+    "context_tokens": ("method", "context_tokens"), "min_keep": ("method", "min_keep"),
+    "cite_threshold": ("method", "cite_threshold"), "params": ("method", "params"),
+}
+
+
+def _setting(settings: Settings, key: str) -> Any:
+    section, attr = RUN_SETTINGS[key]
+    return _copy(getattr(getattr(settings, section), attr))
+
+
+def _copy(value: Any) -> Any:
+    return dict(value) if isinstance(value, dict) else value
 
 
 class _Tally:
@@ -280,15 +364,24 @@ class _Tally:
         self.guarded = run.steps_guarded if run else 0
         self.wall_before = run.wall_seconds if run else 0.0
         self.read: set[str] = set()  # URLs of which a passage of the page itself was chosen
+        self.seen: list[Event] = []  # the events counted (this stretch), but streamed tokens
         for e in prior:
             if isinstance(e, PassagesChosen):
                 self._chosen(e)
+            elif isinstance(e, DraftReady):
+                self.checked = {}
+            elif isinstance(e, StepRevised):  # a step redone later replaces its count (Runner.redo)
+                self.checked[e.i] = e.checked and any(url in self.read for url in e.sources)
+        if self.checked:  # counted from the events themselves, not added to the row's
+            self.sourced_before = 0
 
     def _chosen(self, e: PassagesChosen) -> None:
         self.read.update(p.url for p in e.passages if not p.snippet)
 
     def see(self, e: Event) -> bool:
         """Count the event; True when it changed a step count."""
+        if not isinstance(e, TokenDelta | ThinkingDelta):
+            self.seen.append(e)
         if isinstance(e, LLMCalled):
             self.prompt_tokens += e.prompt_tokens
             self.completion_tokens += e.completion_tokens
@@ -313,7 +406,7 @@ class _Tally:
             self.checked, self.sourced_before = {}, 0
             return True
         if isinstance(e, StepRevised):
-            self.steps_done = e.i
+            self.steps_done = max(self.steps_done, e.i)  # a redone step leaves the later ones done
             self.checked[e.i] = e.checked and any(url in self.read for url in e.sources)
             self.guarded += bool(e.guarded)
             return True

@@ -338,8 +338,10 @@ def m010_votes_annotator(db: sqlite_utils.Database) -> None:
     db.execute("create index votes_annotator on votes(annotator, id)")
 
 
-#: What an author did to make a version of a run's article (``data.versions``).
-VERSION_ACTIONS = ("edit", "undo", "take", "draft", "restore")
+#: What an author did to make a version of a run's article (``data.versions``): m011's five, and
+#: (m015) a step's revision regenerated, a step searched again, a source excluded from a step.
+_M011_ACTIONS = ("edit", "undo", "take", "draft", "restore")
+VERSION_ACTIONS = (*_M011_ACTIONS, "regenerate", "search", "exclude")
 
 
 @migration
@@ -351,7 +353,15 @@ def m011_versions(db: sqlite_utils.Database) -> None:
     schema itself, as votes are: update, delete and an insert that reuses a stored row's id or
     number (``insert or replace`` would delete that row) are refused, and a new version must be
     the run's next number."""
-    actions = ", ".join(f"'{a}'" for a in VERSION_ACTIONS)
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for sql in _versions_schema(_M011_ACTIONS):
+        db.execute(sql)
+
+
+def _versions_schema(actions: tuple[str, ...]) -> list[str]:
+    """The ``versions`` table, its index and its triggers, with ``actions`` allowed."""
+    actions = ", ".join(f"'{a}'" for a in actions)
     steps = "check (json_valid({c}) and json_type({c}) = 'array')"
     refuse = "select raise(abort, 'versions are append-only: add a new version instead')"
     statements = [
@@ -376,10 +386,7 @@ def m011_versions(db: sqlite_utils.Database) -> None:
             when new.n != coalesce((select max(n) from versions where run_id = new.run_id), 0) + 1
             begin select raise(abort, 'versions are numbered 1, 2, 3... per run: add the run''s next number'); end""",
     ]
-    if not db.conn.in_transaction:
-        db.execute("begin")
-    for sql in statements:
-        db.execute(sql)
+    return statements
 
 
 @migration
@@ -508,3 +515,23 @@ def m014_vote_notes(db: sqlite_utils.Database) -> None:
         db.execute("begin")
     for column in ("comment", "flag"):
         db.execute(f"alter table votes add column {column} text")
+
+
+@migration
+def m015_version_step_actions(db: sqlite_utils.Database) -> None:
+    """Three more actions make a version (``VERSION_ACTIONS``, issue 23): a step's revision
+    regenerated, a step searched again with the author's own query, a source excluded from a
+    step. SQLite cannot change a check, so ``versions`` is built again as m011 built it, with the
+    same rows (in order, as its numbering trigger wants them), index and triggers."""
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for trigger in ("update", "delete", "reuse"):
+        db.execute(f"drop trigger versions_append_only_{trigger}")
+    db.execute("drop trigger versions_numbered")
+    db.execute("drop index versions_run_n")
+    db.execute("alter table versions rename to versions_m011")
+    for sql in _versions_schema(VERSION_ACTIONS):
+        db.execute(sql)
+    columns = "id, run_id, n, text, undone, taken, action, restored_from, created"
+    db.execute(f"insert into versions ({columns}) select {columns} from versions_m011 order by run_id, n")
+    db.execute("drop table versions_m011")

@@ -33,7 +33,7 @@ from common.errors import RunNotFound, StoreError, VersionNotFound
 from data.migrations import VERSION_ACTIONS
 from data.store import Store, now, write_transaction
 
-ACTIONS = VERSION_ACTIONS  # edit, undo, take, draft, restore
+ACTIONS = VERSION_ACTIONS  # edit, undo, take, draft, restore; regenerate, search, exclude (a step done again)
 MODEL, LATEST = "model", "latest"  # the two versions named by a word (see Versions.find)
 
 

@@ -257,3 +257,22 @@ def test_a_closed_pipe_ends_any_command_quietly(db):
         assert code == app_module.EXIT_CLOSED_PIPE, (argv, code, err)
         if argv[0] == "votes":
             assert json.loads(line)["annotator"] == "ann0"
+
+
+def test_run_notes_are_an_appendix_only_with_notes(cli, store):
+    """A reader's document leaves out the run notes (steps never checked against a source); --notes
+    adds them, in Markdown and in Word."""
+    import docx
+
+    run_id = stored_run(store, text="Python 3 came out in 2008.")
+    store.append_event(run_id, 2, Final(text="Python 3 came out in 2008.",
+                                        unchecked=("step 1: no retrieved text for this step; kept as drafted",)))
+    code, out, _ = cli("show", run_id)
+    assert code == 0 and "2008" in out and "Not checked" not in out and "kept as drafted" not in out
+    code, out, _ = cli("show", run_id, "--notes")
+    assert code == 0 and "## Not checked against a source" in out and "kept as drafted" in out
+    for flags, shown in (((), False), (("--notes",), True)):
+        path = Path(store.path).with_name(f"notes-{shown}.docx")
+        assert cli("show", run_id, "--out", str(path), *flags)[0] == 0
+        text = "\n".join(p.text for p in docx.Document(str(path)).paragraphs)
+        assert ("kept as drafted" in text) is shown, text

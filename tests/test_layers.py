@@ -297,6 +297,21 @@ def room_problems(modules: dict[str, Path], imports: list[Import]) -> list[str]:
     return problems
 
 
+#: core.methods' shared modules: the registry (``core.methods``), ``base`` and ``helpers``; the others
+#: are one method (or family) each, reached by the rest of the project through the registry only.
+METHOD_SHARED = ("core.methods", "core.methods.base", "core.methods.helpers")
+
+
+def registry_problems(modules: dict[str, Path], imports: list[Import]) -> list[str]:
+    problems = []
+    for (a, b), imp in sorted(module_edges(modules, imports).items()):
+        if _inside(b, "core.methods") and b not in METHOD_SHARED and not _inside(a, "core.methods"):
+            problems.append(f"{imp.where()} imports {b}, one method's own module: the rest of the project "
+                            "reaches methods through the registry (core.methods.METHODS and what a method "
+                            "declares when it registers, e.g. MethodInfo.redo). Declare it there instead.")
+    return problems
+
+
 def report(problems: list[str]) -> str:
     return f"{len(problems)} problem(s):\n  " + "\n  ".join(problems)
 
@@ -336,6 +351,20 @@ def test_only_ui_imports_gradio(project):
 def test_the_server_and_password_hashing_each_have_one_owner(project):
     problems = owned_problems(*project)
     assert not problems, report(problems)
+
+
+def test_methods_are_reached_through_the_registry(project):
+    problems = registry_problems(*project)
+    assert not problems, report(problems)
+
+
+def test_the_registry_rule_catches_its_break(tmp_path):
+    tree = CLEAN | {"core/methods/__init__.py": "from core.methods import rat\n", "core/methods/rat.py": "",
+                    "core/methods/base.py": "", "core/runner.py": "from core.methods.rat import redo\n",
+                    "core/live.py": "from core.methods.base import METHODS\n"}
+    problems = registry_problems(*all_imports(write_tree(tmp_path, tree)))
+    assert [p.split(" (")[0] for p in problems] == ["core.runner"], problems
+    assert "one method's own module" in problems[0]
 
 
 def test_the_owner_rule_catches_its_break(tmp_path):

@@ -47,7 +47,8 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, arena
     an account's quota and completion code in the Arena. ``warm``: bring the leaderboard up to
     date in the background now (``Arena.warm_up``), as ``serve`` does, so that neither the first
     pair nor the first opening of its tab reads every vote."""
-    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+    # each export hands Gradio files, which it copies into its cache: files older than a day go, hourly
+    with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=CACHE_KEPT) as demo:
         with gr.Row(elem_id="rat-header"):
             gr.Markdown(f"# {TITLE}\nWrite long, sourced texts with a language model, step by step."
                         if role == ADMIN else f"# {TITLE} · Arena")
@@ -76,6 +77,8 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, arena
     return demo
 
 
+#: Gradio's file cache (the Writer's downloads): (every N seconds, delete files older than M seconds)
+CACHE_KEPT = (3600, 86400)
 #: Gradio's monitoring summary: recent events kept, and events between two summaries (nothing of
 #: ours reads it; see ``queue``).
 ANALYTICS_EVENTS, ANALYTICS_EVERY = 1_000, 100

@@ -123,17 +123,24 @@ def _source_html(article: Article, s: Source) -> str:
     return f"<div class='rat-source rat-source-apart'>{link(s.url, title)}{meta}</div>"
 
 
+def export_article(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+                   threshold: float = CITE_THRESHOLD) -> Article:
+    """The article as edited (``text``, with the ``undone`` and ``taken`` steps), as it leaves the
+    house: what every export of it writes."""
+    return view.edits.article(view.task, text, undone, taken, threshold=threshold)
+
+
 def export_markdown(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-                    threshold: float = CITE_THRESHOLD) -> str:
-    """The article (as edited) as Markdown with its [n] marks, its numbered sources and the
-    steps that were never checked against one."""
-    return to_markdown(view.edits.article(view.task, text, undone, taken, threshold=threshold))
+                    threshold: float = CITE_THRESHOLD, notes: bool = False) -> str:
+    """The article (as edited) as Markdown with its [n] marks, its numbered sources and, with
+    ``notes``, the steps that were never checked against one (run notes)."""
+    return to_markdown(export_article(view, text, undone, taken, threshold=threshold), notes=notes)
 
 
 def export_docx(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-                threshold: float = CITE_THRESHOLD) -> bytes:
+                threshold: float = CITE_THRESHOLD, notes: bool = False) -> bytes:
     """The same article as ``export_markdown``, as the bytes of a Word document."""
-    return to_docx(view.edits.article(view.task, text, undone, taken, threshold=threshold))
+    return to_docx(export_article(view, text, undone, taken, threshold=threshold), notes=notes)
 
 
 def export_name(view: RunView, suffix: str = "md") -> str:

@@ -3,13 +3,16 @@ with the Writer's own panel, from its stored events: its article with its [n] ma
 the passage that supports its sentence) and sentences no source supports underlined, the counts
 ("7 of 9 sentences cited", from the stored ``Final``; nothing for runs stored before citations)
 in its status line, and Markdown and .docx exports. Replay plays those events again at a chosen
-speed, for a live demo; a run that stopped (draft only, interrupted, failed) continues from here.
+speed, for a live demo, with pause, step back and forward (between the draft and each step's
+revision) and a position to seek (``ui.presenting``; in presentation mode Space, ← and → press
+them); a run that stopped (draft only, interrupted, failed) continues from here.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from functools import partial
 
 import gradio as gr
 
@@ -18,13 +21,14 @@ from common.events import Event
 from core.clients import Clients
 from core.live import LiveRuns
 from core.runner import Runner
-from ui import runs_table, runview
+from ui import presenting, runs_table, runview
 from ui.runview import RunView
 from ui.writer import PRIVATE, STREAM, RunPanel, stop_running
 
 LIMIT = 300  # runs listed
 MAX_GAP = 2.0  # longest pause of a replay at 1x, in seconds
 REPLAY = {**PRIVATE, "show_progress": "hidden"}
+NO_REPLAY = "Press Replay first: Step back, Step forward and the Replay position move through the run replayed."
 
 
 async def timed(schedule: Sequence[tuple[float, Event]]) -> AsyncIterator[Event]:
@@ -54,6 +58,14 @@ class HistoryTab:
                                    info=f"Pauses longer than {MAX_GAP:g} s are shortened to {MAX_GAP:g} s.")
             self.replay_btn = gr.Button("Replay", variant="primary", scale=1)
             self.stop_btn = gr.Button("Stop", variant="stop", scale=1)
+        self.replaying = gr.State("")  # the run whose replay the controls move through
+        with gr.Row(equal_height=True, elem_classes=presenting.CONTROLS_CLASS):
+            self.back_btn = gr.Button("◀ Step back", scale=0, min_width=150, elem_id=presenting.BACK_ID)
+            self.play_btn = gr.Button("▶ Play", scale=0, min_width=110, elem_id=presenting.PLAY_ID)
+            self.pause_btn = gr.Button("⏸ Pause", scale=0, min_width=110, visible=False, elem_id=presenting.PAUSE_ID)
+            self.forward_btn = gr.Button("Step forward ▶", scale=0, min_width=180, elem_id=presenting.FORWARD_ID)
+            self.position = gr.Slider(0, 1, value=0, step=1, label="Replay position (events shown)", scale=4,
+                                      elem_classes="rat-replay-position")
         self.panel.layout()
 
     def wire(self) -> None:
@@ -62,9 +74,20 @@ class HistoryTab:
         self.refresh_btn.click(self.rows, None, self.table, **PRIVATE)
         self.table.select(self.on_select, None, [self.run_id, *panel.outputs()], **STREAM)
         gr.on([self.open_btn.click, self.run_id.submit], self.on_open, self.run_id, panel.outputs(), **STREAM)
-        replay = self.replay_btn.click(self.on_replay, [self.run_id, self.speed], panel.outputs(), **REPLAY)
+        shown = [*panel.outputs(), *self.controls()]
+        replay = self.replay_btn.click(self.on_replay, [self.run_id, self.speed], shown, **REPLAY)
+        play = self.play_btn.click(self.on_play, [self.run_id, self.replaying, self.position, self.speed], shown,
+                                   **REPLAY)
+        playing = [replay, play]
+        at = [self.replaying, self.position]
+        # each cancels the replay playing now (its own listener, bound first: see stop_running)
+        moves = ((self.pause_btn.click, self.frame_at), (self.position.release, self.frame_at),
+                 (self.back_btn.click, partial(self.on_step, -1)), (self.forward_btn.click, partial(self.on_step, 1)))
+        for trigger, handler in moves:
+            trigger(None, None, None, cancels=playing, **PRIVATE)
+            trigger(handler, at, shown, **REPLAY)
         cont = panel.wire()
-        stop_running(self.stop_btn, panel, [replay, cont])
+        stop_running(self.stop_btn, panel, [*playing, cont])
 
     def refresh_on(self, trigger) -> None:
         """Also refresh the list on ``trigger`` (e.g. the tab's select event)."""
@@ -105,14 +128,60 @@ class HistoryTab:
         async for update in self.on_open(run_id):
             yield {self.run_id: run_id, **update}
 
+    # -- replay -----------------------------------------------------------------------------------
+    def controls(self) -> list:
+        return [self.replaying, self.position, self.play_btn, self.pause_btn]
+
+    def control_values(self, run_id: str, position: int, total: int, *, playing: bool) -> dict:
+        return {self.replaying: run_id, self.position: gr.Slider(maximum=max(total, 1), value=position),
+                self.play_btn: gr.Button(visible=not playing), self.pause_btn: gr.Button(visible=playing)}
+
     async def on_replay(self, run_id: str, speed: float):
+        """Replay the run from its start."""
         view = self.view_of(run_id)  # checks the id
-        store = self.store
-        events = store.events(view.run_id)
-        stamps = [row.ts for row in store.event_rows(view.run_id)]
-        schedule = runview.replay_schedule(events, stamps, speed=float(speed or 1), max_gap=MAX_GAP)
-        async for update in self.panel.follow(timed(schedule), RunView(), live=False):
+        async for update in self.play(view.run_id, 0, speed):
             yield update
+
+    async def on_play(self, run_id: str, replaying: str, position: float, speed: float):
+        """Play on from where the replay stands (from the start for another run, or at its end)."""
+        view = self.view_of(run_id or replaying)  # checks the id
+        start = int(position or 0) if view.run_id == replaying else 0
+        async for update in self.play(view.run_id, start, speed):
+            yield update
+
+    async def play(self, run_id: str, start: int, speed: float):
+        """The run's events from ``start`` on, paced as they happened (``runview.replay_schedule``),
+        after the run as it stood at ``start``; the position moves with them."""
+        store = self.store
+        events = store.events(run_id)
+        start = 0 if start >= len(events) else max(start, 0)
+        stamps = [row.ts for row in store.event_rows(run_id)]
+        schedule = runview.replay_schedule(events[start:], stamps[start:], speed=float(speed or 1), max_gap=MAX_GAP)
+        view = runview.fold(events[:start])
+        view.replayed = True
+        async for update in self.panel.follow(timed(schedule), view, live=False):
+            yield {**update, **self.control_values(run_id, len(view.events), len(events), playing=True)}
+        yield self.control_values(run_id, len(view.events), len(events), playing=False)
+
+    def frame_at(self, run_id: str, position: float) -> dict:
+        """The replayed run as it stood after its first ``position`` events, shown at once
+        (the whole run, with its article, at the end): pause and seek. Raises gr.Error when
+        there is no replay."""
+        if not run_id:
+            raise gr.Error(NO_REPLAY)
+        events = self.store.events(run_id)
+        position = min(max(int(position or 0), 0), len(events))
+        view = runview.fold(events[:position])
+        view.replayed = True
+        shown = self.panel.settle(self.view_of(run_id)) if position == len(events) else self.panel.frame(view)
+        return {**shown, **self.control_values(run_id, position, len(events), playing=False)}
+
+    def on_step(self, direction: int, run_id: str, position: float) -> dict:
+        """To the previous (``direction`` -1) or next (+1) stop: the draft, each step's revision."""
+        if not run_id:
+            raise gr.Error(NO_REPLAY)
+        stops = presenting.marks(self.store.events(run_id))
+        return self.frame_at(run_id, presenting.step(stops, int(position or 0), direction))
 
 
 def build(runner: Runner, live: LiveRuns, store, clients: Clients) -> HistoryTab:

@@ -5,13 +5,15 @@ revision's diff. Everything that came from the web or from a model is escaped (`
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 
 from common.events import PageRead, SearchDone, StepRevised
 from common.types import Passage
 from core.article.article import CUT, unsourced_cause
 from core.article.citations import citation_line
 from core.text.oneline import short
+from ui.controls import for_browser
 from ui.diff import changed, diff_html
 from ui.escape import esc, link
 from ui.runview import RunView, StepCard, Thought
@@ -44,7 +46,7 @@ def progress_text(view: RunView, status: str = "") -> str:
         if view.final.unchecked:
             done += f" Not checked against a source: {'; '.join(view.final.unchecked)}."
         if view.final.cut:
-            done += f" {CUT[0].upper()}{CUT[1:]} (start the app with a higher --max-tokens)."
+            done += f" {CUT[0].upper()}{CUT[1:]} (raise --max-tokens and run it again)."
         return done
     if status == "draft":
         return f"Draft ready: {n} steps. Edit them below if you like, then press Continue."
@@ -68,7 +70,38 @@ def progress_text(view: RunView, status: str = "") -> str:
     return "No run yet: type a task and press Run."
 
 
-def progress_html(view: RunView, status: str = "") -> str:
+STOPPED = ("draft", "interrupted", "failed", "done", "unsourced")  # stored statuses of a run not going on
+
+
+def timing(view: RunView, status: str = "", now: float | None = None) -> str:
+    """"1:05 elapsed · about 2:10 left" for a run going on: the time since it started (its
+    last ``RunStarted``: a resumed run counts from where it went on) until ``now`` (``time.time()``
+    by default) and, once a step is done since then, the mean time of those steps times the steps
+    left. "" for a run not going on (done, failed, stopped, a draft waiting for Continue:
+    ``status``), replayed, or whose start is not known."""
+    if not view.started or view.replayed or view.final is not None or view.failed is not None or status in STOPPED:
+        return ""
+    now = time.time() if now is None else now
+    line = f"{clock(now - view.started)} elapsed"
+    done = [end - start for i, (start, end) in view.step_times.items()
+            if end and i in view.revisions and start >= view.started]
+    left = (view.n or len(view.steps)) - len(view.revisions)
+    eta = sum(done) / len(done) * left if done and left > 0 else 0.0
+    if eta >= 1:  # (under a second: nothing worth saying)
+        line += f" · about {clock(eta)} left"
+    return line
+
+
+def clock(seconds: float) -> str:
+    """``seconds`` as "m:ss" (or "h:mm:ss" from an hour on)."""
+    minutes, secs = divmod(max(0, round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def progress_html(view: RunView, status: str = "", now: float | None = None) -> str:
+    """The progress line (``progress_text``) with the run's time (``timing``; ``now``: as there)
+    and its counts of calls, tokens and pages."""
     kind = ("rat-failed" if view.failed else "rat-unsourced" if view.final and status == "unsourced"
             else "rat-done" if view.final else "")
     stats = ""
@@ -77,7 +110,10 @@ def progress_html(view: RunView, status: str = "") -> str:
         pages = sum(1 for c in view.cards.values() for p in c.pages if p.status == "ok")
         stats = (f"<span class='rat-stats'>{view.llm_calls} LLM calls · {tokens:,} tokens · "
                  f"{pages} pages read</span>")
-    return f"<div class='rat-progress {kind}'>{esc(progress_text(view, status))}{stats}</div>"
+    times = timing(view, status, now)
+    times = f"<span class='rat-timing'>{times}</span>" if times else ""
+    line = for_browser(progress_text(view, status))  # flags named as the Writer's controls
+    return f"<div class='rat-progress {kind}'>{esc(line)}{times}{stats}</div>"
 
 
 # -- the draft (left) -----------------------------------------------------------------------------
@@ -97,9 +133,17 @@ def thinking_html(thoughts: Sequence[Thought], live: dict[str, str]) -> str:
 
 def draft_html(view: RunView) -> str:
     """The step-by-step draft, numbered; while it streams, the text so far with a caret; above
-    it, the thinking of a reasoning model's draft call, folded."""
+    it, the thinking of a reasoning model's draft call, folded. The run's task rides along in an
+    attribute (``task_data``), for presentation mode to show."""
     drafted = [t for t in view.thinking if t.role == "draft"]
-    return thinking_html(drafted, {r: t for r, t in view.thinking_live.items() if r == "draft"}) + _draft_list(view)
+    return (task_data(view.task) + thinking_html(drafted, {r: t for r, t in view.thinking_live.items() if r == "draft"})
+            + _draft_list(view))
+
+
+def task_data(task: str) -> str:
+    """An empty element holding the task in its ``data-task`` attribute (escaped; no text, so
+    the panel does not show it twice): presentation mode's title."""
+    return f"<span class='rat-task-data' data-task='{esc(task)}' hidden></span>" if task else ""
 
 
 def _draft_list(view: RunView) -> str:
@@ -161,7 +205,10 @@ def passages_html(passages: Sequence[Passage]) -> str:
             f"{quotes}</details>")
 
 
-def revision_html(rev: StepRevised, *, undone: bool = False, taken: bool = False) -> str:
+def revision_html(rev: StepRevised, *, undone: bool = False, taken: bool = False, whole: bool = False) -> str:
+    """What a revision did: its word diff (a long text, or with ``whole`` a revision that rewrote
+    the answer so far, shows only the words around its changes), why it was kept as drafted, or
+    the refused revision."""
     if rev.skipped:
         return f"<div class='rat-skipped'>Kept as drafted: {esc(rev.skipped)}</div>"
     if rev.guarded:
@@ -171,20 +218,44 @@ def revision_html(rev: StepRevised, *, undone: bool = False, taken: bool = False
                 f"characters)</summary><pre class='rat-rejected'>{esc(rev.rejected) or '(empty)'}</pre></details>")
     added, removed = changed(rev.before, rev.after)
     note = " — undone in the article below" if undone else ""
-    long = len(rev.before.split()) > LONG_DIFF
+    long = whole or len(rev.before.split()) > LONG_DIFF
     body = diff_html(rev.before, rev.after, DIFF_CONTEXT if long else None)
     return (f"<div class='rat-label'>Revision <span class='rat-meta'>+{added} / −{removed} words{note}</span></div>"
             f"<div class='rat-diff'>{body}</div>")
 
 
-def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, taken: bool = False) -> str:
-    cls = "rat-card rat-current" if current else "rat-card"
+def card_summary(card: StepCard) -> str:
+    """A finished card's one line after its badge: "+12 / −3 words · 2 sources · “the query”"."""
+    bits = []
+    rev = card.revised
+    if rev is not None and not rev.skipped and not rev.guarded:
+        added, removed = changed(rev.before, rev.after)
+        bits.append(f"+{added} / −{removed} words")
+    sources = len({p.url for p in card.passages})
+    if sources:
+        bits.append(f"{sources} source{'s' if sources != 1 else ''}")
+    if card.query:
+        bits.append(f"“{short(card.query, 70)}”")
+    return " · ".join(esc(b) for b in bits)
+
+
+def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, taken: bool = False,
+              whole: bool = False, actions: str = "") -> str:
+    """One step's card, a ``<details>`` whose summary is its header line (title, badge, and for a
+    finished card a one-line summary; ``actions``, trusted HTML, at its end): open while the step
+    is worked on (``current``) or unfinished, folded to that line once it is done. ``whole``: the
+    revision rewrote the answer so far (``rewrites_answer``), so only what changed is shown."""
     phase = "undone" if undone else card.phase
     badge = {"revised": "rat-revised", "undone": "rat-undone", "kept as drafted": "",
              "revision refused": "rat-refused"}.get(phase, "rat-working")
     title = f"Step {card.i} of {n}" if card.i and n else f"Step {card.i}" if card.i else "Retrieval"
-    parts = [f"<div class='{cls}' id='rat-step-{card.i}'>",
-             f"<div class='rat-card-head'><b>{title}</b><span class='rat-badge {badge}'>{esc(phase)}</span></div>"]
+    folded = card.revised is not None and not current
+    cls = "rat-card rat-current" if current else "rat-card rat-folded" if folded else "rat-card"
+    line = f"<span class='rat-card-line'>{card_summary(card)}</span>" if folded else ""
+    actions = f"<span class='rat-actions'>{actions}</span>" if actions else ""
+    parts = [f"<details class='{cls}' id='rat-step-{card.i}'{'' if folded else ' open'}>",
+             f"<summary class='rat-card-head'><b>{title}</b><span class='rat-badge {badge}'>{esc(phase)}</span>"
+             f"{line}{actions}</summary><div class='rat-card-body'>"]
     if card.thought:
         parts.append(f"<div class='rat-thought'>{esc(short(card.thought, 240))}</div>")
     parts.append(thinking_html(card.thinking, card.thinking_live))
@@ -200,21 +271,33 @@ def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, ta
         parts.append("<div class='rat-label'>Pages</div><ul class='rat-pages'>"
                      + "".join(page_html(p, titles.get(p.url, "")) for p in card.pages) + "</ul>")
     parts.append(passages_html(card.passages))
-    parts += [f"<div class='rat-note rat-{esc(note.level)}'>{esc(note.text)}</div>" for note in card.notes]
+    parts += [f"<div class='rat-note rat-{esc(note.level)}'>{esc(for_browser(note.text))}</div>" for note in card.notes]
     if card.revised is not None:
-        parts.append(revision_html(card.revised, undone=undone, taken=taken))
+        parts.append(revision_html(card.revised, undone=undone, taken=taken, whole=whole))
     else:
         for role, text in card.live.items():
             if role != "query":
                 parts.append(f"<div class='rat-label'>{esc(role.capitalize())}…</div>"
                              f"<div class='rat-live'>{esc(text)}<span class='rat-caret'></span></div>")
-    parts.append("</div>")
+    parts.append("</div></details>")
     return "".join(parts)
 
 
-def steps_html(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
+def rewrites_answer(view: RunView, i: int) -> bool:
+    """Whether step ``i``'s revision was given more than its own step to revise: the answer so
+    far (``rat``: cumulative mode) or the steps still to come (CoT+RAG)."""
+    card = view.cards.get(i)
+    rev = card.revised if card else None
+    if rev is None or not 1 <= i <= len(view.steps):
+        return False
+    return len(rev.before.strip()) > len(view.steps[i - 1].strip())
+
+
+def steps_html(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+               actions: Callable[[int], str] | None = None) -> str:
     """A card per step: query, search, pages, passages and the revision's diff; the step being
-    worked on is highlighted."""
+    worked on is highlighted and open, the finished ones folded to one line. ``actions(i)``:
+    trusted HTML put in step i's header line (shown folded too)."""
     undone, taken = set(undone), set(taken)
     thoughts = [t for t in view.thinking if t.role != "draft"]  # of calls in no step, but the draft's
     thinking = {r: t for r, t in view.thinking_live.items() if r != "draft"}
@@ -222,11 +305,12 @@ def steps_html(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] =
         wait = "Each step's search, pages and revision appear here."
         return f"<div class='rat-empty'>{wait}</div>"
     n = view.n or len(view.steps)
-    out = [f"<div class='rat-note rat-{esc(note.level)}'>{esc(note.text)}</div>" for note in view.notes]
+    out = [f"<div class='rat-note rat-{esc(note.level)}'>{esc(for_browser(note.text))}</div>" for note in view.notes]
     out.append(thinking_html(thoughts, thinking))
     for i, card in sorted(view.cards.items()):
         out.append(card_html(card, n=n, current=i == view.current and view.final is None,
-                             undone=i in undone, taken=i in taken))
+                             undone=i in undone, taken=i in taken, whole=rewrites_answer(view, i),
+                             actions=actions(i) if actions else ""))
     for role, text in view.live.items():
         if role != "draft":
             out.append(f"<div class='rat-card rat-current'><div class='rat-label'>{esc(role.capitalize())}…</div>"

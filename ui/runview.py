@@ -6,6 +6,7 @@ what the author's edits do to the article is ``core.article.edits``'."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +23,7 @@ from common.events import (
     QueryMade,
     RunStarted,
     SearchDone,
+    StepRedone,
     StepRevised,
     StepStarted,
     ThinkingDelta,
@@ -61,6 +63,7 @@ class StepCard:
     notes: list[Note] = field(default_factory=list)
     thinking: list[Thought] = field(default_factory=list)  # each finished call's thinking, in order
     thinking_live: dict[str, str] = field(default_factory=dict)  # role -> thinking being streamed now
+    redone: list[StepRedone] = field(default_factory=list)  # what the author had done again, in order
 
     @property
     def phase(self) -> str:
@@ -102,6 +105,10 @@ class RunView:
     queued: Queued | None = None  # the run waits for a place (core.live): not yet started
     thinking: list[Thought] = field(default_factory=list)  # thinking of calls outside any step (the draft's)
     thinking_live: dict[str, str] = field(default_factory=dict)
+    started: float = 0.0  # when RunStarted was folded in (``apply``'s ``at``): the run's elapsed time counts from it
+    step_times: dict[int, tuple[float, float]] = field(default_factory=dict)  # step -> (started, revised; 0 until then)
+    replayed: bool = False  # a replay (History): the watcher's clock is not the run's, so no elapsed time or ETA
+    export_notes: bool = False  # the author's choice: this run's exports end with its run notes (ui.export_view)
     _edits: tuple[int, Revisions] | None = field(default=None, repr=False, compare=False)
 
     def card(self, i: int) -> StepCard:
@@ -109,8 +116,9 @@ class RunView:
             self.cards[i] = StepCard(i)
         return self.cards[i]
 
-    def apply(self, e: Event) -> set[str]:
-        """Fold one event in; returns the panels it changed (``DRAFT``, ``STEPS``, ``PROGRESS``)."""
+    def apply(self, e: Event, at: float | None = None) -> set[str]:
+        """Fold one event in; returns the panels it changed (``DRAFT``, ``STEPS``, ``PROGRESS``).
+        ``at``: when it happened (``time.time()``, the default: now), for the run's and steps' times."""
         if e.persist:
             self.events.append(e)
         match e:
@@ -132,6 +140,7 @@ class RunView:
                 return {PROGRESS}
             case RunStarted(run_id=run_id, method=method, task=task):
                 self.run_id, self.method, self.task = run_id, method, task
+                self.started = time.time() if at is None else at
                 self.failed, self.queued = None, None
                 return {PROGRESS}
             case DraftReady(steps=steps):  # an edited draft replaces the first: revision starts over
@@ -140,6 +149,7 @@ class RunView:
                 return set(ALL_PANELS)
             case StepStarted(i=i, thought=thought, n=n):
                 self.card(i).thought = thought
+                self.step_times[i] = (time.time() if at is None else at, 0.0)
                 self.current, self.n = i, n or self.n or len(self.steps)
                 return set(ALL_PANELS)
             case QueryMade(i=i, query=query):
@@ -156,9 +166,18 @@ class RunView:
             case PassagesChosen(i=i, passages=passages):
                 self.card(i).passages = passages
                 return {STEPS, PROGRESS}
+            case StepRedone(i=i, action=action):  # the step's new retrieval and revision replace the old
+                card = self.card(i)
+                card.redone.append(e)
+                if action != "regenerate":
+                    card.query, card.searches, card.pages, card.passages = "", [], [], ()
+                card.revised, self.final = None, None
+                return set(ALL_PANELS)
             case StepRevised(i=i):
                 card = self.card(i)
                 card.revised = e
+                if i in self.step_times:
+                    self.step_times[i] = (self.step_times[i][0], time.time() if at is None else at)
                 card.live.pop("revise", None)
                 return set(ALL_PANELS)
             case LLMCalled(prompt_tokens=p, completion_tokens=c, role=role, i=i):

@@ -17,17 +17,15 @@ from __future__ import annotations
 import asyncio
 import html
 import json
-import tempfile
+import re
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import aclosing
-from functools import partial
-from pathlib import Path
 
 import gradio as gr
 
 from common.errors import RatStudioError
-from common.events import Event, Failed, TokenDelta
+from common.events import Event, Failed, Final, StepRedone, TokenDelta
 from common.settings import Settings
 from common.types import Task
 from core.article import edits
@@ -37,7 +35,9 @@ from core.methods import METHODS, get_method
 from core.runner import Runner
 from core.text.prompts import join_steps, split_steps
 from data.versions import VersionRow, Versions
-from ui import article_view, run_html, runview
+from ui import article_view, export_view, presenting, run_html, runview, step_actions
+from ui.controls import control, for_browser
+from ui.run_settings import RunSettings
 from ui.runs_table import when
 from ui.runview import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
 
@@ -90,17 +90,59 @@ def providers_for(settings: Settings, providers: str | Sequence[str] | None) -> 
     return tuple(p for p in wanted if p in configured) or configured
 
 
+SERVED_SHOWN = 6  # served models named in the model line
+DEFAULT_METHOD = "rat-step"  # the Writer's first choice: made for long articles (DEFAULT_WHY)
+DEFAULT_WHY = ("rat-step is the default for long articles: it revises one paragraph at a time, so long articles "
+               "stay fast; rat rewrites the whole answer at each step.")
+SHORT = {  # a method's few words in the Method list (its description is shown under the list)
+    "rat": "rewrites the whole answer each step",
+    "rat-step": "one paragraph at a time, for long articles",
+    "direct": "answers with no retrieval",
+    "cot": "chain of thought, no retrieval",
+    "rag-1": "answers from the top result",
+    "rag-5": "answers from the top 5 results",
+    "rat-noncausal": "every query from the first draft",
+    "cot-rag": "one search for the whole draft",
+    "itrg-refine": "rounds of search, refining the answer",
+    "itrg-refresh": "rounds of search, writing anew",
+    "aag": "outline, procedures, critic loop",
+    "aag-nosum": "AAG without summaries",
+    "aag-nocr": "AAG without the critic loop",
+    "aag-noqr": "AAG without query rewriting",
+    "furepa": "voted plans, scored queries",
+}
+SHORT_CHARS = 38  # a description cut to a few words, for a method SHORT does not name
+
+
+def short_description(name: str, description: str) -> str:
+    """A method's few words: SHORT's, else the first clause of its description after "NAME: "."""
+    if name in SHORT:
+        return SHORT[name]
+    head, sep, rest = description.partition(": ")
+    text = re.split(r"[,;(]", rest if sep else description)[0].strip()
+    return text if len(text) <= SHORT_CHARS else text[:SHORT_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+def default_method() -> str | None:
+    return DEFAULT_METHOD if DEFAULT_METHOD in METHODS else next(iter(METHODS), None)
+
+
 def method_choices() -> list[tuple[str, str]]:
-    return [(f"{m.name} — {m.description}", m.name) for m in METHODS.values()]
+    """("name — a few words", name) for each method: short enough for the list's width."""
+    return [(f"{m.name} — {short_description(m.name, m.description)}", m.name) for m in METHODS.values()]
 
 
 def method_info(name: str) -> str:
+    """The method's description and paper, shown under the Method list (and, for rat and the
+    default, why the default is what it is)."""
     try:
         info = get_method(name)
     except RatStudioError:
         return ""
     search = "" if info.uses_search else " Does not search."
-    return f"<div class='rat-note'>{html.escape(info.description)}. Paper: {html.escape(info.paper)}.{search}</div>"
+    why = f"<br>{html.escape(DEFAULT_WHY)}" if name in ("rat", DEFAULT_METHOD) else ""
+    return (f"<div class='rat-note'>{html.escape(info.description)}. Paper: {html.escape(info.paper)}.{search}"
+            f"{why}</div>")
 
 
 def model_html(settings: Settings, problem: str | None = None, served: Sequence[str] = ()) -> str:
@@ -114,8 +156,10 @@ def model_html(settings: Settings, problem: str | None = None, served: Sequence[
     elif problem:
         state = f"<span class='rat-error'>⚠ {html.escape(problem)}</span>"
     elif served and llm.model not in served:
+        listed = ", ".join(served[:SERVED_SHOWN]) + (", …" if len(served) > SERVED_SHOWN else "")
         state = (f"<span class='rat-note rat-warning'>The server answers but does not list "
-                 f"{html.escape(llm.model)}; it may still accept it.</span>")
+                 f"{html.escape(llm.model)} (it may still accept it); it lists {html.escape(listed)}: pick one "
+                 f"under {html.escape(control('--model'))}.</span>")
     else:
         state = "<span class='rat-note'>✓ the model server answers</span>"
     return f"<div class='rat-model'>{head}<br>{state}</div>"
@@ -139,7 +183,7 @@ async def require_llm(clients: Clients) -> None:
     """Raises gr.Error naming what to set when the model server cannot be used."""
     problem, _ = await llm_check(clients)
     if problem:
-        raise gr.Error(problem, title="The model server is not ready")
+        raise gr.Error(for_browser(problem), title="The model server is not ready")
 
 
 # -- the run panel --------------------------------------------------------------------------------
@@ -156,6 +200,10 @@ class RunPanel:
         self._saving: dict[str, asyncio.TimerHandle] = {}  # run id -> the pending save of an edit
         self.hint = hint
         self.threshold = runner.settings.method.cite_threshold  # as the runner cites a run's Final
+        self._thresholds: dict[str, float] = {}  # run id -> the cite threshold it ran with
+        self.act_id = step_actions.panel_id()  # its step actions' hidden components (ui/step_actions.py)
+        self._redos: set[asyncio.Task] = set()  # redos whose tab went away, saved as versions when they end
+        self.exports = export_view.ExportFolder()  # the download buttons' files
 
     def layout(self) -> None:
         empty = RunView()
@@ -164,6 +212,13 @@ class RunPanel:
         if self.hint:
             first = f"<div class='rat-progress'>{html.escape(self.hint)}</div>"
         self.progress = gr.HTML(first, js_on_load=None)
+        # the work in view (ui/presenting.py): following the active step, and presentation mode
+        with gr.Row(equal_height=True, elem_classes="rat-view-bar"):
+            self.follow_box = gr.Checkbox(True, label="Follow the active step", container=False, scale=0,
+                                          interactive=True, min_width=230, elem_classes=presenting.FOLLOW_CLASS)
+            self.present_btn = gr.Button("Present", size="sm", scale=0, min_width=110,
+                                         elem_classes=presenting.PRESENT_CLASS)
+        gr.on(None, None, js=presenting.PANEL_JS, **PRIVATE)  # on page load, in the browser only (once a page)
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=300):
                 gr.Markdown("#### Draft")
@@ -171,11 +226,21 @@ class RunPanel:
             with gr.Column(scale=3, min_width=360):
                 gr.Markdown("#### Search and revision, step by step")
                 self.steps = gr.HTML(run_html.steps_html(empty), js_on_load=None, elem_classes="rat-steps-panel")
-        with gr.Group(visible=False) as self.editor_box:
+        with gr.Group(visible=False, elem_classes="rat-editor-box") as self.editor_box:
+            # the draft as step cards, kept in step with the textbox below (ui/step_actions.py)
+            self.draft_cards = gr.HTML(step_actions.draft_cards_html([]), js_on_load=step_actions.DRAFT_JS,
+                                       elem_classes="rat-draft-cards")
             self.editor = gr.Textbox(label="Draft steps", info=DRAFT_HELP, lines=8, max_lines=40,
                                      elem_classes="rat-editor")
             self.continue_btn = gr.Button("Continue", variant="primary")
         with gr.Column(visible=False) as self.result_box:
+            # the step cards' actions (ui/step_actions.py): the query row, and the command the cards send
+            self.act_glue = gr.HTML(step_actions.glue_html(self.act_id), js_on_load=step_actions.GLUE_JS,
+                                    elem_classes="rat-act-glue")
+            self.act_cmd = gr.Textbox(visible="hidden", elem_id=f"{self.act_id}-cmd", label="Step action",
+                                      elem_classes="rat-act-hidden")
+            self.act_go = gr.Button("Do the step action", visible="hidden", elem_id=f"{self.act_id}-go",
+                                    elem_classes="rat-act-hidden")
             gr.Markdown("#### Article")
             self.undo = gr.CheckboxGroup(label="Undo the revision of", choices=[])
             self.take = gr.CheckboxGroup(label="Take the refused revision of", choices=[], info=TAKE_HELP,
@@ -186,6 +251,7 @@ class RunPanel:
             self.article = gr.Textbox(label="Article (editable; undoing a step rebuilds it)", lines=12,
                                       max_lines=60, interactive=True, elem_classes="rat-article", visible=False)
             self.cited = gr.HTML("", js_on_load=None, elem_classes="rat-cited-panel")
+            self.reading = gr.HTML("", js_on_load=None, elem_classes="rat-reading-line")
             with gr.Row(equal_height=True):
                 self.saved = gr.HTML("", js_on_load=None, elem_classes="rat-saved")
                 self.version_pick = gr.Dropdown([], label="Versions (view one; Restore makes it the latest)",
@@ -193,16 +259,32 @@ class RunPanel:
                 self.restore_btn = gr.Button("Restore", scale=0, min_width=120, visible=False)
             self.saving = gr.Timer(SAVE_AFTER, active=False)
             self.sources = gr.HTML("", js_on_load=None, elem_classes="rat-sources-panel")
-            with gr.Row():
-                self.export_btn = gr.Button("Export Markdown", scale=0, min_width=220)
-                self.download = gr.DownloadButton("Download", visible=False, scale=0, min_width=320)
-                self.export_docx_btn = gr.Button("Export .docx", scale=0, min_width=220)
-                self.download_docx = gr.DownloadButton("Download", visible=False, scale=0, min_width=320)
+            # the article's output (ui/export_view.py): each button holds the shown article, one click
+            with gr.Row(elem_classes="rat-export-row"):
+                button = {"interactive": False, "scale": 0, "size": "md"}
+                self.download = gr.DownloadButton("Download Markdown", variant="primary", min_width=200, **button)
+                self.download_docx = gr.DownloadButton("Download Word", min_width=170, **button)
+                self.copy_md_btn = gr.Button("Copy Markdown", min_width=160, **button)
+                self.copy_text_btn = gr.Button("Copy text", min_width=110, **button)
+                self.notes = gr.Checkbox(False, label="Include run notes (the steps never checked, as an appendix)",
+                                         container=False, scale=0, min_width=260)
+                self.copied = gr.HTML("", js_on_load=None, elem_classes="rat-copy-said")
+            self.copy_md_value = gr.Textbox(visible=False)  # what the copy buttons copy, in the browser
+            self.copy_text_value = gr.Textbox(visible=False)
 
     def outputs(self) -> list:
         return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
                 self.result_box, self.undo, self.take, self.article, self.cited, self.download, self.download_docx,
-                self.saved, self.version_pick, self.restore_btn, self.sources]
+                self.saved, self.version_pick, self.restore_btn, self.sources, *self.copy_parts(), self.notes,
+                self.draft_cards]
+
+    def export_parts(self) -> list:
+        """What ``export_outputs`` updates: the download buttons and ``copy_parts``."""
+        return [self.download, self.download_docx, *self.copy_parts()]
+
+    def copy_parts(self) -> list:
+        """The copy buttons, what they copy, and the article's length line."""
+        return [self.copy_md_btn, self.copy_text_btn, self.copy_md_value, self.copy_text_value, self.reading]
 
     def wire(self):
         """Bind the panel's own events; returns the Continue event (for a Stop button's cancels)."""
@@ -211,19 +293,23 @@ class RunPanel:
         for box in (self.undo, self.take):
             box.input(self.on_undo, [self.state, self.undo, self.take],
                       [self.undo, self.take, self.article, self.cited, self.sources, self.steps, self.download,
-                       self.download_docx, self.saved, self.version_pick, self.restore_btn], **PRIVATE)
+                       self.download_docx, self.saved, self.version_pick, self.restore_btn, *self.copy_parts()],
+                      **PRIVATE)
         self.mode.change(self.on_mode, self.mode, [self.article, self.cited], **PRIVATE, queue=False)
-        self.saving.tick(self.on_saved, self.state, [self.saved, self.version_pick, self.restore_btn, self.saving],
-                         **PRIVATE)
+        self.saving.tick(self.on_saved, self.state, [self.saved, self.version_pick, self.restore_btn, self.saving,
+                                                     *self.export_parts()], **PRIVATE)
         self.version_pick.input(self.on_view_version, [self.state, self.version_pick], self.outputs(), **PRIVATE)
         self.restore_btn.click(self.on_restore, [self.state, self.version_pick], self.outputs(), **PRIVATE)
         edited = [self.state, self.article, self.undo, self.take]
-        self.export_btn.click(partial(self.on_export, "md"), edited, [self.download, self.cited, self.sources],
-                              **PRIVATE)
-        self.export_docx_btn.click(partial(self.on_export, "docx"), edited,
-                                   [self.download_docx, self.cited, self.sources], **PRIVATE)
+        self.notes.input(self.on_export, [self.state, self.notes, self.article, self.undo, self.take],
+                         [self.state, *self.export_parts()], **PRIVATE)
+        self.copy_md_btn.click(None, self.copy_md_value, self.copied, js=export_view.copy_js("Markdown"), **PRIVATE)
+        self.copy_text_btn.click(None, self.copy_text_value, self.copied, js=export_view.copy_js("text"), **PRIVATE)
         self.article.input(self.on_edit, edited, [self.cited, self.sources, self.download, self.download_docx,
-                                                  self.saved, self.saving], **EDIT)
+                                                  self.saved, self.saving, self.copy_md_btn, self.copy_text_btn,
+                                                  self.reading], **EDIT)
+        self.act_go.click(self.on_step_action, [self.state, self.act_cmd, self.undo, self.take], self.outputs(),
+                          **STREAM)
         return cont
 
     # -- rendering --------------------------------------------------------------------------------
@@ -235,8 +321,20 @@ class RunPanel:
         if DRAFT in panels:
             out[self.draft] = run_html.draft_html(view)
         if STEPS in panels:
-            out[self.steps] = run_html.steps_html(view)
+            out[self.steps] = self.steps_out(view)
         return out
+
+    def threshold_of(self, view: RunView) -> float:
+        """The cite threshold ``view``'s run was cited with (its Run settings'), else the server's."""
+        if not view.run_id:
+            return self.threshold
+        if view.run_id not in self._thresholds:
+            try:
+                stored = self.store.get_run(view.run_id).settings.get("cite_threshold")
+            except RatStudioError:
+                return self.threshold
+            self._thresholds[view.run_id] = float(stored) if stored is not None else self.threshold
+        return self._thresholds[view.run_id]
 
     def status(self, view: RunView) -> str:
         if not view.run_id:
@@ -256,6 +354,7 @@ class RunPanel:
                                       or status == "failed" and (view.failed is None or view.failed.resumable))
         out[self.editor_box] = gr.Group(visible=can_continue)
         out[self.editor] = gr.Textbox(value=join_steps(view.steps), info=STATUS_HINTS.get(status, RESUME_HELP))
+        out[self.draft_cards] = step_actions.draft_cards_html(view.steps)
         done = view.final is not None
         out[self.result_box] = gr.Column(visible=done)
         # the author's latest version (``shown_version`` None), the model's text (0), or version N
@@ -273,27 +372,60 @@ class RunPanel:
         out[self.article] = text
         out.update(self.article_html(view, text, undone, taken) if done else {self.cited: "", self.sources: ""})
         if undone or taken:
-            out[self.steps] = run_html.steps_html(view, undone, taken)
+            out[self.steps] = self.steps_out(view, undone, taken)
         out.update(self.version_outputs(view, version))
-        out[self.download] = gr.DownloadButton(visible=False)
-        out[self.download_docx] = gr.DownloadButton(visible=False)
+        out.update(self.export_outputs(view, text, undone, taken))
+        out[self.notes] = view.export_notes
         return out
+
+    def export_outputs(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> dict:
+        """The download buttons holding the shown article's files (Markdown, Word: ``text`` with the
+        ``undone`` and ``taken`` steps, with the run notes when the author asked for them), the texts
+        the copy buttons copy, and its length line; the buttons are disabled while there is nothing to
+        export. Files that cannot be written are named in a warning (the buttons stay disabled)."""
+        text = text or ""
+        off = {self.download: gr.DownloadButton(value=None, interactive=False, visible=True),
+               self.download_docx: gr.DownloadButton(value=None, interactive=False, visible=True),
+               self.copy_md_btn: gr.Button(interactive=False), self.copy_text_btn: gr.Button(interactive=False),
+               self.copy_md_value: "", self.copy_text_value: "",
+               self.reading: export_view.reading_html(text) if view.final is not None else ""}
+        if view.final is None or not text.strip():
+            return off
+        try:
+            files = self.exports.output(view, text, undone, taken, threshold=self.threshold_of(view),
+                                        notes=view.export_notes)
+        except OSError as exc:
+            gr.Warning(f"The article's files could not be written to the temporary folder ({exc}): free some "
+                       "disk space, then pick the version again.", title="Download")
+            return off
+        notes = " + run notes" if view.export_notes else ""  # the label says what the files hold
+        return {**off, self.download: gr.DownloadButton(f"Download Markdown{notes}", value=str(files.markdown),
+                                                        interactive=True, visible=True),
+                self.download_docx: gr.DownloadButton(f"Download Word{notes}", value=str(files.docx),
+                                                      interactive=True, visible=True),
+                self.copy_md_btn: gr.Button(interactive=True), self.copy_text_btn: gr.Button(interactive=True),
+                self.copy_md_value: files.markdown_text, self.copy_text_value: files.plain_text}
 
     def article_html(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> dict:
         """The article as edited with its [n] marks, and under it its numbered sources (each [n]
         leads to its entry), numbered as its export numbers them."""
-        cited, article = view.edits.cited_article(view.task, text, undone, taken, threshold=self.threshold)
+        cited, article = view.edits.cited_article(view.task, text, undone, taken, threshold=self.threshold_of(view))
         return {self.cited: article_view.cited_html(cited), self.sources: article_view.sources_html(article)}
+
+    def frame(self, view: RunView) -> dict:
+        """The run as far as ``view`` goes, with no editor and no article: a run being followed, or
+        a replay's frame (paused, stepped, sought)."""
+        out = self.render(view, ALL_PANELS)
+        out.update({self.editor_box: gr.Group(visible=False), self.result_box: gr.Column(visible=False),
+                    self.download: gr.DownloadButton(visible=False),
+                    self.download_docx: gr.DownloadButton(visible=False)})
+        return out
 
     async def follow(self, events: AsyncIterator[Event], view: RunView, *, live: bool = True) -> AsyncIterator[dict]:
         """Render a stream of events into this panel as they arrive: streamed tokens at most
         every TOKEN_INTERVAL seconds, anything else at once; then the settled panel. A live
         run's failure is also shown as a warning."""
-        first = self.render(view, ALL_PANELS)
-        first.update({self.editor_box: gr.Group(visible=False), self.result_box: gr.Column(visible=False),
-                      self.download: gr.DownloadButton(visible=False),
-                      self.download_docx: gr.DownloadButton(visible=False)})
-        yield first
+        yield self.frame(view)
         dirty: set[str] = set()
         last = 0.0
         try:
@@ -301,13 +433,13 @@ class RunPanel:
                 async for event in events:
                     dirty |= view.apply(event)
                     if live and isinstance(event, Failed):
-                        gr.Warning(f"The run stopped: {event.error}", title="Run failed")
+                        gr.Warning(for_browser(f"The run stopped: {event.error}"), title="Run failed")
                     now = time.monotonic()
                     if dirty and (not isinstance(event, TokenDelta) or now - last >= TOKEN_INTERVAL):
                         yield self.render(view, dirty)
                         dirty, last = set(), now
         except RatStudioError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise gr.Error(for_browser(str(exc))) from exc
         yield self.settle(view)
 
     # -- handlers ---------------------------------------------------------------------------------
@@ -360,6 +492,68 @@ class RunPanel:
             await asyncio.sleep(0.05)
         return self.settle(runview.fold(self.store.events(view.run_id)))
 
+    def steps_out(self, view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
+        """The step cards, with the actions of a finished rat or rat-step run (``ui.step_actions``)."""
+        actions = step_actions.card_actions(view, undone, taken, panel=self.act_id)
+        return run_html.steps_html(view, undone, taken, actions=actions)
+
+    async def on_step_action(self, view: RunView | None, command: str, undone: list[int] | None,
+                             taken: list[int] | None):
+        """A step card's button (``ui.step_actions``): Undo / Put back and Take / Drop change the
+        article as the boxes above it do; Regenerate, Search again and ✕ (exclude a source) have
+        the run do the step again (``LiveRuns.redo``), followed here, and the new text is saved as a
+        version. Raises gr.Error for a command that does not fit the run."""
+        if view is None or view.final is None or not view.run_id:
+            raise gr.Error("Open a finished run first: the step actions work on a run's finished article.")
+        try:
+            cmd = step_actions.parse_command(command)
+        except ValueError as exc:
+            raise gr.Error(str(exc)) from exc
+        if cmd.action in step_actions.EDITS:
+            chosen = {"undo": set(undone or []), "take": set(taken or [])}
+            chosen[cmd.action] ^= {cmd.i}
+            yield await self.on_undo(view, sorted(chosen["undo"]), sorted(chosen["take"]))
+            return
+        redo = METHODS[view.method].redo if view.method in METHODS else None
+        if redo is None:
+            raise gr.Error(f"The method {view.method!r} cannot redo a step: start a new run instead.")
+        try:  # refused before anything is shown or stored
+            redo(view.events, cmd.i, action=cmd.action, query=cmd.query, exclude=[cmd.url])
+        except RatStudioError as exc:
+            raise gr.Error(str(exc)) from exc
+        while view.run_id in self._saving:  # the author's last typing is saved first, as its own version
+            await asyncio.sleep(0.05)
+        events = self.live.redo(view.run_id, cmd.i, action=cmd.action, query=cmd.query,
+                                exclude=[cmd.url] if cmd.url else ())
+        redone, saved = RunView(), False
+        try:
+            async for update in self.follow(events, redone):
+                yield update
+            saved = self._save_redo(view.run_id, cmd.action)
+        finally:
+            if not saved and redone.run_id:  # the tab went away mid-redo: saved when the run ends, on the server
+                task = asyncio.get_running_loop().create_task(self._save_when_done(view.run_id, cmd.action))
+                self._redos.add(task)
+                task.add_done_callback(self._redos.discard)
+        if saved:
+            yield self.settle(redone)
+
+    def _save_redo(self, run_id: str, action: str) -> bool:
+        """Save a finished redo's text as a version (``action``); False when the run did not end
+        with a new Final after the author's request (it failed, or was stopped)."""
+        events = self.store.events(run_id)
+        if not events or not isinstance(events[-1], Final) or not any(isinstance(e, StepRedone) for e in events):
+            return False
+        self.versions.add(run_id, edits.Revisions.from_events(events).text(), action=action)
+        return True
+
+    async def _save_when_done(self, run_id: str, action: str) -> None:
+        """Follow a redo no tab follows any more to its end, then :meth:`_save_redo`."""
+        async with aclosing(self.live.follow(run_id)) as events:
+            async for _ in events:
+                pass
+        self._save_redo(run_id, action)
+
     async def on_undo(self, view: RunView | None, chosen: list[int], taken: list[int] | None = None) -> dict:
         """Undo or take revisions: the article is rebuilt, and the boxes show what the mode's
         rules made of the choice (in cumulative mode, everything after the first step chosen)."""
@@ -376,19 +570,20 @@ class RunPanel:
                 self.take: gr.CheckboxGroup(value=sorted(taken_steps)),
                 self.article: text,
                 **self.article_html(view, text, undone, taken_steps),
-                self.steps: run_html.steps_html(view, undone, taken_steps),
-                self.download: gr.DownloadButton(visible=False),
-                self.download_docx: gr.DownloadButton(visible=False)}
+                self.steps: self.steps_out(view, undone, taken_steps),
+                **self.export_outputs(view, text, undone, taken_steps)}
 
     async def on_edit(self, view: RunView | None, text: str, chosen: list[int], taken: list[int] | None = None) -> dict:
-        """The author typed in the article: its citations follow, and the last export is gone.
-        (An export shows the citations of what it exported too: text put in the box some other
-        way than typing, e.g. by a script, fires no input event.)"""
-        hidden = {self.download: gr.DownloadButton(visible=False), self.download_docx: gr.DownloadButton(visible=False)}
+        """The author typed in the article: its citations and length follow; the download and copy
+        buttons wait for the save (``on_saved`` gives them the saved text: no files per keystroke)."""
+        stale = {self.download: gr.DownloadButton(interactive=False),
+                 self.download_docx: gr.DownloadButton(interactive=False),
+                 self.copy_md_btn: gr.Button(interactive=False), self.copy_text_btn: gr.Button(interactive=False)}
         if view is None or view.final is None:
-            return hidden
+            return stale
         self._save_later(view.run_id, text or "", chosen or [], taken or [])
-        return {**self.article_html(view, text or "", chosen or [], taken or []), **hidden,
+        return {**self.article_html(view, text or "", chosen or [], taken or []), **stale,
+                self.reading: export_view.reading_html(text or ""),
                 self.saved: "<span class='rat-note'>Saving…</span>", self.saving: gr.Timer(active=True)}
 
     def on_mode(self, mode: str) -> dict:
@@ -430,10 +625,14 @@ class RunPanel:
                 self.restore_btn: gr.Button(visible=bool(rows))}
 
     def on_saved(self, view: RunView | None) -> dict:
-        """The timer after an edit: once the pending save is done, say so and stop ticking."""
+        """The timer after an edit: once the pending save is done, say so, give the download and
+        copy buttons the saved article, and stop ticking."""
         if view is None or not view.run_id or view.run_id in self._saving:
-            return {}
-        return {**self.version_outputs(view, self.versions.latest(view.run_id)), self.saving: gr.Timer(active=False)}
+            return gr.skip()  # still waiting for the save
+        version = self.versions.latest(view.run_id)
+        text, undone, taken = (version.text, version.undone, version.taken) if version else (view.edits.text(), (), ())
+        return {**self.version_outputs(view, version), self.saving: gr.Timer(active=False),
+                **self.export_outputs(view, text, undone, taken)}
 
     def on_view_version(self, view: RunView | None, n) -> dict:
         """Show an earlier version (or, for 0, the model's text) without changing anything."""
@@ -452,25 +651,14 @@ class RunPanel:
             self.versions.add(view.run_id, view.edits.text(), action="restore")
         return self.settle(view)
 
-    def on_export(self, suffix: str, view: RunView | None, text: str, chosen: list[int],
+    def on_export(self, view: RunView | None, notes: bool, text: str, chosen: list[int],
                   taken: list[int] | None = None) -> dict:
-        """The article as edited, with its marks and sources, as a Markdown file (``suffix``
-        "md") or a Word document ("docx"), offered by that format's download button; and its
-        citations. Raises gr.Error when there is nothing to export."""
+        """"Include run notes" ticked or not: the download and copy buttons get the shown article
+        (``text``, with the ``chosen`` and ``taken`` steps) with or without them."""
         if view is None or view.final is None:
-            raise gr.Error("Nothing to export yet: run a task to the end first.")
-        if not (text or "").strip():
-            raise gr.Error("The article is empty: write something, or undo fewer steps.")
-        chosen, taken = chosen or [], taken or []
-        path = Path(tempfile.mkdtemp(prefix="rat-export-")) / article_view.export_name(view, suffix)
-        if suffix == "docx":
-            path.write_bytes(article_view.export_docx(view, text, chosen, taken, threshold=self.threshold))
-        else:
-            path.write_text(article_view.export_markdown(view, text, chosen, taken, threshold=self.threshold),
-                            encoding="utf-8")
-        button = self.download_docx if suffix == "docx" else self.download
-        return {button: gr.DownloadButton(f"Download {path.name}", value=str(path), visible=True),
-                **self.article_html(view, text, chosen, taken)}
+            return gr.skip()
+        view.export_notes = bool(notes)
+        return {self.state: view, **self.export_outputs(view, text, chosen or [], taken or [])}
 
 
 def version_label(version: VersionRow) -> str:
@@ -493,10 +681,11 @@ class WriterTab:
         self.runner, self.live, self.store, self.clients = runner, live, store, clients
         self.settings = runner.settings
         self.panel = RunPanel(runner, store, clients, live=live)
+        self.run_settings = RunSettings(self.settings)  # the run's own model, k, limits, parameters
 
     def layout(self) -> None:
         s = self.settings
-        default = "rat" if "rat" in METHODS else next(iter(METHODS), None)
+        default = default_method()
         searches = search_choices(s)
         with gr.Row(equal_height=False):
             with gr.Column(scale=3):
@@ -507,6 +696,7 @@ class WriterTab:
                     self.search = gr.Dropdown(searches, value=searches[0][1] if searches else None,
                                               label="Search", scale=1)
                 self.method_info = gr.HTML(method_info(default or ""), js_on_load=None)
+                self.run_settings.layout(default)
                 with gr.Row(equal_height=True):
                     self.draft_only = gr.Checkbox(label="Draft only: stop after the draft so I can edit its steps",
                                                   scale=3)
@@ -526,36 +716,43 @@ class WriterTab:
 
     def wire(self) -> None:
         panel = self.panel
-        gr.on(None, self.on_load, inputs=None, outputs=self.model, **PRIVATE)
+        gr.on(None, self.on_load, inputs=None, outputs=[self.model, *self.run_settings.models.values()], **PRIVATE)
         gr.on(None, self.on_reload, inputs=self.last_run, outputs=panel.outputs(), **STREAM)
         gr.on([self.other_runs.focus], self.other_choices, None, [self.others, self.other_runs], **PRIVATE)
         gr.on(None, self.other_choices, None, [self.others, self.other_runs], **PRIVATE)
         self.open_btn.click(self.on_open, self.other_runs, [self.last_run, *panel.outputs()], **STREAM)
 
         self.method.change(method_info, self.method, self.method_info, **PRIVATE)
-        checked = self.run_btn.click(self.check_run, [self.task, self.method], None, **PRIVATE)
-        run = checked.success(self.on_run, [self.task, self.method, self.search, self.draft_only],
+        self.run_settings.wire(self.method)
+        chosen = self.run_settings.components()
+        checked = self.run_btn.click(self.check_run, [self.task, self.method, *chosen], None, **PRIVATE)
+        run = checked.success(self.on_run, [self.task, self.method, self.search, self.draft_only, *chosen],
                               [self.last_run, *panel.outputs()], **STREAM)
         cont = panel.wire()
         stop_running(self.stop_btn, panel, [run, cont])
 
-    async def on_load(self) -> str:
+    async def on_load(self) -> dict:
+        """The model line, and the server's models offered in the Run settings."""
         problem, served = await llm_check(self.clients)
-        return model_html(self.settings, problem, served)
+        return {self.model: model_html(self.settings, problem, served), **self.run_settings.served(served)}
 
-    async def check_run(self, prompt: str, method: str) -> None:
+    async def check_run(self, prompt: str, method: str, *chosen) -> None:
         """Raises gr.Error for what the author must fix before a run can start: the task, the
-        method, the model server (no outputs, so the last run stays on screen)."""
+        method, a Run setting out of range (naming its control), the model server (no outputs,
+        so the last run stays on screen)."""
         try:
             Task(prompt or "").validated(self.settings.method.max_task_chars)
             get_method(method)
+            self.run_settings.build(method, chosen)
         except RatStudioError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise gr.Error(for_browser(str(exc))) from exc
         await require_llm(self.clients)
 
-    async def on_run(self, prompt: str, method: str, search: str, draft_only: bool):
+    async def on_run(self, prompt: str, method: str, search: str, draft_only: bool, *chosen):
+        """Start a run with the Run settings (``chosen``, as ``check_run`` checked them) and follow it."""
         events = self.live.start(method, Task(prompt), draft_only=bool(draft_only),
-                                 providers=providers_for(self.settings, search))
+                                 providers=providers_for(self.settings, search),
+                                 settings=self.run_settings.build(method, chosen))
         view, remembered = RunView(), False
         async for update in self.panel.follow(events, view):
             if view.run_id and not remembered:  # a reload comes back to this run

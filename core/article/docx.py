@@ -1,8 +1,11 @@
 """The article as a Word document (python-docx): the same content as ``core.article.markdown.to_markdown``
 (title, unsourced warning, the text with its [n] marks, a line when its end was cut, the
 sources in the readers' numbering with "Also read" and the snippet-only ones apart, the steps
-never checked), for authors who finish their articles in a word processor. Titles and the task
-are written as plain text runs: nothing in them is interpreted.
+never checked, only with ``notes``: run notes), for authors who finish their articles in a word
+processor. Titles and the task are written as plain text runs: nothing in them is interpreted.
+
+Links are real ones: each source's URL is a hyperlink to its page (an external relationship of the
+document), and each [n] mark of the text a link to its source's entry (a bookmark ``source-n``).
 
 The article's own Markdown is mapped to Word's structure where it is plain to see: "#" headings
 become headings, "- " and "1. " items list paragraphs, **bold** and *italic* runs; anything else
@@ -14,6 +17,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from functools import partial
 
 from common.types import Source
 from core.article.article import CUT_TEXT, Article
@@ -24,22 +28,27 @@ _NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.*)$")
 _EMPHASIS = re.compile(r"(\*\*[^*\n]+\*\*|__[^_\n]+__|\*[^*\n]+\*)")
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # not allowed in XML: dropped
+_CITE = re.compile(r"\[(\d{1,4})\]")  # a mark in the readers' numbering: "[3]" (``renumber_marks``)
+BOOKMARK = "source-{n}"  # the bookmark of source n's entry, where its marks link
+LINK_STYLE = "Hyperlink"  # the character style of links (its id and name)
+_WEB = re.compile(r"^https?://\S+$", re.I)  # a URL the document may link to
 
 
-def to_docx(article: Article) -> bytes:
+def to_docx(article: Article, *, notes: bool = False) -> bytes:
     """The article as the bytes of a .docx file, with the content of ``to_markdown`` (in the
-    readers' numbering: ``Article.renumbered``)."""
+    readers' numbering: ``Article.renumbered``; the steps never checked only with ``notes``)."""
     from docx import Document  # python-docx: imported when a document is made
 
     article = article.renumbered()
     doc = Document()
+    _add_link_style(doc)
     doc.core_properties.title = _clean(article.title or article.task)[:250]
     doc.add_heading(_clean(article.heading), level=1)
     if article.unsourced:
         warning = doc.add_paragraph()
         warning.add_run("Unsourced: ").bold = True
         warning.add_run(_clean(f"no part of this text was checked against retrieved text ({article.unsourced})."))
-    _write_body(doc, article.body)
+    _write_body(doc, article.body, {s.n for s in article.numbered if s.n > 0})
     if article.cut:
         note = doc.add_paragraph()
         note.add_run("Cut short: ").bold = True
@@ -47,16 +56,16 @@ def to_docx(article: Article) -> bytes:
     if article.numbered:
         doc.add_heading("Sources", level=2)
         for s in article.numbered:
-            doc.add_paragraph(_clean(_entry(article, s) + ("" if s.read else _unread(s))))
+            _entry(doc.add_paragraph(), article, s, "" if s.read else _unread(s))
     if article.also_read:
         doc.add_heading("Also read", level=2)
         for s in article.also_read:
-            doc.add_paragraph(_clean(_entry(article, s)), style="List Bullet")
+            _entry(doc.add_paragraph(style="List Bullet"), article, s)
     if article.snippets_apart:
         doc.add_heading("Search snippets only (page not read)", level=2)
         for s in article.snippets_apart:
-            doc.add_paragraph(_clean(_entry(article, s) + _unread(s)), style=None if s.n > 0 else "List Bullet")
-    if article.unchecked_lines:
+            _entry(doc.add_paragraph(style=None if s.n > 0 else "List Bullet"), article, s, _unread(s))
+    if notes and article.unchecked_lines:
         doc.add_heading("Not checked against a source", level=2)
         for line in article.unchecked_lines:
             doc.add_paragraph(_clean(line), style="List Bullet")
@@ -65,10 +74,62 @@ def to_docx(article: Article) -> bytes:
     return _reproducible(out.getvalue())
 
 
-def _entry(article: Article, s: Source) -> str:
-    """One source's line: "[n] " when it has a number, its title, its URL and the steps that used it."""
-    number = f"[{s.n}] " if s.n > 0 else ""
-    return f"{number}{s.title or s.url} — {s.url}{article.used_in(s)}"
+def _entry(paragraph, article: Article, s: Source, after: str = "") -> None:
+    """One source's line in ``paragraph``: "[n] " when it has a number (and bookmark ``source-n``,
+    where its marks link), its title, its URL (an http(s) one as a link to its page), the steps
+    that used it and ``after``."""
+    if s.n > 0:
+        _bookmark(paragraph, s.n, f"[{s.n}]")
+        paragraph.add_run(" ")
+    paragraph.add_run(_clean(f"{s.title or s.url} — "))
+    if _WEB.match(s.url):
+        _hyperlink(paragraph, _clean(s.url), url=s.url)
+    else:  # a local corpus file, or anything else: written, never a link
+        paragraph.add_run(_clean(s.url))
+    if article.used_in(s) + after:
+        paragraph.add_run(_clean(article.used_in(s) + after))
+
+
+def _hyperlink(paragraph, text: str, *, url: str = "", anchor: str = "") -> None:
+    """A run of ``text`` in ``paragraph`` that links to ``url`` (an external relationship of the
+    document part) or to the bookmark ``anchor``, styled as Word styles links."""
+    from docx.opc.constants import RELATIONSHIP_TYPE
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    link = OxmlElement("w:hyperlink")
+    if url:
+        link.set(qn("r:id"), paragraph.part.relate_to(url, RELATIONSHIP_TYPE.HYPERLINK, is_external=True))
+    else:
+        link.set(qn("w:anchor"), anchor)
+    run = paragraph.add_run(text)
+    run._r.style = LINK_STYLE  # the style's id, set as it is (``to_docx`` added the style)
+    link.append(run._r)  # moved from the paragraph into the link
+    paragraph._p.append(link)
+
+
+def _add_link_style(document) -> None:
+    """Word's "Hyperlink" character style (blue, underlined), added to ``document`` if missing."""
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.shared import RGBColor
+
+    if LINK_STYLE not in [s.style_id for s in document.styles]:
+        style = document.styles.add_style(LINK_STYLE, WD_STYLE_TYPE.CHARACTER)
+        style.font.color.rgb, style.font.underline = RGBColor(0x05, 0x63, 0xC1), True
+
+
+def _bookmark(paragraph, n: int, text: str) -> None:
+    """A run of ``text`` in ``paragraph`` marked as bookmark ``source-n``."""
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    start, end = OxmlElement("w:bookmarkStart"), OxmlElement("w:bookmarkEnd")
+    start.set(qn("w:id"), str(n))
+    start.set(qn("w:name"), BOOKMARK.format(n=n))
+    end.set(qn("w:id"), str(n))
+    paragraph._p.append(start)
+    paragraph.add_run(text)
+    paragraph._p.append(end)
 
 
 def _unread(s: Source) -> str:
@@ -87,28 +148,32 @@ def _reproducible(docx: bytes) -> bytes:
     return out.getvalue()
 
 
-def _write_body(doc, text: str) -> None:
+def _write_body(doc, text: str, numbers: set[int]) -> None:
+    """``text`` as paragraphs, headings and list items of ``doc``; its marks of ``numbers`` link
+    to their source's entry."""
+    add = partial(_add_runs, numbers=numbers)
     for block in re.split(r"\n[ \t]*\n", text):
         paragraph: list[str] = []  # lines of running text, joined into one paragraph
         for line in (line for line in block.splitlines() if line.strip()):
             heading, bullet, numbered = _HEADING.match(line), _BULLET.match(line), _NUMBERED.match(line)
             if (heading or bullet or numbered) and paragraph:
-                _add_runs(doc.add_paragraph(), " ".join(paragraph))
+                add(doc.add_paragraph(), " ".join(paragraph))
                 paragraph = []
             if heading:
                 doc.add_heading(_clean(heading.group(2)), level=min(len(heading.group(1)) + 1, 9))
             elif bullet:
-                _add_runs(doc.add_paragraph(style="List Bullet"), bullet.group(1))
+                add(doc.add_paragraph(style="List Bullet"), bullet.group(1))
             elif numbered:
-                _add_runs(doc.add_paragraph(style="List Number"), numbered.group(1))
+                add(doc.add_paragraph(style="List Number"), numbered.group(1))
             else:
                 paragraph.append(line.strip())
         if paragraph:
-            _add_runs(doc.add_paragraph(), " ".join(paragraph))
+            add(doc.add_paragraph(), " ".join(paragraph))
 
 
-def _add_runs(paragraph, text: str) -> None:
-    """``text`` as runs of ``paragraph``: **bold** and *italic* spans as such, the rest plain."""
+def _add_runs(paragraph, text: str, numbers: set[int] = frozenset()) -> None:
+    """``text`` as runs of ``paragraph``: **bold** and *italic* spans as such, the rest plain,
+    with each [n] mark of ``numbers`` as a link to its source's entry."""
     for part in _EMPHASIS.split(text):
         if not part:
             continue
@@ -117,7 +182,19 @@ def _add_runs(paragraph, text: str) -> None:
         elif part.startswith("*") and part.endswith("*") and len(part) > 2:
             paragraph.add_run(_clean(part[1:-1])).italic = True
         else:
-            paragraph.add_run(_clean(part))
+            _add_marked(paragraph, _clean(part), numbers)
+
+
+def _add_marked(paragraph, text: str, numbers: set[int]) -> None:
+    last = 0
+    for m in _CITE.finditer(text):
+        if int(m.group(1)) in numbers:
+            if m.start() > last:
+                paragraph.add_run(text[last:m.start()])
+            _hyperlink(paragraph, m.group(0), anchor=BOOKMARK.format(n=int(m.group(1))))
+            last = m.end()
+    if last < len(text):
+        paragraph.add_run(text[last:])
 
 
 def _clean(text: str) -> str:

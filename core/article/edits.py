@@ -17,6 +17,10 @@ A revision the guards refused (core.text.guards: empty, talk about the task, too
 left its step as it stood; in the two modes above the author can take it: in paragraph mode for
 that paragraph alone, in cumulative mode as the answer up to that step, followed by the later
 steps as drafted.
+
+A step the author had done again (``common.events.StepRedone``: regenerated, searched again, a
+source excluded) has a later revision that replaces its earlier one (:func:`latest_revisions`);
+until the redo ends with a new Final the run has no final text to edit.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from common.events import DraftReady, Event, Final, PassagesChosen, StepRevised
+from common.events import DraftReady, Event, Final, PassagesChosen, StepRedone, StepRevised
 from common.types import Passage, Source
 from core.article.article import Article
 from core.article.citations import CITE_THRESHOLD, Cited
@@ -64,6 +68,8 @@ class Revisions:
                 shown[e.i] = e.passages
             elif isinstance(e, Final):
                 final = e
+            elif isinstance(e, StepRedone):  # the step is being done again: a new Final will come
+                final = None
         return cls(steps=steps, drafted=drafted, revised=dict(sorted(revised.items())), shown=shown,
                    events=tuple(kept), final=final)
 
@@ -151,7 +157,7 @@ class Revisions:
         shown); both as :meth:`chosen` leaves them."""
         undone, taken = self.chosen(undone, taken)
         book = SourceBook(threshold)
-        for e in self.events:
+        for e in latest_revisions(self.events):
             if isinstance(e, StepRevised) and e.i in undone:
                 continue
             if isinstance(e, StepRevised) and e.i in taken:
@@ -199,6 +205,17 @@ class Revisions:
         return cited, Article.edited(task, text, book, sources=self.sources(undone, taken, book=book),
                                      unchecked=self.unchecked(undone, taken), undone=undone, taken=taken,
                                      cited=cited)
+
+
+def latest_revisions(events: Iterable[Event]) -> list[Event]:
+    """``events`` without the revisions a later revision of the same step replaced, in a run
+    whose author had steps done again (``StepRedone``): what its sources are counted from, so a
+    source excluded from a step is no longer one of the step's. Any other run's events as they are."""
+    events = list(events)
+    if not any(isinstance(e, StepRedone) for e in events):
+        return events
+    last = {e.i: n for n, e in enumerate(events) if isinstance(e, StepRevised)}
+    return [e for n, e in enumerate(events) if not isinstance(e, StepRevised) or last[e.i] == n]
 
 
 def taken_text(rev: StepRevised) -> str:

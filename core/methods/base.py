@@ -165,21 +165,28 @@ class MethodInfo:
     resumable: bool = False
     uses_search: bool = True
     params: tuple[Param, ...] = ()
+    #: ``redo(events, i, action=, query=, exclude=) -> StepRedone``: the method can do one of a
+    #: run's steps again at the author's request (``core.runner.Runner.redo``); it checks the
+    #: request against the run's events, raising TaskError naming the fix. None: it cannot.
+    redo: Callable[..., Any] | None = None
 
 
 METHODS: dict[str, MethodInfo] = {}
+AUTHOR_QUERY_CHARS = 500  # an author's own query for a step (a redo's "search"): at most this long
 
 
 def register(name: str, description: str, paper: str, *, resumable: bool = False,
-             uses_search: bool = True, params: tuple[Param, ...] = ()) -> Callable[[MethodFn], MethodFn]:
-    """Register ``fn`` as the method ``name``; ``params``: the ``--param`` keys it reads. Raises
+             uses_search: bool = True, params: tuple[Param, ...] = (),
+             redo: Callable[..., Any] | None = None) -> Callable[[MethodFn], MethodFn]:
+    """Register ``fn`` as the method ``name``; ``params``: the ``--param`` keys it reads; ``redo``:
+    see ``MethodInfo.redo``. Raises
     ValueError when a key is declared twice with different declarations (one family, one meaning)."""
     def deco(fn: MethodFn) -> MethodFn:
         for p in params:
             other = declared_param(p.key)
             if other is not None and other != p:
                 raise ValueError(f"--param {p.key} is declared twice, differently: {other} and {p}.")
-        METHODS[name] = MethodInfo(name, description, paper, fn, resumable, uses_search, tuple(params))
+        METHODS[name] = MethodInfo(name, description, paper, fn, resumable, uses_search, tuple(params), redo)
         return fn
 
     return deco

@@ -17,15 +17,34 @@ tokens per step stay flat and grow linearly with the article in all.
 Both resume: a run's stored DraftReady and StepRevised events are its state, so an interrupted
 run continues after its last revised step, and an edited draft (a later DraftReady) is used as
 it stands.
+
+Both redo a step the author asks for (a stored ``StepRedone``, ``core.runner.Runner.redo``):
+"regenerate" revises step i again with its stored query and passages, "search" retrieves for the
+author's own query, "exclude" retrieves for the step's query with the excluded pages left out,
+then revises. rat-step's other paragraphs stay as they are (the article is theirs with step i
+replaced); in rat each revision rewrote the answer so far, so steps i+1..n are revised again on
+top of the new text (with the passages they were shown). A later revision of a step replaces
+its earlier one; the earlier stays in the events.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
-from common.events import DraftReady, Event, Final, Note, QueryMade, StepRevised, StepStarted
-from common.types import Task
-from core.methods.base import MethodContext, Param, register
+from common.errors import TaskError
+from common.events import (
+    DraftReady,
+    Event,
+    Final,
+    Note,
+    PassagesChosen,
+    QueryMade,
+    StepRedone,
+    StepRevised,
+    StepStarted,
+)
+from common.types import Passage, Task
+from core.methods.base import AUTHOR_QUERY_CHARS, MethodContext, Param, register
 from core.methods.helpers import (
     Return,
     context_tokens,
@@ -54,13 +73,15 @@ _STEP_CONTEXT = Param("rat.step_context_tokens", STEP_CONTEXT_TOKENS,
 
 
 @register("rat", "RAT: draft step by step, then revise the answer so far against a search for each step",
-          "001 (RAT), Algorithm 1, prompts B.1-B.3", resumable=True)
+          "001 (RAT), Algorithm 1, prompts B.1-B.3", resumable=True,
+          redo=lambda events, i, **asked: redo_request(events, i, **asked))
 def rat(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _rat(task, ctx, step_scope=False)
 
 
 @register("rat-step", "RAT step-scope (ours): each revision rewrites only its own step, with earlier steps as context",
-          "001 (RAT), with a narrower revision prompt", resumable=True, params=(_STEP_CONTEXT,))
+          "001 (RAT), with a narrower revision prompt", resumable=True, params=(_STEP_CONTEXT,),
+          redo=lambda events, i, **asked: redo_request(events, i, **asked))
 def rat_step(task: Task, ctx: MethodContext) -> AsyncIterator[Event]:
     return _rat(task, ctx, step_scope=True)
 
@@ -74,6 +95,9 @@ async def _rat(task: Task, ctx: MethodContext, *, step_scope: bool) -> AsyncIter
         state.steps = drafted.result
 
     steps = state.steps
+    if state.redo is not None:
+        async for ev in _redo(task, ctx, state, state.redo, step_scope=step_scope):
+            yield ev
     for i in range(state.done + 1, len(steps) + 1):
         yield StepStarted(i=i, thought=steps[i - 1], n=len(steps))
         async for ev in _step(task, ctx, state, i, step_scope=step_scope):
@@ -81,25 +105,99 @@ async def _rat(task: Task, ctx: MethodContext, *, step_scope: bool) -> AsyncIter
     yield Final(text=state.article)
 
 
-async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_scope: bool) -> AsyncIterator[Event]:
-    """Step i: the query (B.2), the retrieval, the revision (B.3); ``state`` moves on past i."""
+
+
+def redo_request(events: list[Event], i: int, *, action: str, query: str = "",
+                 exclude: Iterable[str] = ()) -> StepRedone:
+    """The author's request to do step ``i`` of a run (its ``events``) again, checked. Raises
+    TaskError naming the fix for an unknown action, a step that is not there or not yet revised,
+    an empty or overlong query (search), or no page to exclude (exclude)."""
+    if action not in REDO_NOTES:
+        raise TaskError(f"Unknown step action {action!r}: use one of {', '.join(REDO_NOTES)}.")
+    state = _State.from_prior(events)
+    if not state.steps or not 1 <= i <= len(state.steps):
+        n = len(state.steps or ())
+        raise TaskError(f"The run has no step {i}: pick one of its {n} steps." if n else
+                        "The run has no draft yet: continue it first.")
+    if i > state.done:
+        raise TaskError(f"Step {i} has not been revised yet: press Continue to revise it first.")
+    query = " ".join(query.split())
+    if action == "search" and not query:
+        raise TaskError("Type your own query for the step first (the Search again box).")
+    if len(query) > AUTHOR_QUERY_CHARS:
+        raise TaskError(f"The query is {len(query):,} characters long: shorten it to at most {AUTHOR_QUERY_CHARS}.")
+    exclude = tuple(dict.fromkeys(u.strip() for u in exclude if u and u.strip()))
+    if action == "exclude" and not exclude:
+        raise TaskError("Pick a page to exclude: press ✕ beside it in the step's card.")
+    return StepRedone(i=i, action=action, query=query if action == "search" else "",
+                      exclude=exclude if action == "exclude" else ())
+
+
+REDO_NOTES = {
+    "regenerate": "Revised again at the author's request, with the same query and passages.",
+    "search": "Searched again with the author's own query: {query}",
+    "exclude": "Left out at the author's request: {pages}. Searched again with the step's query and revised.",
+}
+
+
+async def _redo(task: Task, ctx: MethodContext, state: _State, redo: StepRedone, *,
+                step_scope: bool) -> AsyncIterator[Event]:
+    """The author's redo of step ``redo.i``: that step as asked, then (rat) every later revised
+    step revised again on top of it, with its own stored passages. A redo that stopped half-way
+    goes on after the last step it revised (``state.redone``)."""
+    last = state.done if not step_scope else redo.i
+    for j in range(redo.i, last + 1):
+        if j in state.redone:
+            continue
+        if not step_scope:  # the answer so far: as it stood after step j-1 (already redone, for j > i)
+            state.article = state.articles.get(j - 1, "")
+        yield StepStarted(i=j, thought=state.steps[j - 1], n=len(state.steps))
+        if j == redo.i:
+            pages = ", ".join(redo.exclude)
+            yield Note(i=j, text=REDO_NOTES[redo.action].format(query=redo.query, pages=pages))
+        else:
+            yield Note(i=j, text=f"Revised again on top of step {redo.i}'s new revision, with the passages "
+                                 "it was shown before.")
+        async for ev in _step(task, ctx, state, j, step_scope=step_scope,
+                              redo=redo.action if j == redo.i else "regenerate"):
+            yield ev
+
+
+async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_scope: bool,
+                redo: str = "") -> AsyncIterator[Event]:
+    """Step i: the query (B.2), the retrieval, the revision (B.3); ``state`` moves on past i.
+    ``redo`` (a ``StepRedone`` action): "regenerate" revises with the step's stored passages,
+    "search" retrieves for the author's query (the pending redo's), "exclude" for the step's stored
+    query; both leave out the pages the author excluded from this step."""
     step = state.steps[i - 1]
     # B.2 sees the revised steps before i and draft step i, never a later one: all of them for
     # rat, the bounded context of step_context for rat-step.
-    before = step_context(state.revised, param(ctx, "rat.step_context_tokens")) if step_scope else state.article
+    before = (step_context(state.revised[: i - 1], param(ctx, "rat.step_context_tokens")) if step_scope
+              else state.article)
     so_far = prompts.join_steps([before, step]) if before else step
-    q = make_query(ctx, task, i, step, so_far)
-    async for ev in q:
-        yield ev
-
-    found = retrieve(ctx, i, q.result, k=min(ctx.settings.k, MAX_RETRIEVALS_PER_STEP))
-    async for ev in found:
-        yield ev
-    passages = found.result
+    if redo == "regenerate":
+        passages = list(state.passages.get(i, ()))
+    else:
+        query = (state.redo.query if redo == "search" and state.redo
+                 else state.queries.get(i, "") if redo == "exclude" else "")
+        if query:
+            yield QueryMade(i=i, query=query)
+        else:
+            q = make_query(ctx, task, i, step, so_far)
+            async for ev in q:
+                yield ev
+            query = q.result
+        found = retrieve(ctx, i, query, k=min(ctx.settings.k, MAX_RETRIEVALS_PER_STEP),
+                         exclude=state.excluded.get(i, ()))
+        async for ev in found:
+            yield ev
+        passages = found.result
     kept = step if step_scope else so_far
 
-    def article_of(text: str) -> str:  # the whole text after step i
-        return prompts.join_steps([state.article, text]) if step_scope and state.article else text
+    def article_of(text: str) -> str:  # the whole text after step i (rat-step: the others' as they stand)
+        if not step_scope:
+            return text
+        return prompts.join_steps([*state.revised[: i - 1], text, *state.revised[i:]])
 
     def prompt(content: str) -> str:  # B.3, or our step-scope revision
         question = prompts.question_for(task)  # QA tasks also ask for a short "Answer:" line
@@ -185,24 +283,51 @@ def step_context(revised: list[str], budget: int) -> str:
 
 class _State:
     """What a RAT run has done so far, rebuilt from its events: the draft's steps, the article
-    after the last revised step, and (for rat-step's context) each revised step's own text."""
+    after the last revised step, (for rat-step's context) each revised step's own text, the whole
+    text after each step (``articles``), each step's latest query and passages, the pages the
+    author excluded from each step, and the author's redo not yet finished (``redo``, with the
+    steps revised since it was asked, ``redone``)."""
 
-    def __init__(self) -> None:
-        self.steps: list[str] | None = None
+    def __init__(self, steps: list[str] | None = None) -> None:
+        self.steps = steps
         self.article = ""
         self.revised: list[str] = []
         self.done = 0
+        self.articles: dict[int, str] = {}
+        self.queries: dict[int, str] = {}
+        self.passages: dict[int, tuple[Passage, ...]] = {}
+        self.excluded: dict[int, tuple[str, ...]] = {}
+        self.redo: StepRedone | None = None
+        self.redone: set[int] = set()
 
     def moved_on(self, e: StepRevised) -> None:
-        self.article, self.done = e.article, e.i
-        self.revised = [*self.revised[: e.i - 1], e.after]
+        """Step ``e.i`` is revised: a later revision of an earlier step (a redo) replaces that
+        step's text and leaves the others as they are."""
+        self.article, self.done = e.article, max(self.done, e.i)
+        self.revised = [*self.revised[: e.i - 1], e.after, *self.revised[e.i:]]
+        self.articles[e.i] = e.article
+        if self.redo is not None:
+            self.redone.add(e.i)
+
+    def see(self, e: Event) -> None:
+        if isinstance(e, StepRevised):
+            self.moved_on(e)
+        elif isinstance(e, QueryMade):
+            self.queries[e.i] = e.query
+        elif isinstance(e, PassagesChosen):
+            self.passages[e.i] = e.passages
+        elif isinstance(e, StepRedone):
+            self.redo, self.redone = e, set()
+            self.excluded[e.i] = tuple(dict.fromkeys([*self.excluded.get(e.i, ()), *e.exclude]))
+        elif isinstance(e, Final):
+            self.redo = None
 
     @classmethod
     def from_prior(cls, events: list[Event]) -> _State:
         state = cls()
         for e in events:
             if isinstance(e, DraftReady):  # a later (edited) draft replaces the first
-                state.steps, state.article, state.revised, state.done = list(e.steps), "", [], 0
-            elif isinstance(e, StepRevised):
-                state.moved_on(e)
+                state = cls(list(e.steps))
+            else:
+                state.see(e)
         return state

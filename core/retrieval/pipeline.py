@@ -26,25 +26,32 @@ from core.text.tokens import count_tokens
 
 
 @returning
-async def retrieve(ctx: Any, i: int, query: str, *, k: int | None = None,
-                   budget: int | None = None) -> AsyncIterator[Event | Return[list[Passage]]]:
+async def retrieve(ctx: Any, i: int, query: str, *, k: int | None = None, budget: int | None = None,
+                   exclude: Iterable[str] = ()) -> AsyncIterator[Event | Return[list[Passage]]]:
     """Yield SearchDone, one PageRead per result, then PassagesChosen; return the chosen
     passages (empty when nothing could be read). ``ctx`` is a ``core.methods.MethodContext``
-    (its ``search``, ``fetch``, ``read_local`` and ``settings`` are used)."""
+    (its ``search``, ``fetch``, ``read_local`` and ``settings`` are used). ``exclude``: URLs the
+    author left out: their results are neither listed nor read (a Note says how many), and as
+    many more results are asked for, so that up to ``k`` are still read."""
     k = k or ctx.settings.k
     budget = budget or ctx.settings.passage_tokens
+    exclude = frozenset(exclude)
     started = time.perf_counter()
     try:
-        response = await ctx.search.search(query, k)
+        response = await ctx.search.search(query, k + len(exclude))
     except SearchError as exc:  # the chain's message already names each provider's cause and the fix
         yield SearchDone(i=i, query=query, results=(), seconds=round(time.perf_counter() - started, 4),
                          error=" ".join(str(exc).split()))  # one line on the CLI, whatever the message
         yield Return([])
         return
-    results, dropped = fetchable(response.results[:k], local=ctx.read_local is not None)
+    wanted = [r for r in response.results if r.url not in exclude]
+    results, dropped = fetchable(wanted[:k], local=ctx.read_local is not None)
     yield SearchDone(i=i, query=query, results=results, provider=response.provider,
                      seconds=round(response.seconds, 4), cached=response.cached,
                      warnings=tuple(response.warnings))
+    left_out = len(response.results) - len(wanted)
+    if left_out:
+        yield Note(i=i, text=f"{left_out} search result(s) the author excluded were left out, unread.")
     if dropped:
         shown = ", ".join(r.url[:60] for r in dropped[:3]) + (", ..." if len(dropped) > 3 else "")
         yield Note(i=i, level="warning",

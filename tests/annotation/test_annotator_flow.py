@@ -218,7 +218,7 @@ def test_an_imported_line_with_a_bad_flag_names_the_line(service, tmp_path):
 # -- the migration ----------------------------------------------------------------------------
 def test_m014_adds_comment_and_flag_to_votes_that_stay_append_only(tmp_path, monkeypatch):
     db = sqlite_utils.Database(tmp_path / "old.db")
-    every = list(migrations.MIGRATIONS)
+    every = [m for m in migrations.MIGRATIONS if m[0] <= "m014_vote_notes"]  # later ones are not this test's
     assert every[-1][0] == "m014_vote_notes"
     monkeypatch.setattr(migrations, "MIGRATIONS", every[:-1])
     migrations.apply(db)  # a file of the version before

@@ -55,7 +55,9 @@ async def test_a_revision_that_talks_is_refused_and_the_run_says_which_step(app,
     assert final.unchecked == (f"step 2: the model's revision was refused (it {revs[1].guarded}); kept as it stood",)
     assert all(2 not in s.steps for s in final.sources)
     assert (run.steps_sourced, run.steps_guarded, run.steps_total) == (2, 1, 3)
-    md = to_markdown(Article(run.task, final.text, final.sources, unchecked=final.unchecked))
+    article = Article(run.task, final.text, final.sources, unchecked=final.unchecked)
+    assert "Not checked" not in to_markdown(article), "run notes are left out of the reader's document"
+    md = to_markdown(article, notes=True)
     assert "## Not checked against a source\n\n- Step 2: the model's revision was refused" in md
     stored = [e for e in app.store.events(run.id) if isinstance(e, StepRevised)]
     assert stored[1].rejected == TALK, "the refused reply is stored with the event"

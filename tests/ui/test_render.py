@@ -151,7 +151,7 @@ def test_progress_says_step_i_of_n_and_highlights_it():
     assert "<li class='rat-current' id='rat-draft-3'>" in run_html.draft_html(view)
     assert "<li class='rat-done' id='rat-draft-1'>" in run_html.draft_html(view)
     steps = run_html.steps_html(view)
-    assert "<div class='rat-card rat-current' id='rat-step-3'>" in steps
+    assert "<details class='rat-card rat-current' id='rat-step-3' open>" in steps
     assert "Step 2 of 3" in steps
 
 
@@ -354,7 +354,8 @@ async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(app
     updates = [u async for u in panel.follow(burst(), RunView(), live=False)]
     # the reset, RunStarted, the first token, at most a few more tokens, DraftReady, the settled panel
     assert len(updates) <= 8
-    assert updates[-1][panel.draft] == run_html.draft_html(fold([DraftReady(steps=("w0",))]))
+    whole = fold([RunStarted(run_id="r", method="rat", task="t"), DraftReady(steps=("w0",))])
+    assert updates[-1][panel.draft] == run_html.draft_html(whole)
 
 
 # -- the Writer's helpers (no browser) ------------------------------------------------------------
@@ -401,11 +402,12 @@ def test_a_refused_revision_shows_the_reply_and_can_be_taken_in_paragraph_mode()
     assert [s.steps for s in view.edits.sources()] == [(1,), (3,)]
     assert [(s.url, s.steps) for s in view.edits.sources([], [2])] == [(url(1), (1,)), (url(2), (2,)),
                                                                               (url(3), (3,))]
-    md = article_view.export_markdown(view, view.edits.text(), [1])
+    assert "Not checked" not in article_view.export_markdown(view, view.edits.text(), [1]), "run notes: asked for"
+    md = article_view.export_markdown(view, view.edits.text(), [1], notes=True)
     assert "## Not checked against a source" in md
     assert "- Step 1: its revision was undone by the author" in md
     assert "- Step 2: the model's revision was refused" in md
-    assert "Not checked" not in article_view.export_markdown(view, taken, [], [2])
+    assert "Not checked" not in article_view.export_markdown(view, taken, [], [2], notes=True)
 
 
 def test_taking_a_refused_revision_in_cumulative_mode_drops_the_later_revisions():

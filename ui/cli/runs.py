@@ -31,6 +31,8 @@ EXIT_UNSOURCED = 3
 EXIT_UNFINISHED = 4
 
 
+NOTES_HELP = ("add the run notes (the steps never checked against a source, and why) as an appendix; a reader's "
+              "document leaves them out")
 OUT_HELP = "write the article to this file: Markdown, or Word for a name ending in .docx (default: standard output)"
 
 
@@ -48,12 +50,14 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     p.add_argument("--method", default="rat", choices=sorted(METHODS), help="writing method (default rat)")
     p.add_argument("--kind", default="writing", choices=["writing", "plan", "qa"])
     p.add_argument("--out", help=OUT_HELP)
+    p.add_argument("--notes", action="store_true", help=NOTES_HELP)
     p.add_argument("--draft-only", action="store_true", help="stop after the draft; continue with resume")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("resume", parents=common, help="continue an interrupted or failed run",
                        epilog="exit codes as for run")
     p.add_argument("run_id", help="the run's id, or a unique prefix of it (at least 4 characters)")
     p.add_argument("--out", help=OUT_HELP)
+    p.add_argument("--notes", action="store_true", help=NOTES_HELP)
     p.add_argument("--draft", metavar="FILE",
                    help="continue with this edited draft (e.g. of a `run --draft-only`): one step per paragraph, "
                         "blank lines between; - reads standard input. It is kept as a version of the run, and "
@@ -81,6 +85,7 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
                    help="which text: the model's own, the author's latest version (the default; the model's when "
                         "there is none), or version N (`versions RUN_ID` lists them)")
     p.add_argument("--out", help=OUT_HELP)
+    p.add_argument("--notes", action="store_true", help=NOTES_HELP)
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("versions", parents=common, help="list the author's versions of a stored run's article")
     p.add_argument("run_id", help="the run's id, or a unique prefix of it (at least 4 characters)")
@@ -209,7 +214,7 @@ async def _follow(events, args, app, seen: dict | None = None) -> int:
         return 0
     run = app.store.get_run(run_id)
     article = Article.from_events(run.task, app.store.events(run_id), unsourced=run.status == RunStatus.UNSOURCED)
-    write_article(args.out, article)
+    write_article(args.out, article, notes=getattr(args, "notes", False))
     if article.unsourced:
         print(f"warning: unsourced: nothing in this text was checked against a source: {article.unsourced}.",
               file=sys.stderr)
@@ -217,24 +222,24 @@ async def _follow(events, args, app, seen: dict | None = None) -> int:
     return 0
 
 
-def write_article(out: str | None, article) -> None:
+def write_article(out: str | None, article, *, notes: bool = False) -> None:
     """The article (a ``core.article.Article``) as Markdown on standard output, or saved to
-    ``out``: a Word document when its name ends in .docx, else Markdown. Raises ConfigError when
-    the file cannot be written."""
+    ``out``: a Word document when its name ends in .docx, else Markdown; with the run notes as an
+    appendix when ``notes``. Raises ConfigError when the file cannot be written."""
     from common.errors import ConfigError
     from core.article.markdown import to_markdown
 
     if not out:
-        print(to_markdown(article))
+        print(to_markdown(article, notes=notes))
         return
     path = Path(out).expanduser()
     try:
         if path.suffix.lower() == ".docx":
             from core.article.docx import to_docx
 
-            path.write_bytes(to_docx(article))
+            path.write_bytes(to_docx(article, notes=notes))
         else:
-            path.write_text(to_markdown(article), encoding="utf-8")
+            path.write_text(to_markdown(article, notes=notes), encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"Cannot write the article to {out}: {exc.strerror or exc}. Choose a file in a folder "
                           "that exists and that you can write to.") from exc
@@ -305,7 +310,8 @@ def cmd_show(args, app) -> int:
     if run.status not in FINISHED:
         print(unfinished(app, run), file=sys.stderr)
         return EXIT_UNFINISHED
-    write_article(getattr(args, "out", None), article_of(app, run, getattr(args, "version", "latest")))
+    write_article(getattr(args, "out", None), article_of(app, run, getattr(args, "version", "latest")),
+                  notes=getattr(args, "notes", False))
     return 0
 
 

@@ -1,0 +1,345 @@
+"""Actions on the step cards (issue 23.2) and the draft as step cards (23.3), as pure HTML and the
+browser glue; ``ui.writer.RunPanel`` binds them.
+
+A finished rat or rat-step run's card gets buttons in its header (:func:`actions_html`): Undo (or
+Put back) its revision, Take (or Drop) a refused revision, Regenerate, Search again (asks for the
+author's own query in a row under the cards, prefilled with the step's) and, beside each page in
+the card, ✕ to exclude that source and revise again. The buttons carry data attributes; one
+document-level listener (:data:`GLUE_JS`) turns a click into a JSON command
+``{"action", "i", "query", "url"}`` (:func:`parse_command`) written into the panel's hidden
+textbox, and clicks the panel's hidden button, whose handler does the action on the server. The
+header also lists what the author had done again, with the time ("regenerated 14:02").
+
+Before revision (a draft-only or stopped run) the draft is edited as cards (:func:`draft_cards_html`,
+:data:`DRAFT_JS`): a text area per step, ↑ / ↓ / delete, "Add a step"; every change is written into
+the editor's textbox (one step per paragraph) with an input event, so Continue sees it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from urllib.parse import urlsplit
+
+from core.article.edits import CUMULATIVE, PARAGRAPH
+from core.methods import METHODS
+from core.methods.base import AUTHOR_QUERY_CHARS
+from core.text.oneline import short
+from ui.escape import esc
+from ui.runview import RunView
+
+EDITS = ("undo", "take")  # done on the article's text: a new version, no model call
+REDOS = ("regenerate", "search", "exclude")  # done by the model again: Runner.redo
+HELP = ("Each step's ↻ Regenerate, ⌕ Search again and ✕ (beside a page, to leave that source out) do the step "
+        "again and save the article as a new version. rat-step redoes only that paragraph; in rat each revision "
+        "rewrote the answer so far, so the steps after it are revised again on top of it.")
+
+
+@dataclass(frozen=True)
+class Command:
+    """What the author clicked on a step card: ``action`` (one of EDITS or REDOS) on step ``i``,
+    with the author's ``query`` (search) or the ``url`` to leave out (exclude)."""
+
+    action: str
+    i: int
+    query: str = ""
+    url: str = ""
+
+
+def parse_command(text: str) -> Command:
+    """The command the browser glue wrote. Raises ValueError naming what is wrong (a page
+    edited by hand, an unknown action, no step)."""
+    try:
+        data = json.loads(text or "")
+        action, i = str(data["action"]), int(data["i"])
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ValueError("The step action could not be read: reload the page and click the step's button again.") \
+            from exc
+    if action not in (*EDITS, *REDOS):
+        raise ValueError(f"Unknown step action {action!r}: use the buttons on the step's card.")
+    if i < 1:
+        raise ValueError("The step action names no step: use the buttons on the step's card.")
+    return Command(action, i, str(data.get("query") or "")[:AUTHOR_QUERY_CHARS * 2], str(data.get("url") or ""))
+
+
+def offered(view: RunView) -> bool:
+    """Whether the run's step cards get actions: a finished run of a method that redoes steps
+    (``MethodInfo.redo``: rat and rat-step)."""
+    info = METHODS.get(view.method)
+    return bool(view.run_id) and view.final is not None and info is not None and info.redo is not None
+
+
+def card_actions(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+                 panel: str = "") -> Callable[[int], str] | None:
+    """``ui.run_html.steps_html``'s ``actions`` for this view (None where none are offered)."""
+    if not offered(view):
+        return None
+    return partial(actions_html, view, undone=tuple(undone), taken=tuple(taken), panel=panel)
+
+
+def actions_html(view: RunView, i: int, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+                 panel: str = "") -> str:
+    """Step i's buttons (data attributes: the action, the step, the panel whose hidden textbox
+    gets the command) and what the author had done to it again; "" for a step with no revision
+    or a run that offers no actions. ``undone`` and ``taken``: the steps so in the article shown."""
+    card = view.cards.get(i)
+    if card is None or card.revised is None or not offered(view):
+        return ""
+    undone, taken = set(undone), set(taken)
+    revs = view.edits
+    buttons = []
+    if i in revs.undoable():
+        if i not in undone:
+            buttons.append(_button("undo", "Undo", "Undo this step's revision in the article below", i, panel))
+        elif revs.mode == PARAGRAPH or i == min(undone):  # cumulative: the later ones come back with it
+            buttons.append(_button("undo", "Put back", "Put this step's revision back in the article", i, panel))
+    if i in revs.takeable():
+        label, title = (("Drop", "Keep the text as it stood, not the refused revision") if i in taken
+                        else ("Take", "Take the refused revision into the article"))
+        buttons.append(_button("take", label, title, i, panel))
+    later = "; the steps after it are revised again on top of it" if revs.mode == CUMULATIVE else ""
+    buttons.append(_button("regenerate", "↻ Regenerate",
+                           f"Revise this step again with the same query and passages{later}", i, panel))
+    buttons.append(_button("search", "⌕ Search again", f"Search again for this step with your own query{later}",
+                           i, panel, query=card.query))
+    pages = json.dumps([p.url for p in card.pages])
+    return (f"<span class='rat-act-bar' data-rat-bar='1' data-panel='{esc(panel)}' data-i='{i}' "
+            f"data-pages='{esc(pages)}'>{''.join(buttons)}</span>{redone_html(view, i)}")
+
+
+def _button(action: str, label: str, title: str, i: int, panel: str, *, query: str = "") -> str:
+    extra = f" data-query='{esc(query)}'" if action == "search" else ""
+    return (f"<button type='button' class='rat-act rat-act-{action}' data-rat-act='{action}' data-i='{i}' "
+            f"data-panel='{esc(panel)}' title='{esc(title)}'{extra}>{esc(label)}</button>")
+
+
+def redone_html(view: RunView, i: int) -> str:
+    """What the author had step i done again, in order: "regenerated 14:02", "searched again:
+    “query” 14:05", "excluded example.com 14:07" ("" for nothing)."""
+    card = view.cards.get(i)
+    lines = [redone_line(e.action, e.query, e.exclude, e.at) for e in (card.redone if card else ())]
+    return f"<span class='rat-redone'>{' · '.join(esc(line) for line in lines)}</span>" if lines else ""
+
+
+def redone_line(action: str, query: str, exclude: Iterable[str], at: str) -> str:
+    what = {"regenerate": "regenerated", "search": f"searched again: “{query}”",
+            "exclude": f"excluded {', '.join(site(u) for u in exclude)}"}.get(action, action)
+    return f"{what} {clock(at)}".strip()
+
+
+SITE_CHARS = 60  # of an excluded page's address in a card's history
+
+
+def site(url: str) -> str:
+    """A page's address without its scheme and "www." ("example.com/wiki/Printing"), shortened."""
+    parts = urlsplit(url)
+    where = (parts.hostname or "").removeprefix("www.") + parts.path.rstrip("/")
+    return short(where or url, SITE_CHARS)
+
+
+def clock(stamp: str) -> str:
+    """An ISO time stamp as local "HH:MM" ("" when it is not one)."""
+    try:
+        return datetime.fromisoformat(stamp).astimezone().strftime("%H:%M")
+    except (TypeError, ValueError):
+        return ""
+
+
+def glue_html(panel: str) -> str:
+    """The row under the cards that asks for the author's own query (hidden until Search again
+    is clicked), and one line on what the actions do."""
+    return (f"<div class='rat-ask' id='{esc(panel)}-ask' data-panel='{esc(panel)}' hidden>"
+            f"<label>Your own query for step <b class='rat-ask-step'></b> "
+            f"<input type='text' class='rat-ask-query' maxlength='{AUTHOR_QUERY_CHARS}' "
+            f"aria-label='Your own query' placeholder='a search query'></label>"
+            f"<button type='button' class='rat-ask-go'>Search again</button>"
+            f"<button type='button' class='rat-ask-cancel'>Cancel</button></div>"
+            f"<div class='rat-note rat-act-help'>{esc(HELP)}</div>")
+
+
+#: One listener for every panel (set once a page): a card's button writes its command into the
+#: panel's hidden textbox (``#<panel>-cmd``) and clicks its hidden button (``#<panel>-go``); Search
+#: again opens the query row first; a card's pages get their ✕ when the card is opened or pointed at.
+GLUE_JS = r"""
+if (!window.ratStepActions) {
+  window.ratStepActions = true;
+  const send = (panel, cmd) => {
+    const box = document.querySelector(`#${panel}-cmd textarea, #${panel}-cmd input`);
+    const go = document.getElementById(`${panel}-go`);
+    if (!box || !go) return;
+    box.value = JSON.stringify({...cmd, nonce: Date.now()});
+    box.dispatchEvent(new Event('input', {bubbles: true}));
+    setTimeout(() => go.click(), 0);
+  };
+  const ask = (panel, i, query) => {
+    const row = document.getElementById(`${panel}-ask`);
+    if (!row) return;
+    row.dataset.i = i;
+    row.querySelector('.rat-ask-step').textContent = i;
+    const input = row.querySelector('.rat-ask-query');
+    input.value = query || '';
+    row.hidden = false;
+    row.scrollIntoView({block: 'nearest'});
+    input.focus();
+    input.select();
+  };
+  const searchFrom = (row) => {
+    const query = row.querySelector('.rat-ask-query').value.trim();
+    if (!query) { row.querySelector('.rat-ask-query').focus(); return; }
+    row.hidden = true;
+    send(row.dataset.panel, {action: 'search', i: +row.dataset.i, query, url: ''});
+  };
+  const decorate = (card) => {
+    const bar = card.querySelector('[data-rat-bar]');
+    if (!bar) return;
+    let urls = [];
+    try { urls = JSON.parse(bar.dataset.pages || '[]'); } catch (e) { return; }
+    card.querySelectorAll('ul.rat-pages > li').forEach((li, k) => {
+      if (li.querySelector('.rat-x') || !urls[k]) return;
+      const x = document.createElement('button');
+      x.type = 'button';
+      x.className = 'rat-act rat-x';
+      x.textContent = '✕';
+      x.title = 'Exclude this source and revise the step again';
+      x.setAttribute('aria-label', 'Exclude this source');
+      Object.assign(x.dataset, {ratAct: 'exclude', panel: bar.dataset.panel, i: bar.dataset.i, url: urls[k]});
+      li.appendChild(x);
+    });
+  };
+  document.addEventListener('click', (ev) => {
+    const t = ev.target instanceof Element ? ev.target : null;
+    const row = t && t.closest('.rat-ask');
+    if (row && t.closest('.rat-ask-go')) { searchFrom(row); return; }
+    if (row && t.closest('.rat-ask-cancel')) { row.hidden = true; return; }
+    const b = t && t.closest('[data-rat-act]');
+    if (!b) return;
+    ev.preventDefault();  // a button in a card's header must not fold the card
+    ev.stopPropagation();
+    const {ratAct: action, panel, i} = b.dataset;
+    if (action === 'search') { ask(panel, +i, b.dataset.query); return; }
+    send(panel, {action, i: +i, query: '', url: b.dataset.url || ''});
+  }, true);
+  document.addEventListener('keydown', (ev) => {
+    const t = ev.target instanceof Element ? ev.target : null;
+    const row = t && t.closest('.rat-ask');
+    if (!row) return;
+    if (ev.key === 'Enter') { ev.preventDefault(); searchFrom(row); }
+    if (ev.key === 'Escape') { row.hidden = true; }
+  }, true);
+  const near = (ev) => {
+    const card = ev.target instanceof Element ? ev.target.closest('details.rat-card') : null;
+    if (card) decorate(card);
+  };
+  document.addEventListener('pointerover', near, true);
+  document.addEventListener('focusin', near, true);
+  document.addEventListener('toggle', near, true);
+}
+"""
+
+
+def draft_cards_html(steps: Iterable[str]) -> str:
+    """The draft's steps for the card editor (:data:`DRAFT_JS` draws the cards from them)."""
+    return f"<div class='rat-dcards' data-steps='{esc(json.dumps(list(steps)))}'></div>"
+
+
+#: The draft's card editor, per panel: draws a card per step (``data-steps``, redrawn whenever the
+#: server sends new steps), and writes every change into the editor's textbox (steps joined by a
+#: blank line; a blank line typed inside a card becomes a line break) with an input event. Typing
+#: in the textbox itself ("Edit as text") redraws the cards.
+DRAFT_JS = r"""
+const box = element.closest('.rat-editor-box') || document;
+const field = () => box.querySelector('.rat-editor textarea');
+let steps = [];
+const split = (t) => (t || '').split(/\n[ \t]*\n/).map((s) => s.trim()).filter(Boolean);
+const tidy = (s) => s.replace(/\n[ \t]*(\n[ \t]*)+/g, '\n').trim();
+const sync = () => {
+  const f = field();
+  if (!f) return;
+  f.value = steps.map(tidy).filter(Boolean).join('\n\n');
+  f.dispatchEvent(new Event('input', {bubbles: true}));
+};
+const draw = (focus) => {
+  const list = element.querySelector('.rat-dcards');
+  if (!list) return;
+  list.replaceChildren();
+  steps.forEach((text, k) => {
+    const card = document.createElement('div');
+    card.className = 'rat-dcard';
+    card.dataset.k = k;
+    const head = document.createElement('div');
+    head.className = 'rat-dcard-head';
+    const title = document.createElement('b');
+    title.textContent = `Step ${k + 1}`;
+    head.append(title);
+    const acts = [['up', '↑', 'Move up'], ['down', '↓', 'Move down'], ['del', '✕', 'Delete this step']];
+    for (const [act, label, tip] of acts) {
+      const b = document.createElement('button');
+      b.type = 'button';
+      b.className = `rat-dcard-${act}`;
+      b.dataset.dc = act;
+      b.textContent = label;
+      b.title = tip;
+      b.setAttribute('aria-label', `${tip} (step ${k + 1})`);
+      b.disabled = (act === 'up' && k === 0) || (act === 'down' && k === steps.length - 1);
+      head.append(b);
+    }
+    const area = document.createElement('textarea');
+    area.className = 'rat-dcard-text';
+    area.rows = Math.min(8, Math.max(2, Math.ceil(text.length / 70)));
+    area.value = text;
+    area.setAttribute('aria-label', `Step ${k + 1}`);
+    card.append(head, area);
+    list.append(card);
+  });
+  const add = document.createElement('button');
+  add.type = 'button';
+  add.className = 'rat-dcard-add';
+  add.dataset.dc = 'add';
+  add.textContent = '+ Add a step';
+  list.append(add);
+  if (focus !== undefined) {
+    const area = list.querySelectorAll('.rat-dcard-text')[focus];
+    if (area) area.focus();
+  }
+};
+const load = () => {
+  const holder = element.querySelector('.rat-dcards');
+  try { steps = JSON.parse(holder ? holder.dataset.steps : '[]'); } catch (e) { steps = split(field()?.value); }
+  draw();
+};
+element.addEventListener('click', (ev) => {
+  const b = ev.target instanceof Element ? ev.target.closest('[data-dc]') : null;
+  if (!b) return;
+  const card = b.closest('.rat-dcard');
+  const k = card ? +card.dataset.k : -1;
+  const act = b.dataset.dc;
+  if (act === 'add') { steps.push(''); draw(steps.length - 1); sync(); return; }
+  if (act === 'del') steps.splice(k, 1);
+  if (act === 'up' && k > 0) [steps[k - 1], steps[k]] = [steps[k], steps[k - 1]];
+  if (act === 'down' && k < steps.length - 1) [steps[k + 1], steps[k]] = [steps[k], steps[k + 1]];
+  draw();
+  sync();
+});
+element.addEventListener('input', (ev) => {
+  const area = ev.target;
+  if (!(area instanceof HTMLTextAreaElement) || !area.classList.contains('rat-dcard-text')) return;
+  steps[+area.closest('.rat-dcard').dataset.k] = area.value;
+  sync();
+});
+box.addEventListener('input', (ev) => {
+  if (ev.isTrusted && ev.target === field()) { steps = split(ev.target.value); draw(); }
+});
+load();
+watch('value', load);
+"""
+
+
+_panels = iter(range(1, 1_000_000))
+
+
+def panel_id() -> str:
+    """A new panel's prefix for its hidden components' ``elem_id`` ("rat-act-1", "rat-act-2", ...)."""
+    return f"rat-act-{next(_panels)}"
