@@ -6,7 +6,8 @@ In the browser (``PANEL_JS``, attached once on page load):
                view whenever the steps panel changes (and kept within one screen: style.css caps
                its height); scrolling up with the wheel during a run unticks it; a card the
                author opened stays open when the panel is re-rendered
-  present      the Present button opens the stage: the whole window, no tables and no controls
+  present      the Present button opens the stage: the whole screen (the browser's full screen, where
+               it allows it; else the whole window), no tables and no controls
                but the replay's, with the task, the progress line, the draft with the active step
                highlighted and the active step's card in large type, copied from the panel as it
                changes (so a live run, a replay and a seek all show on it). Space pauses or plays a
@@ -128,6 +129,8 @@ PANEL_JS = """() => {
       ? 'Space: pause / play · ← →: step back / forward · Esc: leave' : 'Esc: leave';
   }
 
+  let wentFull = false;  // the stage asked for full screen (and got it)
+
   function present(root) {
     if (!stage) { buildStage(); }
     shownFrom = root;
@@ -135,6 +138,10 @@ PANEL_JS = """() => {
     document.body.classList.add('rat-presenting');
     stage.hidden = false;
     sync();
+    // the screen itself, where the browser allows it (a click is the gesture it asks for)
+    if (document.fullscreenEnabled && !document.fullscreenElement) {
+      document.documentElement.requestFullscreen().then(() => { wentFull = true; }).catch(() => {});
+    }
   }
 
   function leave() {
@@ -143,7 +150,14 @@ PANEL_JS = """() => {
     document.body.classList.remove('rat-presenting');
     if (shownFrom) { shownFrom.classList.remove('rat-presented'); }
     shownFrom = null;
+    if (wentFull && document.fullscreenElement) { document.exitFullscreen().catch(() => {}); }
+    wentFull = false;
   }
+
+  // Esc in full screen is the browser's: it leaves full screen without a keydown; leave the stage too
+  document.addEventListener('fullscreenchange', () => {
+    if (wentFull && !document.fullscreenElement) { wentFull = false; leave(); }
+  });
 
   function press(id) {
     const button = [...(shownFrom || document).querySelectorAll('#' + id)].find(visible);

@@ -52,6 +52,7 @@ def test_present_shows_the_live_run_full_window_in_large_type_and_follows_it(siz
     writer.get_by_role("button", name="Present").click()
     stage = page.locator("#rat-stage")
     expect(stage).to_be_visible()
+    page.wait_for_function("document.fullscreenElement !== null", timeout=TIMEOUT)  # the screen, not only the window
     box = stage.bounding_box()
     assert (box["x"], box["y"], box["width"], box["height"]) == (0, 0, width, height), "the whole window"
     for x, y in ((width // 2, height // 2), (20, height - 20), (width - 20, 20)):
@@ -73,6 +74,7 @@ def test_present_shows_the_live_run_full_window_in_large_type_and_follows_it(siz
 
     page.keyboard.press("Escape")
     expect(stage).to_be_hidden()
+    page.wait_for_function("document.fullscreenElement === null", timeout=TIMEOUT)
     expect(writer.locator(".rat-progress")).to_contain_text(f"Done: {STEPS} steps revised.", timeout=TIMEOUT)
 
 
