@@ -64,7 +64,7 @@ def test_present_shows_the_live_run_full_window_in_large_type_and_follows_it(siz
     # it follows the run: the stage's card is always the active step's, its draft line highlighted
     expect(writer.locator(".rat-progress")).to_contain_text(f"Step 4 of {STEPS}", timeout=TIMEOUT)
     card = stage.locator(".rat-stage-card .rat-card")
-    expect(card.locator("summary")).to_contain_text(f"Step 4 of {STEPS}", timeout=TIMEOUT)
+    expect(card.locator("summary.rat-card-head")).to_contain_text(f"Step 4 of {STEPS}", timeout=TIMEOUT)
     expect(stage.locator(".rat-stage-draft li.rat-current")).to_contain_text("Step 4:")
     expect(card.locator(".rat-label", has_text="Pages")).to_be_visible(timeout=TIMEOUT)
     on_stage = "#rat-stage .rat-stage-card .rat-card"
