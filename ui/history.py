@@ -81,7 +81,7 @@ class HistoryTab:
         playing = [replay, play]
         at = [self.replaying, self.position]
         # each cancels the replay playing now (its own listener, bound first: see stop_running)
-        moves = ((self.pause_btn.click, self.frame_at), (self.position.release, self.frame_at),
+        moves = ((self.pause_btn.click, self.frame_at), (self.position.input, self.frame_at),
                  (self.back_btn.click, partial(self.on_step, -1)), (self.forward_btn.click, partial(self.on_step, 1)))
         for trigger, handler in moves:
             trigger(None, None, None, cancels=playing, **PRIVATE)

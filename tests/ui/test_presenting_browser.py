@@ -105,6 +105,7 @@ def test_a_replay_is_paused_stepped_and_sought_from_the_stage(sized_page, llm, a
 
     page.keyboard.press(" ")  # pause
     expect(history.locator(f"#{presenting.PLAY_ID}")).to_be_visible()
+    page.wait_for_timeout(400)  # an update already on its way when the pause was pressed may still land
     held, shown = number(history), stage.locator(".rat-stage-progress").inner_text()
     page.wait_for_timeout(1200)
     assert number(history) == held and stage.locator(".rat-stage-progress").inner_text() == shown, "paused"
