@@ -105,6 +105,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
         arena_style=v["arena_style"],
         votes_per_minute=v["votes_per_minute"],
         votes_per_address=v["votes_per_address"],
+        votes_per_day=v["votes_per_day"],
     )
 
 
@@ -172,7 +173,8 @@ def build(settings: Settings) -> App:
     runner = Runner(store, clients, settings, memory=ProcedureMemory(store))
     arena = Arena(store, text=settings.arena_text, style=settings.arena_style,
                   cite_threshold=settings.method.cite_threshold,
-                  limits=VoteLimits(settings.votes_per_minute, settings.votes_per_address))
+                  limits=VoteLimits(settings.votes_per_minute, settings.votes_per_address,
+                                    per_day=settings.votes_per_day))
     return App(settings=settings, store=store, clients=clients, runner=runner, arena=arena)
 
 

@@ -18,6 +18,9 @@ them, the pair that teaches the leaderboard most comes first, by this key, small
 4. a random number (ties broken at random).
 
 Which output is A and which is B is a coin flip.
+
+Gold pairs: when an admin has marked the better side of some pairs (``votes gold add``), about
+one new pair in ten (GOLD_SHARE) is a gold pair of the task set the annotator was not shown yet.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from data.store import Store
 
 #: A skipped pair comes back once the annotator has voted on this many other pairs since.
 SKIPPED_COME_BACK_AFTER = 3
+#: The share of new pairs that are gold pairs, while the annotator has one left to be shown.
+GOLD_SHARE = 0.1
 
 HOW_TO_MAKE_MORE = (
     "To make more, run methods on the same tasks (the Writer tab, or `python app.py batch`), "
@@ -88,6 +93,23 @@ def choose_pair(
             x, y, _ = rng.choice([p for p in fresh if output_battles.get(p[2], 0) == fewest])
             return (y, x) if rng.random() < 0.5 else (x, y)
     return None
+
+
+def gold_pair(store: Store, outputs: Sequence[OutputRow], seen: set[frozenset[int]],
+              rng: random.Random) -> tuple[OutputRow, OutputRow] | None:
+    """About GOLD_SHARE of the time, a gold pair of ``outputs`` not in ``seen``, in random A/B
+    order; else None (the random draw only happens when there is a gold pair at all).
+    Raises StoreError."""
+    golds = arena.gold_pairs(store)
+    if not golds or rng.random() >= GOLD_SHARE:
+        return None
+    by_id = {o.id: o for o in outputs}
+    fresh = [(by_id[g.output_a], by_id[g.output_b]) for g in golds if g.output_a in by_id and g.output_b in by_id
+             and frozenset((g.output_a, g.output_b)) not in seen]
+    if not fresh:
+        return None
+    x, y = rng.choice(fresh)
+    return (y, x) if rng.random() < 0.5 else (x, y)
 
 
 class PairSpace(NamedTuple):
@@ -179,9 +201,9 @@ def next_battle(
     if not outputs and not unvoted:
         raise NoPairLeft("No task has finished outputs from two different methods yet. " + HOW_TO_MAKE_MORE)
     method_battles, output_battles, _ = counts if counts is not None else arena.battle_counts(store)
-    pair = choose_pair(
-        outputs, arena.seen_output_pairs(store, annotator), method_battles, output_battles,
-        quality_from(people), rng or random.Random(),
+    seen, rng = arena.seen_output_pairs(store, annotator), rng or random.Random()
+    pair = gold_pair(store, outputs, seen, rng) or choose_pair(
+        outputs, seen, method_battles, output_battles, quality_from(people), rng,
     ) if outputs else None
     if pair is not None:
         first, second = pair

@@ -6,20 +6,24 @@ adapter), and the reading of a whole file.
   ``winner`` (a, b, tie or both_bad; case, spaces and dashes forgiven), ``annotator``; optional
   ``output_a``/``output_b`` (the two texts), ``kind``, ``task_set``, ``created``, ``comment`` (the
   annotator's, at most 1,000 characters) and ``flag`` (a_broken, a_empty, a_off_task, b_broken,
-  b_empty or b_off_task).
-  ``votes export`` writes the same fields.
+  b_empty or b_off_task); ``created`` is an ISO date-time (as ``votes export`` writes it), kept as
+  it is written. Optional ``correction``: the vote's newest correction, ``{"choice": a, b, tie,
+  both_bad or void, "by": who, "why": why, "created": when}``, imported as a correction row of the
+  imported vote (votes stay as cast).
+  ``votes export`` writes the same fields, so export then import gives the same leaderboard.
 - ``outputs import``: ``task``, ``method``, ``text``; optional ``task_set``, ``kind``.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from annotation.errors import ImportFormatError
 from common.types import KINDS, text_problem
-from core.jsonl import Record, read_records
+from core.jsonl import Record, read_jsonl
 from data import arena
 
 VOTE_EXAMPLE = '{"task": "...", "method_a": "rat", "method_b": "cot", "winner": "a", "annotator": "ann"}'
@@ -47,8 +51,18 @@ def _capped(limit: int):
     return check
 
 
+def _iso_time(value: str) -> str:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"must be an ISO date-time such as 2025-01-31T09:30:00+00:00, not {value!r}") from None
+    return value
+
+
 Text = Annotated[str, AfterValidator(_non_empty), AfterValidator(_capped(MAX_TEXT_CHARS))]
 Name = Annotated[str, AfterValidator(_non_empty), AfterValidator(_capped(MAX_NAME_CHARS))]
+Time = Annotated[str, AfterValidator(_iso_time)]
+ISO_TIME = "an ISO date-time such as 2025-01-31T09:30:00+00:00"
 
 
 def _text_field(default: Any = ...) -> Any:
@@ -74,6 +88,26 @@ class _TaskLine(Record):
         return {"prompt": prompt, "task_id": task_id, "kind": self.kind, "task_set": self.task_set}
 
 
+class CorrectionLine(Record):
+    """A vote's ``correction`` as ``votes export`` writes it."""
+
+    choice: str = Field(description=f"one of {', '.join((*arena.CHOICES, arena.VOID))}")
+    by: Name = _text_field()
+    why: Annotated[str, AfterValidator(_non_empty)] = _text_field()
+    created: Time | None = Field(None, description=ISO_TIME)
+
+    @field_validator("choice")
+    @classmethod
+    def _choice(cls, value: str) -> str:
+        if value not in (*arena.CHOICES, arena.VOID):
+            raise ValueError(f"must be one of {', '.join((*arena.CHOICES, arena.VOID))}, not {value!r}")
+        return value
+
+    def to_record(self) -> dict:
+        """The correction as ``data.arena.import_votes`` takes it."""
+        return {"choice": self.choice, "by": self.by, "why": self.why, "created": self.created}
+
+
 class VoteLine(_TaskLine):
     """One line of ``votes import``."""
 
@@ -85,7 +119,8 @@ class VoteLine(_TaskLine):
     annotator: Name = _text_field()
     output_a: Text | None = _text_field(None)
     output_b: Text | None = _text_field(None)
-    created: Text | None = _text_field(None)
+    created: Time | None = Field(None, description=ISO_TIME)
+    correction: CorrectionLine | None = Field(None, description='an object: {"choice": ..., "by": ..., "why": ...}')
     comment: Annotated[str, AfterValidator(_capped(arena.MAX_COMMENT))] | None = Field(None, description="a string")
     flag: str | None = Field(None, description="a string")
 
@@ -135,7 +170,8 @@ class VoteLine(_TaskLine):
             fields = self.task_fields(self.task)
         return {**fields, "line": line, "method_a": self.method_a, "method_b": self.method_b,
                 "choice": self.winner, "annotator": self.annotator, "output_a": self.output_a,
-                "output_b": self.output_b, "created": self.created, "comment": self.comment, "flag": self.flag}
+                "output_b": self.output_b, "created": self.created, "comment": self.comment, "flag": self.flag,
+                "correction": self.correction.to_record() if self.correction else None}
 
 
 class OutputLine(_TaskLine):
@@ -171,15 +207,6 @@ def read_outputs(path: str) -> list[dict]:
 
 
 def _read(path: str, model: type[VoteLine] | type[OutputLine], example: str) -> list[dict]:
-    """The file's records; a UTF-8 byte order mark is skipped. Raises ImportFormatError for an
-    unreadable file, a bad line, or a file with no record at all."""
-    try:
-        with open(path, encoding="utf-8-sig") as fh:
-            records = [record.to_record(n) for n, record in read_records(fh, path, model, example, ImportFormatError)]
-    except OSError as exc:
-        raise ImportFormatError(f"Cannot read {path}: {exc.strerror}. Give the path of a JSONL file.") from exc
-    except UnicodeDecodeError as exc:
-        raise ImportFormatError(f"{path} is not UTF-8 text; save it as UTF-8 JSONL.") from exc
-    if not records:
-        raise ImportFormatError(f"{path} has no records: write one JSON object per line, e.g. {example}")
-    return records
+    """The file's records (read by ``core.jsonl.read_jsonl``: a byte order mark is skipped).
+    Raises ImportFormatError for an unreadable file, a bad line, or a file with no record at all."""
+    return [record.to_record(n) for n, record in read_jsonl(path, model, example, ImportFormatError)]

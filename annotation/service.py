@@ -16,8 +16,9 @@ One ``Arena`` per store; it keeps the leaderboards' tallies up to date as votes 
 Who voted: the front end names the annotator (the logged-in user with --auth, else the typed
 name with the browser session's id) and the client's address. Votes are rate-limited per
 annotator and per address (``VoteLimits``), and ``flags`` points out voters whose votes look like
-no reading happened (too fast, or always the same side); ``leaderboard(leave_out_flagged=True)``
-rates without them.
+no reading happened (too fast, or always the same side) or that go against the other annotators'
+(``annotation.outliers``); ``leaderboard(leave_out_flagged=True)`` rates without them. With
+``VoteLimits.per_day`` (--votes-per-day) an annotator's votes a day are capped.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from annotation import agreement, outliers, ratings
 from annotation import judge as judge_mod
-from annotation import ratings
+from annotation import style as style_control
 from annotation.board import Boards
 from annotation.errors import ArenaError
 from annotation.outputs import article_renderer
@@ -63,16 +65,27 @@ TOO_FAST_SECONDS = 8.0
 #: least FLAG_MIN_VOTES) votes by position, not by content: A and B are shuffled.
 SAME_SIDE_SHARE = 0.9
 FLAG_MIN_VOTES = 8
+#: An annotator who missed the better side of more than this share of the gold pairs they voted
+#: on (at least GOLD_MIN_SEEN of them) is flagged.
+GOLD_MISS_SHARE = 0.4
+GOLD_MIN_SEEN = 4
+#: The outlier test and the gold pairs' misses are computed again when the votes have grown by
+#: this share since (or a correction or a gold mark was added): at 100,000 votes they take about
+#: 0.7 s, more than the leaderboard's refresh after each vote may take.
+SUSPECTS_REFRESH = 0.01
 
 
 class VoteLimits:
     """At most ``per_annotator`` votes a minute from one annotator and ``per_address`` from one
     client address (a script casting votes under many names still comes from one address; 0: no
-    limit by address, for a lab behind one NAT). Thread-safe; the clock is injectable for tests."""
+    limit by address, for a lab behind one NAT), and ``per_day`` votes a day from one annotator
+    (0: no cap; ``Arena.vote`` counts the day's stored votes). Thread-safe; the clock is
+    injectable for tests."""
 
     def __init__(self, per_annotator: int = 10, per_address: int = 60, window: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, per_day: int = 0):
         self.limits = {"annotator": per_annotator, "address": per_address}
+        self.per_day = per_day
         self.window = window
         self.clock = clock
         self._seen: dict[tuple[str, str], deque[float]] = {}
@@ -195,6 +208,8 @@ class Arena:
         self._undo_lock = threading.Lock()
         # (task set, text) -> (newest output id, the outputs, their pair space)
         self._outputs_kept: dict[tuple, tuple[int, list[arena.OutputRow], PairSpace]] = {}
+        self._suspects_kept: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
+        self._style_features = style_control.FeatureCache(style)  # each shown output's style, once
 
     # -- annotators -------------------------------------------------------------------------
     def next_pair(self, annotator: str, task_set: str | None = None) -> Shown:
@@ -243,16 +258,25 @@ class Arena:
         (at most MAX_COMMENT characters) and ``flag`` (one of FLAGS: an output broken, empty or
         off-task), and reveal its methods; ``address`` is the client's (for the rate limit).
         Raises ValueError for a choice not in CHOICES; ArenaError for a bad flag or comment, or
-        over the rate limit; StoreError when the battle is unknown, was shown to someone else,
-        or already has a vote."""
+        over the rate limit or the daily cap; StoreError when the battle is unknown, was shown to
+        someone else, or already has a vote."""
         try:
             arena.vote_note(comment, flag)
         except ValueError as exc:
             raise ArenaError(f"Cannot record the vote: {exc}.") from None
+        self._check_day(annotator)
         self.limits.take(annotator, address)
         arena.record_vote(self.store, battle_id, annotator, choice, comment=comment, flag=flag)
         battle = arena.get_battle(self.store, battle_id)
         return Reveal(battle_id, battle.method_a, battle.method_b, battle.choice or choice)
+
+    def _check_day(self, annotator: str) -> None:
+        """Raises ArenaError when ``annotator`` has cast ``limits.per_day`` votes that count since
+        the server's midnight (no cap at 0), StoreError."""
+        cap = self.limits.per_day
+        if cap and sum(v.created >= self._midnight() for v in arena.counted_votes(self.store, annotator)) >= cap:
+            raise ArenaError(f"You have cast {cap} votes today, as many as one annotator may in a day "
+                             "(--votes-per-day): thank you! Vote again tomorrow.")
 
     def undo(self, annotator: str, battle_id: int | None = None) -> Shown:
         """Take back ``annotator``'s last vote (the one on ``battle_id``, when given) within
@@ -291,6 +315,11 @@ class Arena:
                                     outputs=self._outputs(task_set, space=True))
         return Progress(sum(t >= today for t in times), len(times), left, quota)
 
+    def people_agreement(self, task_set: str | None = None) -> agreement.PeopleAgreement:
+        """Agreement between annotators on the output pairs several of them voted on
+        (``annotation.agreement``), kept until a vote or correction arrives. Raises StoreError."""
+        return self._keep(("people_agreement", task_set), lambda: agreement.people_agreement(self.store, task_set))
+
     def annotators(self, quotas: dict[str, int | None] | None = None) -> list[Annotator]:
         """Every annotator with a people's vote, by name: their progress (``quotas``: each one's
         quota, e.g. from their account), pace and flag, for the study's admin. Raises StoreError."""
@@ -316,6 +345,29 @@ class Arena:
         except ValueError as exc:
             raise ArenaError(f"Cannot correct vote {vote_id}: {exc}.") from None
         return next(c for c in arena.vote_corrections(self.store) if c.id == correction_id)
+
+    def add_gold(self, output_a: int, output_b: int, better: str, added_by: str) -> arena.GoldPair:
+        """Mark the better of two outputs of one task (``better``: a, the first, or b): a gold
+        pair, shown to annotators now and then (``annotation.pairing.GOLD_SHARE``); annotators
+        who miss too many are flagged. Returns it. Raises ArenaError for a bad side, name or pair
+        of outputs, StoreError."""
+        try:
+            gold_id = arena.add_gold_pair(self.store, output_a, output_b, better, added_by)
+        except ValueError as exc:
+            raise ArenaError(f"Cannot add the gold pair: {exc}.") from None
+        with self._kept_lock:  # the flags, and the leaderboards without the flagged, change now
+            self._kept.clear()
+        return next(g for g in arena.gold_pairs(self.store) if g.id == gold_id)
+
+    def gold_pairs(self) -> list[arena.GoldPair]:
+        """Every gold pair as its newest mark says, oldest first. Raises StoreError."""
+        return arena.gold_pairs(self.store)
+
+    def listed_outputs(self) -> list[arena.OutputText]:
+        """The outputs annotators are shown (each task's and method's newest, of ``text``) with
+        their ids, tasks and texts, for an admin choosing gold pairs. Raises StoreError."""
+        arena.sync_run_outputs(self.store, self.text, self.render)
+        return arena.latest_outputs(self.store, text=self.text)
 
     def corrections(self) -> list[arena.CorrectionRow]:
         """Every correction of a vote, oldest first."""
@@ -380,10 +432,32 @@ class Arena:
             t = self.tally(source, task_set)
         return Leaderboard(source, task_set, t, ratings.rows(t, bootstrap=bootstrap, seed=seed))
 
+    def style_board(self, source: str = "people", task_set: str | None = None, *,
+                    leave_out_flagged: bool = False) -> style_control.StyleBoard:
+        """The style-controlled ranking of ``source``'s votes (``annotation.style``): Bradley–Terry
+        with the length, citations, headings and list items of the two outputs shown as
+        covariates, over the votes whose texts are known; kept until a vote arrives, like
+        ``leaderboard``. Raises ValueError for an unknown source, ArenaError for an unknown task
+        set, StoreError."""
+        self.check_task_set(task_set)
+        return self._keep(("style", source, task_set, leave_out_flagged),
+                          lambda: self._style_board(source, task_set, leave_out_flagged))
+
+    def _style_board(self, source: str, task_set: str | None, leave_out_flagged: bool) -> style_control.StyleBoard:
+        flagged = self.flags() if leave_out_flagged and source == "people" else {}
+        votes = arena.vote_rows(self.store, source, task_set, leave_out=flagged)
+        shown = arena.vote_outputs(self.store, source)
+        kept = [v for v in votes if v.id in shown]
+        ids = [o for v in kept for o in shown[v.id]]  # A, B, A, B, ...
+        table = self._style_features.table(ids, lambda missing: arena.output_texts(self.store, missing))
+        return style_control.board(kept, table[0::2], table[1::2], left_out=len(votes) - len(kept))
+
     def flags(self) -> dict[str, str]:
         """Annotators whose votes look unread, with why: a median under TOO_FAST_SECONDS from
         seeing a pair to voting, or the same side in SAME_SIDE_SHARE of their votes (each over at
-        least FLAG_MIN_VOTES votes). Raises StoreError."""
+        least FLAG_MIN_VOTES votes), or votes that go against the other annotators' on the same
+        method pairs (``annotation.outliers``), or more than GOLD_MISS_SHARE of the gold pairs
+        they voted on missed (at least GOLD_MIN_SEEN); several reasons are joined. Raises StoreError."""
         return dict(self._keep(("flags",), self._flags))
 
     def _flags(self) -> dict[str, str]:
@@ -399,7 +473,24 @@ class Arena:
                 why.append(f"chose {'A' if r.a >= r.b else 'B'} in {side} of {r.votes} votes")
             if why:
                 flagged[r.annotator] = "; ".join(why)
+        for name, why in self._suspects():
+            flagged[name] = f"{flagged[name]}; {why}" if name in flagged else why
         return flagged
+
+    def _suspects(self) -> list[tuple[str, str]]:
+        """(annotator, why) of the outlier test (``annotation.outliers``) and of the gold pairs
+        missed, kept until a correction or a gold mark is added or the votes grow by
+        SUSPECTS_REFRESH. Raises StoreError."""
+        votes, corrected, _ = arena.version(self.store)
+        gold = max((g.id for g in arena.gold_pairs(self.store)), default=0)
+        kept = self._suspects_kept
+        if (kept is None or kept[0][1:] != (corrected, gold)
+                or votes - kept[0][0] >= max(1.0, SUSPECTS_REFRESH * kept[0][0])):
+            missed = [(g.annotator, f"missed {g.missed} of {g.seen} gold pairs") for g in arena.gold_results(self.store)
+                      if g.seen >= GOLD_MIN_SEEN and g.missed > GOLD_MISS_SHARE * g.seen]
+            kept = self._suspects_kept = ((votes, corrected, gold),
+                                          [*outliers.flags(arena.annotated_votes(self.store)).items(), *missed])
+        return kept[1]
 
     def agreement(self, task_set: str | None = None) -> ratings.Agreement:
         """How often people's votes agree with the judge's verdict on the same task and pair."""

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation import ratings
+from annotation import ratings, style
 from annotation.board import Boards
 from data import arena
 from data.store import Store
@@ -68,6 +68,7 @@ def main() -> None:
     print(f"Bradley–Terry fit + {args.rounds} bootstrap rounds:  {s_fit + s_boot:7.3f} s   (target < 10 s)")
     _, s_rows = timed(ratings.rows, t, bootstrap=args.rounds)
     print(f"Leaderboard rows from a tally (BT + CI):  {s_rows:7.3f} s")
+    style_fit(votes)
 
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "bench.db")
@@ -99,6 +100,31 @@ def main() -> None:
               f"(median of {args.single}; slowest update {1000 * max(update_s):.1f} ms: it rebuilds only when the "
               f"rounded draw rate moves); whole table with BT CI {ms(table_s):.1f} ms")
         tab_figures(store, battles_for=(ids[0], ids[1]))
+
+
+def style_fit(votes: list[ratings.VoteRecord], tasks: int = 500, seed: int = 0) -> None:
+    """Style control over the votes, each between two of ``tasks`` outputs per method of made-up
+    Markdown (length, citations, headings and list items drawn at random): the features of every
+    output (computed once each, then cached), then the style-controlled fit."""
+    rng = np.random.default_rng(seed)
+    names = sorted({m for v in votes for m in (v.method_a, v.method_b)})
+
+    def text(k: int) -> str:
+        words, cites, heads, items = rng.integers(50, 800), rng.integers(0, 12), rng.integers(0, 4), rng.integers(0, 8)
+        body = " ".join(f"word{w}" + (f" [{w % 9 + 1}]" if w < cites else "") for w in range(words))
+        return "\n\n".join([*(f"## Part {h}" for h in range(heads)), body, *(f"- item {i}" for i in range(items))])
+
+    texts = {k: text(k) for k in range(tasks * len(names))}
+    cache = style.FeatureCache()
+    task = rng.integers(0, tasks, len(votes))
+    index = {m: k for k, m in enumerate(names)}
+    ids_a = [index[v.method_a] * tasks + t for v, t in zip(votes, task, strict=True)]
+    ids_b = [index[v.method_b] * tasks + t for v, t in zip(votes, task, strict=True)]
+    table, s_features = timed(cache.table, ids_a + ids_b, lambda missing: {k: texts[k] for k in missing})
+    _, s_again = timed(cache.table, ids_a + ids_b, lambda missing: {})
+    styled, s_style = timed(style.board, votes, table[:len(votes)], table[len(votes):])
+    print(f"Style control: features of {len(texts):,} outputs {s_features:.3f} s (once; cached: {s_again:.3f} s), "
+          f"style-controlled fit over {styled.votes:,} votes {s_style:7.3f} s   (target < 1 s)")
 
 
 def tab_figures(store: Store, battles_for: tuple[int, int]) -> None:

@@ -106,6 +106,8 @@ class Settings:
     # behind one NAT shares one address).
     votes_per_minute: int = 10
     votes_per_address: int = 60
+    # Votes a day from one annotator (0: no cap).
+    votes_per_day: int = 0
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -314,4 +316,6 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--votes-per-address", "RAT_STUDIO_VOTES_PER_ADDRESS", int, Settings.votes_per_address,
             "votes a minute from one client address; 0: no limit by address (a lab behind one NAT)",
             _at_least("--votes-per-address", 0), group=SERVER_GROUP),
+    Setting("--votes-per-day", "RAT_STUDIO_VOTES_PER_DAY", int, Settings.votes_per_day,
+            "votes a day from one annotator; 0: no cap", _at_least("--votes-per-day", 0), group=SERVER_GROUP),
 )

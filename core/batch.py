@@ -22,6 +22,7 @@ whole output. Unsourced runs are scored, and counted in their own column.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections import Counter
@@ -35,7 +36,7 @@ from pydantic import Field, field_validator
 
 from common.errors import RatStudioError, TaskError
 from common.types import KINDS
-from core.jsonl import Record, read_records
+from core.jsonl import Record, read_jsonl
 from core.methods.helpers import qa_normal_form
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,7 @@ class TaskRecord(Record):
     kind: str = "writing"
     task_set: str | None = Field(None, description="a string (the task set's name)")
     answers: tuple[str, ...] = Field((), description='a list of strings such as ["Canberra"]')
-    id: Any = None
+    id: Any = Field(None, description="a string or a whole number")
 
     @field_validator("prompt")
     @classmethod
@@ -92,6 +93,13 @@ class TaskRecord(Record):
         if value not in KINDS:
             raise ValueError(f"is {value!r}; use one of {', '.join(KINDS)}")
         return value
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: Any) -> Any:
+        if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+            return value
+        raise ValueError(f"must be a string or a whole number, not {json.dumps(value)}")
 
     @field_validator("answers", mode="before")
     @classmethod
@@ -108,18 +116,16 @@ class TaskRecord(Record):
 def load_tasks(path: str | Path, *, max_chars: int | None = None) -> list[TaskSpec]:
     """The tasks of a JSONL file. ``prompt`` is required; ``kind`` defaults to "writing",
     ``task_set`` to the file's name without extension, ``id`` to "line N". Raises
-    BatchInputError naming the first bad line and the fix (blank lines are skipped)."""
+    BatchInputError naming the first bad line and the fix (blank lines are skipped; the file is read
+    by ``core.jsonl.read_jsonl``: a byte order mark is skipped, a lone surrogate or a control
+    character other than tab and line breaks refused)."""
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
+    if not path.exists():
         raise BatchInputError(f"No task file {path}. The bundled sets are in {TASKS_DIR}: "
-                              f"{', '.join(sorted(p.name for p in TASKS_DIR.glob('*.jsonl')))}.") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BatchInputError(f"Cannot read {path}: {exc}.") from exc
+                              f"{', '.join(sorted(p.name for p in TASKS_DIR.glob('*.jsonl')))}.")
     specs: list[TaskSpec] = []
     ids: dict[str, int] = {}
-    for n, record in read_records(lines, str(path), TaskRecord, EXAMPLE, BatchInputError):
+    for n, record in read_jsonl(path, TaskRecord, EXAMPLE, BatchInputError, what="tasks"):
         where = f"{path} line {n}"
         if max_chars and len(record.prompt) > max_chars:
             raise BatchInputError(f"{where}: the prompt is {len(record.prompt):,} characters; the limit is "
@@ -131,8 +137,6 @@ def load_tasks(path: str | Path, *, max_chars: int | None = None) -> list[TaskSp
         ids[task_id] = n
         task_set = path.stem if record.task_set is None else record.task_set
         specs.append(TaskSpec(task_id, record.prompt, record.kind, task_set, record.answers, n))
-    if not specs:
-        raise BatchInputError(f"{path} has no tasks: write one JSON object per line, e.g. {EXAMPLE}")
     return specs
 
 

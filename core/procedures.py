@@ -26,10 +26,10 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
-from common.errors import StoreError, TaskError
+from common.errors import TaskError
 from common.events import DraftReady
 from common.types import Passage
-from core.jsonl import Record, read_records
+from core.jsonl import Record, read_jsonl
 from core.text import prompts
 from core.text.tokens import count_tokens, tokenize
 from data import procedures as table
@@ -134,17 +134,12 @@ class ProcedureMemory:
         return self.add(run.task, run.final_text, steps, source="run", run_id=run_id)
 
     def import_jsonl(self, path: str | Path) -> tuple[int, int]:
-        """Import procedures from a JSONL file; returns (added, already there). The whole file is
-        checked before anything is stored. Raises TaskError naming the bad line and the fix, or
-        StoreError when the file cannot be read."""
-        path = Path(path)
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise StoreError(f"Cannot read {path}: {exc}.") from exc
-        records = [record for _n, record in read_records(lines, str(path), ProcedureLine, EXAMPLE, TaskError)]
-        if not records:
-            raise TaskError(f"{path} has no procedures: write one JSON object per line, e.g. {EXAMPLE}.")
+        """Import procedures from a JSONL file (read by ``core.jsonl.read_jsonl``: a byte order mark
+        is skipped; a lone surrogate or a control character other than tab and line breaks is
+        refused); returns (added, already there). The whole file is checked before anything is
+        stored. Raises TaskError naming the bad line, the field and the fix, or the file that cannot
+        be read or holds no procedure."""
+        records = [record for _n, record in read_jsonl(path, ProcedureLine, EXAMPLE, TaskError, what="procedures")]
         added = existing = 0
         for r in records:
             _id, new = self.add(r.task_input, r.task_output, r.steps, source=r.source)

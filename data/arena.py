@@ -487,7 +487,9 @@ def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
     ``flag`` (as ``record_vote`` takes them), optional ``created`` and ``line`` (for messages). A
     record equal to a vote already here (same task, methods, annotator and choice, and the same
     ``created`` when it has one; without one, an imported vote) is skipped, so importing a file
-    twice adds nothing.
+    twice adds nothing. A record's optional ``correction`` (``choice``, ``by``, ``why``, optional
+    ``created``: a vote's newest correction, as ``export_votes`` writes it) is appended as a
+    correction of the vote, new or already here, unless that vote has the same one.
 
     Written ``IMPORT_BATCH`` records a transaction, so a long import never holds the write lock
     for more than a moment: annotators' votes go in between. (An import stopped half-way can be
@@ -507,11 +509,14 @@ def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
         with write_transaction(store.db, "import the votes") as conn:
             for r in records[start:start + IMPORT_BATCH]:
                 task_id = _record_task_id(conn, r, store)
-                if _vote_exists(conn, task_id, r):
+                vote_id = _existing_vote(conn, task_id, r)
+                if vote_id is None:
+                    vote_id = _insert_imported_vote(conn, task_id, r)
+                    added += 1
+                else:
                     skipped += 1
-                    continue
-                _insert_imported_vote(conn, task_id, r)
-                added += 1
+                if r.get("correction"):
+                    _import_correction(conn, vote_id, r["correction"])
     return added, skipped
 
 
@@ -526,19 +531,34 @@ def _record_task_id(conn: sqlite3.Connection, r: dict, store: Store) -> int:
     return r["task_id"]
 
 
-def _vote_exists(conn: sqlite3.Connection, task_id: int, r: dict) -> bool:
-    """The content key of an imported vote: task, methods, annotator, choice, and ``created``
-    when the line has one (a line without one matches an imported vote with any time stamp)."""
+def _existing_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> int | None:
+    """The id of the first vote here with the content key of an imported one (task, methods,
+    annotator, choice, and ``created`` when the line has one: a line without one matches an
+    imported vote with any time stamp), or None."""
     created = r.get("created")
-    return conn.execute(
-        "select 1 from votes v join battles b on b.id = v.battle_id where b.task_id = ? and b.method_a = ? "
+    row = conn.execute(
+        "select v.id from votes v join battles b on b.id = v.battle_id where b.task_id = ? and b.method_a = ? "
         "and b.method_b = ? and v.annotator = ? and v.choice = ? "
         "and (case when ? is null then b.source = 'import' else v.created = ? end)",
         [task_id, r["method_a"], r["method_b"], r["annotator"], r["choice"], created, created],
-    ).fetchone() is not None
+    ).fetchone()
+    return row[0] if row else None
 
 
-def _insert_imported_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> None:
+def _import_correction(conn: sqlite3.Connection, vote_id: int, c: dict) -> None:
+    """Append correction ``c`` (choice, by, why, optional created) to vote ``vote_id`` unless the
+    vote has one with the same choice, by and why (and created, when ``c`` has one)."""
+    created = c.get("created")
+    if conn.execute(
+        "select 1 from vote_corrections where vote_id = ? and choice = ? and corrected_by = ? and why = ? "
+        "and (? is null or created = ?)", [vote_id, c["choice"], c["by"], c["why"], created, created],
+    ).fetchone():
+        return
+    conn.execute("insert into vote_corrections (vote_id, choice, corrected_by, why, created) values (?, ?, ?, ?, ?)",
+                 [vote_id, c["choice"], c["by"], c["why"], created or now()])
+
+
+def _insert_imported_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> int:
     outs = [
         _import_output(conn, task_id, r[m], r[o])[0] if r.get(o) else None
         for m, o in (("method_a", "output_a"), ("method_b", "output_b"))
@@ -550,10 +570,10 @@ def _insert_imported_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> No
         "values (?, ?, ?, ?, ?, ?, 'import', ?)",
         [task_id, outs[0], outs[1], r["method_a"], r["method_b"], r["annotator"], stamp],
     )
-    conn.execute(
+    return conn.execute(
         "insert into votes (battle_id, annotator, choice, created, comment, flag) values (?, ?, ?, ?, ?, ?)",
         [cur.lastrowid, r["annotator"], r["choice"], stamp, comment, flag],
-    )
+    ).lastrowid
 
 
 def export_votes(store: Store) -> Iterator[dict]:
@@ -573,6 +593,30 @@ def export_votes(store: Store) -> Iterator[dict]:
         if row["correction"] is not None:
             row["correction"] = json.loads(row["correction"])
         yield {k: v for k, v in row.items() if v is not None}
+
+
+def vote_outputs(store: Store, source: str = "people") -> dict[int, tuple[int, int]]:
+    """Vote id (as ``vote_rows`` gives it) -> the ids of the outputs shown as A and B, for the
+    votes whose battle (people's) or judged pair (the judge's) names both (a vote imported
+    without its texts has none): what style control reads. Raises ValueError for another source."""
+    if source == "people":
+        sql = ("select v.id, b.output_a, b.output_b from votes v join battles b on b.id = v.battle_id "
+               "where b.output_a is not null and b.output_b is not null")
+    elif source == "judge":
+        sql = "select id, output_a, output_b from judge_votes where output_a is not null and output_b is not null"
+    else:
+        raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
+    return {r[0]: (r[1], r[2]) for r in store.db.execute(sql).fetchall()}
+
+
+def output_texts(store: Store, ids: Iterable[int]) -> dict[int, str]:
+    """Output id -> its text, for the ids given (an unknown id is left out). Raises StoreError."""
+    wanted, found = sorted(set(ids)), {}
+    for start in range(0, len(wanted), 900):  # under SQLite's limit on a statement's parameters
+        chunk = wanted[start:start + 900]
+        found.update(store.db.execute(
+            f"select id, text from outputs where id in ({', '.join('?' * len(chunk))})", chunk).fetchall())
+    return found
 
 
 def vote_rows(store: Store, source: str = "people", task_set: str | None = None, after_id: int = 0,
@@ -603,6 +647,123 @@ def vote_rows(store: Store, source: str = "people", task_set: str | None = None,
         sql += f" and v.annotator not in ({', '.join('?' * len(left_out))})"
         args += left_out
     return [VoteRow(*r) for r in store.db.execute(sql + " order by 1", args).fetchall()]
+
+
+class AnnotatedVote(NamedTuple):
+    """A people's vote that counts now, with who cast it (for ``annotation.outliers``)."""
+
+    annotator: str
+    method_a: str
+    method_b: str
+    choice: str
+
+
+def annotated_votes(store: Store) -> list[AnnotatedVote]:
+    """People's votes that count now (a corrected one with its newest choice, a voided one left
+    out), in the order they were recorded, each with its annotator. Raises StoreError."""
+    rows = store.db.execute(
+        f"select v.annotator, b.method_a, b.method_b, {_CHOICE_NOW} as choice from votes v "
+        f"join battles b on b.id = v.battle_id where {_CHOICE_NOW} != 'void' order by v.id").fetchall()
+    return [AnnotatedVote(*r) for r in rows]
+
+
+class PairVote(NamedTuple):
+    """A people's vote that counts now, with who cast it and the pair shown: task, methods and
+    output ids (None for a vote imported without its texts), for ``annotation.agreement``."""
+
+    annotator: str
+    task_id: int
+    method_a: str
+    method_b: str
+    output_a: int | None
+    output_b: int | None
+    choice: str
+
+
+def pair_votes(store: Store, task_set: str | None = None) -> list[PairVote]:
+    """People's votes that count now (of one task set, when given), in the order they were
+    recorded, each with its annotator and the pair shown. Raises StoreError."""
+    where, args = (" and t.task_set = ?", [task_set]) if task_set is not None else ("", [])
+    rows = store.db.execute(
+        f"select v.annotator, b.task_id, b.method_a, b.method_b, b.output_a, b.output_b, {_CHOICE_NOW} from votes v "
+        f"join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id where {_CHOICE_NOW} != 'void'{where} "
+        "order by v.id", args).fetchall()
+    return [PairVote(*r) for r in rows]
+
+
+class GoldPair(NamedTuple):
+    """A gold pair: two outputs of one task and the ``better`` one (``a``: ``output_a``), as an
+    admin set it, with its task and the two methods."""
+
+    id: int
+    output_a: int
+    output_b: int
+    better: str
+    added_by: str
+    created: str
+    task_id: int
+    method_a: str
+    method_b: str
+
+
+#: The newest gold row of each pair of outputs (in either order), with the better output's id.
+_GOLD_NOW = ("select g.*, case g.better when 'a' then g.output_a else g.output_b end best from gold_pairs g "
+             "where g.id = (select max(h.id) from gold_pairs h where min(h.output_a, h.output_b) = "
+             "min(g.output_a, g.output_b) and max(h.output_a, h.output_b) = max(g.output_a, g.output_b))")
+
+
+def add_gold_pair(store: Store, output_a: int, output_b: int, better: str, added_by: str) -> int:
+    """Mark ``better`` (``a``: ``output_a``, ``b``: ``output_b``) the better of two outputs of one
+    task; a newer mark of the same two outputs supersedes this one. Returns the row's id.
+    Raises ValueError for another ``better`` or an empty name, StoreError for an unknown output,
+    one output twice or outputs of two tasks or of one method."""
+    if better not in ("a", "b"):
+        raise ValueError(f"the better side must be a or b, not {better!r}")
+    if not added_by.strip():
+        raise ValueError("say who marks the pair (--by NAME)")
+    with write_transaction(store.db, "add the gold pair") as conn:
+        found = {r[0]: r[1:] for r in conn.execute(
+            "select id, task_id, method from outputs where id in (?, ?)", [output_a, output_b])}
+        missing = [str(i) for i in (output_a, output_b) if i not in found]
+        if missing:
+            raise StoreError(f"No output {', '.join(missing)} in {store.path}: `python app.py votes gold outputs` "
+                             "lists the outputs with their ids.")
+        if output_a == output_b or found[output_a] == found[output_b] or found[output_a][0] != found[output_b][0]:
+            raise StoreError(f"Outputs {output_a} and {output_b} cannot make a gold pair: it needs two outputs of "
+                             "one task by two different methods.")
+        cur = conn.execute("insert into gold_pairs (output_a, output_b, better, added_by, created) "
+                           "values (?, ?, ?, ?, ?)", [output_a, output_b, better, added_by.strip(), now()])
+    return cur.lastrowid
+
+
+def gold_pairs(store: Store) -> list[GoldPair]:
+    """Every gold pair as its newest mark says, oldest first. Raises StoreError."""
+    rows = store.db.execute(
+        f"select g.id, g.output_a, g.output_b, g.better, g.added_by, g.created, a.task_id, a.method, b.method "
+        f"from ({_GOLD_NOW}) g join outputs a on a.id = g.output_a join outputs b on b.id = g.output_b "
+        "order by g.id").fetchall()
+    return [GoldPair(*r) for r in rows]
+
+
+class GoldResult(NamedTuple):
+    """An annotator's votes that count on gold pairs: how many, and how many ``missed`` the
+    better side (a draw misses it too)."""
+
+    annotator: str
+    seen: int
+    missed: int
+
+
+def gold_results(store: Store) -> list[GoldResult]:
+    """One row per annotator with a counted vote on a gold pair (its newest mark), by name.
+    Raises StoreError."""
+    rows = store.db.execute(
+        f"select v.annotator, count(*), sum((case {_CHOICE_NOW} when 'a' then b.output_a when 'b' then b.output_b "
+        f"end) is not g.best) from votes v join battles b on b.id = v.battle_id join ({_GOLD_NOW}) g "
+        "on min(b.output_a, b.output_b) = min(g.output_a, g.output_b) "
+        "and max(b.output_a, b.output_b) = max(g.output_a, g.output_b) "
+        f"where {_CHOICE_NOW} != 'void' group by v.annotator order by v.annotator").fetchall()
+    return [GoldResult(*r) for r in rows]
 
 
 class AnnotatorRow(NamedTuple):

@@ -33,6 +33,7 @@ TABLES = {
     "m008_vote_corrections": ("vote_corrections",),
     "m011_versions": ("versions",),
     "m013_accounts": ("accounts", "invites", "sessions"),
+    "m016_gold_pairs": ("gold_pairs",),
 }
 
 
@@ -535,3 +536,32 @@ def m015_version_step_actions(db: sqlite_utils.Database) -> None:
     columns = "id, run_id, n, text, undone, taken, action, restored_from, created"
     db.execute(f"insert into versions ({columns}) select {columns} from versions_m011 order by run_id, n")
     db.execute("drop table versions_m011")
+
+
+@migration
+def m016_gold_pairs(db: sqlite_utils.Database) -> None:
+    """Gold (attention-check) pairs: two outputs of one task whose ``better`` side (``a``: the
+    first, ``b``: the second) an admin set, with who and when. The arena shows them to annotators
+    now and then (``annotation.pairing``), and an annotator who misses too many is flagged.
+    Append-only: a newer row for the same two outputs supersedes an older one."""
+    refuse = "select raise(abort, 'gold pairs are append-only: add a new row instead'); end"
+    statements = [
+        """create table gold_pairs (
+            id integer primary key,
+            output_a integer not null references outputs(id),
+            output_b integer not null references outputs(id),
+            better text not null check (better in ('a', 'b')),
+            added_by text not null check (length(trim(added_by)) > 0),
+            created text not null,
+            check (output_a != output_b)
+        )""",
+        "create index gold_pairs_outputs on gold_pairs(min(output_a, output_b), max(output_a, output_b), id)",
+        f"create trigger gold_pairs_append_only_update before update on gold_pairs begin {refuse}",
+        f"create trigger gold_pairs_append_only_delete before delete on gold_pairs begin {refuse}",
+        f"""create trigger gold_pairs_append_only_reuse before insert on gold_pairs
+            when new.id is not null and exists (select 1 from gold_pairs where id = new.id) begin {refuse}""",
+    ]
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for sql in statements:
+        db.execute(sql)

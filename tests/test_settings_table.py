@@ -222,11 +222,13 @@ BAD = {
                                "style) or plain (citation marks and source lists taken away), not 'fancy'."),
     "--votes-per-minute": (0, "--votes-per-minute must be at least 1, not 0."),
     "--votes-per-address": (-1, "--votes-per-address must be at least 0, not -1."),
+    "--votes-per-day": (-1, "--votes-per-day must be at least 0, not -1."),
 }
 #: flag -> a value its check lets through
 GOOD = {"--search": "searxng,corpus", "--max-tokens": 1, "--context-tokens": 1024, "--min-keep": 0,
         "--cite-threshold": 1, "--auth": "ana:correct-horse",
-        "--arena-text": "model", "--arena-style": "plain", "--votes-per-minute": 1, "--votes-per-address": 0}
+        "--arena-text": "model", "--arena-style": "plain", "--votes-per-minute": 1, "--votes-per-address": 0,
+        "--votes-per-day": 0}
 
 
 def test_auth_with_spaces_around_its_parts_is_refused():

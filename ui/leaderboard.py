@@ -15,10 +15,13 @@ from core.clients import Clients
 from ui.render_arena import (
     ANNOTATOR_HEADERS,
     HEADERS,
+    STYLE_HEADERS,
     agreement_text,
     annotator_rows,
     flags_text,
     judge_log,
+    style_rows,
+    style_text,
     table_rows,
 )
 
@@ -96,15 +99,28 @@ class LeaderboardTab:
             return {self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None}
         return self.figures(board)
 
+    def styled(self, source: str, task_set: str, leave_out: bool = False, is_open: bool = True) -> dict:
+        """The style-controlled ranking and what each style feature is worth, when its accordion
+        is open (``is_open``; closed: nothing is fitted, nothing changes)."""
+        if not is_open:
+            return {self.style_note: gr.update(), self.style_table: gr.update()}
+        chosen = None if task_set in (None, ALL) else task_set
+        try:
+            styled = self.arena.style_board(source, chosen, leave_out_flagged=bool(leave_out))
+        except ArenaError as exc:
+            return {self.style_note: str(exc), self.style_table: []}
+        return {self.style_note: style_text(styled), self.style_table: style_rows(styled)}
+
     def people(self) -> dict:
         """The annotators' table (progress against their accounts' quotas, pace, flags), read when
         its accordion is opened or refreshed."""
         try:
             quotas = {a.name: a.quota for a in self.accounts.list()} if self.accounts is not None else {}
-            rows = annotator_rows(self.arena.annotators(quotas))
+            agreed = self.arena.people_agreement()
+            rows = annotator_rows(self.arena.annotators(quotas), agreed)
         except RatStudioError as exc:
             return {self.people_note: f"Annotators unavailable: {exc}", self.people_table: []}
-        note = f"**{len(rows)}** annotator(s) with votes." if rows else "No people's votes yet."
+        note = f"**{len(rows)}** annotator(s) with votes. {agreed.summary()}" if rows else "No people's votes yet."
         return {self.people_note: note, self.people_table: rows}
 
     async def run_judge(self, method_a: str | None, method_b: str | None, n: float | None,
@@ -143,6 +159,11 @@ class LeaderboardTab:
             with gr.Row():
                 self.winrate_plot = gr.Plot(label="Win rate")
                 self.battles_plot = gr.Plot(label="Battles")
+        self.style_open = gr.State(False)
+        with gr.Accordion("Style control: the ranking at equal length, citations, headings and lists",
+                          open=False) as self.style_box:
+            self.style_note = gr.Markdown()
+            self.style_table = gr.Dataframe(headers=STYLE_HEADERS, interactive=False, wrap=True, elem_id="rat-style")
         with gr.Accordion("Annotators: progress, pace and flags", open=False) as self.people_box:
             self.people_note = gr.Markdown()
             self.people_table = gr.Dataframe(headers=ANNOTATOR_HEADERS, interactive=False, wrap=True,
@@ -170,6 +191,12 @@ class LeaderboardTab:
             self.draw, inputs=filters, outputs=view[2:], **private)
         self.plots.collapse(lambda: False, outputs=self.plots_open, **private)
         self.refresh.click(self.choices, outputs=choices, **private)
+        styled = [self.style_note, self.style_table]
+        self.style_box.expand(lambda: True, outputs=self.style_open, **private).then(
+            self.styled, inputs=filters, outputs=styled, **private)
+        self.style_box.collapse(lambda: False, outputs=self.style_open, **private)
+        gr.on([self.refresh.click, self.source.change, self.task_set.change, self.leave_out.change], self.styled,
+              inputs=[*filters, self.style_open], outputs=styled, **private)
         people = [self.people_note, self.people_table]
         gr.on([self.people_box.expand, self.refresh.click], self.people, outputs=people, **private)
         if self.clients is None:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from annotation.agreement import PeopleAgreement
 from annotation.present import SOURCES, present
 from annotation.ratings import Agreement, Row
 from annotation.service import UNDO_SECONDS, Annotator, Progress, Reveal, Shown
+from annotation.style import StyleBoard
 
 CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
 #: The keys that cast each vote (the first is shown on its button), and those of Next and Undo.
@@ -85,15 +87,24 @@ def progress_text(progress: Progress) -> str:
     return " · ".join(parts)
 
 
-ANNOTATOR_HEADERS = ["annotator", "votes", "today", "quota", "done", "last vote", "median s", "flagged"]
+ANNOTATOR_HEADERS = ["annotator", "votes", "today", "quota", "done", "last vote", "median s",
+                     "agrees with others", "flagged"]
 
 
-def annotator_rows(annotators: Sequence[Annotator]) -> list[list]:
+def annotator_rows(annotators: Sequence[Annotator], agreed: PeopleAgreement | None = None) -> list[list]:
     """The admin's table of annotators (ANNOTATOR_HEADERS): progress against the quota, the
-    newest vote's time (to the minute), the median seconds per vote and why one is flagged."""
+    newest vote's time (to the minute), the median seconds per vote, how often they chose what the
+    others' majority chose on pairs they shared (``agreed``: "7/9 (78%)") and why one is flagged."""
+    rates = {a.annotator: a for a in (agreed.annotators if agreed else ())}
+
+    def agrees(name: str) -> str:
+        a = rates.get(name)
+        return f"{a.agreed}/{a.shared} ({a.rate:.0%})" if a is not None and a.shared else ""
+
     return [[a.name, a.total, a.today,
              "" if a.quota is None else a.quota, "" if a.done is None else f"{a.done:.0%}",
-             a.last[:16].replace("T", " "), "" if a.median_seconds is None else round(a.median_seconds, 1), a.flag]
+             a.last[:16].replace("T", " "), "" if a.median_seconds is None else round(a.median_seconds, 1),
+             agrees(a.name), a.flag]
             for a in annotators]
 
 
@@ -104,6 +115,24 @@ def table_rows(rows: Sequence[Row]) -> list[list]:
          r.wins, r.ties, r.losses, round(r.bt), round(r.bt_low), round(r.bt_high)]
         for r in rows
     ]
+
+
+STYLE_HEADERS = ["method", "BT style-controlled", "rank", "BT raw", "rank raw", "battles"]
+
+
+def style_rows(styled: StyleBoard) -> list[list]:
+    """The style-controlled ranking for a table with STYLE_HEADERS, best first."""
+    return [[r.method, round(r.bt), r.rank, round(r.bt_raw), r.rank_raw, r.battles] for r in styled.rows]
+
+
+def style_text(styled: StyleBoard) -> str:
+    """What the style-controlled ranking is fitted on, and each style feature's effect in words."""
+    if not styled.rows:
+        return "No vote with both texts known yet: votes imported without their texts have no style."
+    left = f" ({styled.left_out:,} imported without their texts left out)" if styled.left_out else ""
+    effects = "\n".join(f"- {e.sentence()}" for e in styled.effects)
+    return (f"Bradley–Terry over **{styled.votes:,}** votes{left}, with the length, [n] citations, headings and "
+            f"list items of the two answers shown as covariates: the ranking at equal style.\n\n{effects}")
 
 
 def agreement_text(shared: Agreement) -> str:

@@ -13,10 +13,12 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
+from annotation.agreement import people_agreement
 from annotation.errors import ArenaError
 from annotation.judge import N_CALLS
 from annotation.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE
 from annotation.service import SOURCES, Leaderboard
+from annotation.style import StyleBoard
 from data.arena import CHOICES, VOID
 
 
@@ -46,6 +48,7 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
                         help="write every vote as JSONL (with its comment, flag and correction, if any)")
     p.add_argument("--out", help="file to write (default: standard output)")
     p.set_defaults(func=cmd_votes_export)
+    _add_gold_commands(vsub, parents)
 
     outputs = subparsers.add_parser("outputs", help="add outputs of any system to the arena")
     osub = outputs.add_subparsers(dest="outputs_command", metavar="ACTION", required=True)
@@ -60,13 +63,71 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     p.add_argument("--bootstrap", type=int, default=100, help="Bradley–Terry bootstrap rounds (default 100)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--leave-out-flagged", action="store_true",
-                   help="rate without the voters flagged as too fast or always on one side (listed below the table)")
+                   help="rate without the flagged voters: too fast, always one side, against the others' votes, or "
+                        "missing gold pairs (listed below the table)")
+    p.add_argument("--style", action="store_true",
+                   help="also the style-controlled ranking: Bradley–Terry at equal length, citations, headings and "
+                        "lists, with what each is worth (with --json: an object with rows, style_controlled, style)")
+    p.add_argument("--agreement", action="store_true",
+                   help="with --json: an object with rows and agreement_people (Krippendorff's alpha between "
+                        "annotators on the same output pairs, and each one's agreement with the others' majority)")
     p.set_defaults(func=cmd_leaderboard)
 
     p = subparsers.add_parser("judge", parents=parents, help="let the LLM judge compare the methods' outputs")
     p.add_argument("--methods", help="only pairs of these methods, comma separated (default: all)")
     p.add_argument("--n", type=int, default=N_CALLS, help="calls per pair, half in each order (default 10)")
     p.set_defaults(func=cmd_judge)
+
+
+def _add_gold_commands(vsub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    """``votes gold add|list|outputs``: gold (attention-check) pairs."""
+    gold = vsub.add_parser("gold", help="gold pairs: two outputs whose better side an admin set (attention checks)")
+    gsub = gold.add_subparsers(dest="gold_command", metavar="ACTION", required=True)
+    p = gsub.add_parser("add", parents=parents, help="mark the better of two outputs of one task",
+                        description="The arena shows gold pairs to annotators now and then (about 1 new pair in "
+                                    "10); an annotator who misses too many is flagged. Gold marks are append-only: "
+                                    "a newer mark of the same two outputs supersedes the older.")
+    p.add_argument("output_a", type=int, metavar="OUTPUT_A", help="an output's id (`votes gold outputs` lists them)")
+    p.add_argument("output_b", type=int, metavar="OUTPUT_B", help="another output of the same task")
+    p.add_argument("--better", required=True, choices=["a", "b"], help="a: OUTPUT_A is better; b: OUTPUT_B")
+    p.add_argument("--by", default="admin", help="who marks the pair (default admin)")
+    p.set_defaults(func=cmd_gold_add)
+    p = gsub.add_parser("list", parents=parents, help="list the gold pairs")
+    p.set_defaults(func=cmd_gold_list)
+    p = gsub.add_parser("outputs", parents=parents, help="list the arena's outputs with their ids, by task")
+    p.set_defaults(func=cmd_gold_outputs)
+
+
+def cmd_gold_add(args, app) -> int:
+    g = app.arena.add_gold(args.output_a, args.output_b, args.better, args.by)
+    print(f"Gold pair {g.id}: output {g.output_a if g.better == 'a' else g.output_b} "
+          f"({g.method_a if g.better == 'a' else g.method_b}) is the better, by {g.added_by}.")
+    return 0
+
+
+def cmd_gold_list(args, app) -> int:
+    rows = app.arena.gold_pairs()
+    if not rows:
+        print("No gold pair yet: `python app.py votes gold add OUTPUT_A OUTPUT_B --better a|b`.")
+    for g in rows:
+        print(f"{g.id}\ttask {g.task_id}\toutput {g.output_a} ({g.method_a}) vs {g.output_b} ({g.method_b})\t"
+              f"better: {g.better.upper()}\tby {g.added_by}, {g.created}")
+    return 0
+
+
+def cmd_gold_outputs(args, app) -> int:
+    rows = app.arena.listed_outputs()
+    if not rows:
+        print("No output in the arena yet: `python app.py outputs import FILE.jsonl`, or run methods.")
+    for o in rows:
+        print(f"{o.id}\ttask {o.task_id}: {_short(o.prompt, 50)}\t{o.method}\t{_short(o.text, 70)}")
+    return 0
+
+
+def _short(text: str, n: int) -> str:
+    """``text`` on one line, cut to ``n`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= n else flat[: n - 1] + "…"
 
 
 def cmd_votes_import(args, app) -> int:
@@ -120,13 +181,24 @@ def cmd_leaderboard(args, app) -> int:
     service = app.arena
     board = service.leaderboard(args.source, args.task_set, bootstrap=args.bootstrap, seed=args.seed,
                                 leave_out_flagged=args.leave_out_flagged)
+    styled = (service.style_board(args.source, args.task_set, leave_out_flagged=args.leave_out_flagged)
+              if args.style else None)
     if args.json:
-        print(json.dumps([asdict(r) for r in board.rows], indent=2))
+        rows = [asdict(r) for r in board.rows]
+        extra = {**(styled.as_json() if styled else {}),
+                 **({"agreement_people": people_agreement(service.store, args.task_set).as_json()}
+                    if args.agreement else {})}
+        print(json.dumps({"rows": rows, **extra} if extra else rows, indent=2))
         return 0
     print(format_table(board))
+    if styled is not None:
+        print(format_style(styled))
     shared = service.agreement(args.task_set)
     if shared.compared:
         print(f"Judge and people agree on {shared.agreed} of {shared.compared} people's votes ({shared.rate:.0%}).")
+    between = people_agreement(service.store, args.task_set).summary() if args.source == "people" else ""
+    if between:
+        print(between)
     flags = service.flags() if args.source == "people" else {}
     if flags:
         state = "left out" if args.leave_out_flagged else "counted; --leave-out-flagged rates without them"
@@ -150,6 +222,18 @@ def format_table(board: Leaderboard) -> str:
         for r in board.rows
     ]
     return "\n".join([f"{board.votes} {source} vote(s)", head, *body])
+
+
+def format_style(styled: StyleBoard) -> str:
+    """The style-controlled ranking (``annotation.style.StyleBoard``) as aligned text, then what
+    each style feature is worth, in words."""
+    if not styled.rows:
+        return "\nStyle control: no vote with both texts known (votes imported without their texts have no style)."
+    left = f"; {styled.left_out} without their texts left out" if styled.left_out else ""
+    head = f"{'method':<20} {'BT style-controlled':>19} {'rank':>5} {'BT raw':>7} {'rank':>5}"
+    body = [f"{r.method[:20]:<20} {r.bt:19.0f} {r.rank:5d} {r.bt_raw:7.0f} {r.rank_raw:5d}" for r in styled.rows]
+    return "\n".join([f"\nStyle-controlled ranking ({styled.votes} vote(s){left})", head, *body, "",
+                      *(e.sentence() for e in styled.effects)])
 
 
 def cmd_judge(args, app) -> int:

@@ -1,0 +1,395 @@
+"""The arena's outputs and people's votes as a Hugging Face dataset (``python app.py dataset
+export DIR`` / ``dataset import DIR``): a folder that ``datasets.load_dataset(DIR, "votes")``
+loads as it is, and that can be pushed to the Hub as it is::
+
+    DIR/README.md               the dataset card: a YAML header (``configs``, ``license``,
+                                ``task_categories``) and what was exported, in words
+    DIR/votes/train.parquet     one flat row per people's vote (VOTE_COLUMNS)
+    DIR/outputs/train.parquet   one row per output (OUTPUT_COLUMNS)
+
+(``.jsonl`` instead of ``.parquet`` with ``--format jsonl``.) Each table is a config of one
+``train`` split, declared in the card's ``configs:`` as the Hub reads it; a table with no row is
+left out. Annotators are pseudonymised by default (``pseudonym``: a stable hash of the name).
+
+The import reads such a folder back through the arena's own import paths
+(``annotation.records``' line models, ``data.arena.import_outputs``/``import_votes``), votes'
+corrections included, so the restored leaderboard is the exported one."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import Field, ValidationError, model_validator
+
+from annotation.errors import ArenaError, ImportFormatError
+from annotation.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE, OutputLine, VoteLine
+from annotation.service import Arena
+from core.jsonl import BadText, check_text, line_error, read_jsonl
+from data import arena
+from data import dataset as rows_of
+
+FORMATS = (PARQUET, JSONL) = ("parquet", "jsonl")
+SPLIT = "train"
+LICENSE_PLACEHOLDER = "unknown"  # the card's license until the user sets theirs
+STYLE_WORDS = {"sources": "each output's citations and sources in one house style",
+               "plain": "citation marks and source lists taken away"}
+TEXT_WORDS = {arena.LATEST: "the author's latest version of a run's article, else the method's own text",
+              arena.MODEL: "the method's own text"}
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: type  # int, str or bool
+    about: str
+
+
+OUTPUT_COLUMNS = (
+    Column("output_id", int, "the output's id (votes' output_a_id and output_b_id name it)"),
+    Column("task_id", int, "the task's id"),
+    Column("prompt", str, "the task, as every method was given it"),
+    Column("kind", str, "the task's kind: writing, plan or qa"),
+    Column("task_set", str, "the task's set (empty: none)"),
+    Column("method", str, "the method or system that wrote it"),
+    Column("text", str, "the text as stored (annotators saw it in the arena's style, above)"),
+    Column("source", str, "run (a finished run of the app) or import (imported text)"),
+    Column("run_id", str, "the run it comes from (empty for an imported text)"),
+    Column("version", int, "the author's version of the run's article it holds (empty: the model's text)"),
+    Column("created", str, "when it was stored (ISO date-time)"),
+    Column("current", bool, "whether the arena pairs it now: false for a run's older texts, kept for the "
+                            "votes that showed them"),
+)
+VOTE_COLUMNS = (
+    Column("vote_id", int, "the vote's id"),
+    Column("battle_id", int, "the id of the pair shown"),
+    Column("task_id", int, "the task's id"),
+    Column("prompt", str, "the task"),
+    Column("kind", str, "the task's kind: writing, plan or qa"),
+    Column("task_set", str, "the task's set (empty: none)"),
+    Column("method_a", str, "the method shown as A"),
+    Column("method_b", str, "the method shown as B"),
+    Column("output_a_id", int, "the output shown as A (empty for a vote imported without texts)"),
+    Column("output_b_id", int, "the output shown as B"),
+    Column("output_a", str, "the text shown as A"),
+    Column("output_b", str, "the text shown as B"),
+    Column("winner", str, "the choice as cast: a, b, tie or both_bad"),
+    Column("correction", str, "the vote's newest correction, which counts instead: a, b, tie, both_bad or "
+                              "void (does not count; also an undone vote); empty: uncorrected"),
+    Column("corrected_by", str, "who corrected it"),
+    Column("correction_why", str, "why"),
+    Column("correction_created", str, "when (ISO date-time)"),
+    Column("counts_as", str, "what the leaderboard counts: the correction, else the winner"),
+    Column("annotator", str, "who voted"),
+    Column("comment", str, "the annotator's comment, if any"),
+    Column("flag", str, "the annotator's flag on an output, if any: a_broken, a_empty, a_off_task, b_..."),
+    Column("shown", str, "when the pair was shown (ISO date-time)"),
+    Column("created", str, "when the vote was cast (ISO date-time)"),
+    Column("source", str, "arena (cast here) or import (imported votes)"),
+)
+TABLES = {"votes": VOTE_COLUMNS, "outputs": OUTPUT_COLUMNS}
+M = TypeVar("M", VoteLine, OutputLine)
+
+
+def pseudonym(name: str, salt: str = "") -> str:
+    """A stable stand-in for ``name``: "anon-" and 12 hex digits of SHA-256 over ``salt`` and the
+    name, the same in every export with the same salt. Without a salt, anyone who guesses a name
+    can check the guess: a salt kept secret prevents that."""
+    return "anon-" + hashlib.sha256(f"{salt}\n{name}".encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What an export wrote: rows per table, the files (relative to the folder, per config), and
+    what the card says."""
+
+    directory: Path
+    fmt: str
+    task_set: str | None
+    votes: int
+    outputs: int
+    annotators: int
+    corrected: int
+    voided: int
+    methods: list[str]
+    task_sets: list[str]
+    style: str
+    text: str
+    names: bool
+    salted: bool
+    date: str
+    files: dict[str, str]
+
+
+# -- export -----------------------------------------------------------------------------------
+def export_dataset(service: Arena, directory: str | Path, *, task_set: str | None = None, fmt: str = PARQUET,
+                   names: bool = False, salt: str = "") -> Summary:
+    """Write every output and people's vote (of ``task_set``; None: all) into ``directory`` (new,
+    or empty) as ``fmt`` files with a dataset card. Annotators (and who corrected a vote) are
+    ``pseudonym``s unless ``names``. The folder appears whole or not at all.
+    Raises ArenaError for an unknown format or task set, a folder that is not empty, nothing to
+    export, Parquet without pyarrow, or a folder that cannot be written; StoreError."""
+    if fmt not in FORMATS:
+        raise ArenaError(f"Unknown format {fmt!r}: use --format parquet or --format jsonl.")
+    service.check_task_set(task_set)
+    target = Path(directory)
+    if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        raise ArenaError(f"{target} is not an empty folder: give a new folder to `dataset export` "
+                         "(nothing is overwritten).")
+    tables = {"votes": _votes(service, task_set, names, salt), "outputs": _outputs(service, task_set)}
+    if not any(tables.values()):
+        where = f"in task set {task_set!r}" if task_set is not None else "in the arena"
+        raise ArenaError(f"Nothing to export: no output and no vote {where}. Import outputs or vote first.")
+    files = {name: f"{name}/{SPLIT}.{fmt}" for name, rows in tables.items() if rows}
+    summary = _summary(service, target, fmt, task_set, tables, files, names=names, salted=bool(salt))
+    _write_folder(target, lambda tmp: _write_all(tmp, tables, files, fmt, card(summary)))
+    return summary
+
+
+def _votes(service: Arena, task_set: str | None, names: bool, salt: str) -> list[dict]:
+    rows = rows_of.vote_rows(service.store, task_set)
+    for row in rows:
+        row["counts_as"] = row["correction"] or row["winner"]
+        if not names:
+            row["annotator"] = pseudonym(row["annotator"], salt)
+            if row["corrected_by"] is not None:
+                row["corrected_by"] = pseudonym(row["corrected_by"], salt)
+    return rows
+
+
+def _outputs(service: Arena, task_set: str | None) -> list[dict]:
+    """The outputs, each marked ``current`` as ``data.arena.arena_outputs`` would pair it under the
+    arena's --arena-text: an imported text always; of a run, its newest output (latest) or its
+    model's text (model)."""
+    rows = rows_of.output_rows(service.store, task_set)
+    newest = {row["run_id"]: row["output_id"] for row in rows if row["run_id"] is not None}  # rows go oldest first
+    for row in rows:
+        if row["run_id"] is None:
+            row["current"] = True
+        elif service.text == arena.MODEL:
+            row["current"] = row["version"] is None
+        else:
+            row["current"] = newest[row["run_id"]] == row["output_id"]
+    return rows
+
+
+def _summary(service: Arena, target: Path, fmt: str, task_set: str | None, tables: dict[str, list[dict]],
+             files: dict[str, str], *, names: bool, salted: bool) -> Summary:
+    votes, outputs = tables["votes"], tables["outputs"]
+    methods = {r["method"] for r in outputs} | {r[m] for r in votes for m in ("method_a", "method_b")}
+    return Summary(
+        directory=target, fmt=fmt, task_set=task_set, votes=len(votes), outputs=len(outputs),
+        annotators=len({r["annotator"] for r in votes}), corrected=sum(r["correction"] is not None for r in votes),
+        voided=sum(r["counts_as"] == arena.VOID for r in votes), methods=sorted(methods),
+        task_sets=sorted({r["task_set"] for r in [*votes, *outputs]}), style=service.style, text=service.text,
+        names=names, salted=salted, date=datetime.now(UTC).strftime("%Y-%m-%d"), files=files)
+
+
+def _write_folder(target: Path, write) -> None:
+    """Run ``write(folder)`` on a new folder beside ``target``, then put it in ``target``'s place
+    (an empty ``target`` is replaced): a failed export leaves nothing behind. Raises ArenaError."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+        tmp.chmod(0o755)  # mkdtemp's folder is its owner's alone; a dataset is for sharing
+    except OSError as exc:
+        raise ArenaError(f"Cannot write {target}: {exc.strerror or exc}. Give a folder you may write to.") from exc
+    try:
+        write(tmp)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise ArenaError(f"Cannot write {target}: {exc.strerror or exc}. Give a folder you may write to.") from exc
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
+def _write_all(folder: Path, tables: dict[str, list[dict]], files: dict[str, str], fmt: str, text: str) -> None:
+    for name, relative in files.items():
+        path = folder / relative
+        path.parent.mkdir()
+        columns = TABLES[name]
+        rows = [{c.name: row.get(c.name) for c in columns} for row in tables[name]]
+        (_write_parquet if fmt == PARQUET else _write_jsonl)(path, columns, rows)
+    (folder / "README.md").write_text(text, encoding="utf-8")
+
+
+def _pyarrow():
+    """pyarrow and pyarrow.parquet. Raises ArenaError when pyarrow is not installed."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ArenaError("Parquet needs pyarrow: `pip install -r requirements.txt`, or use --format jsonl.") from None
+    return pa, pq
+
+
+def _write_parquet(path: Path, columns: tuple[Column, ...], rows: list[dict]) -> None:
+    pa, pq = _pyarrow()
+    types = {int: pa.int64(), str: pa.string(), bool: pa.bool_()}
+    schema = pa.schema([(c.name, types[c.type]) for c in columns])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
+
+
+def _write_jsonl(path: Path, columns: tuple[Column, ...], rows: list[dict]) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+# -- the dataset card -------------------------------------------------------------------------
+def size_category(n: int) -> str:
+    """The Hub's ``size_categories`` value for ``n`` rows."""
+    bounds = [(1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M")]
+    return next((label for bound, label in bounds if n < bound), "1M<n<10M")
+
+
+def card(s: Summary) -> str:
+    """The README.md of the dataset: its YAML header and what was exported, in words."""
+    return "\n".join([*_header(s), "", *_prose(s)]).rstrip() + "\n"
+
+
+def _header(s: Summary) -> list[str]:
+    title = "RAT Studio arena votes" + (f" ({s.task_set})" if s.task_set else "")
+    lines = ["---", f"license: {LICENSE_PLACEHOLDER}", f"pretty_name: {json.dumps(title)}",
+             "task_categories:", "- text-generation", "tags:", "- human-feedback", "- preference", "- arena",
+             "size_categories:", f"- {size_category(max(s.votes, s.outputs))}", "configs:"]
+    for n, (name, path) in enumerate(s.files.items()):
+        lines += [f"- config_name: {name}", "  data_files:", f"  - split: {SPLIT}", f"    path: {path}"]
+        lines += ["  default: true"] if n == 0 else []
+    return [*lines, "---"]
+
+
+def _prose(s: Summary) -> list[str]:
+    scope = f"the tasks of task set `{s.task_set}`" if s.task_set is not None else "every task set"
+    sets = ", ".join(f"`{t}`" if t else "(none)" for t in s.task_sets)
+    who = ("real names (exported with --names)" if s.names else
+           "pseudonyms (`anon-` and a stable hash of the name" + (", salted)" if s.salted else
+                                                                   "; unsalted: a guessed name can be checked)"))
+    lines = [
+        "# RAT Studio arena votes", "",
+        "People's votes from RAT Studio's blind arena, where an annotator reads two answers to the same task, "
+        "written by two methods they are not told, and picks the better one (or a tie, or both bad); and the "
+        "outputs the arena pairs.", "",
+        "## What was exported", "",
+        f"- Exported on {s.date} (UTC) by `python app.py dataset export`, from {scope} "
+        "(no campaign: the export covers every vote and output of its scope).",
+        f"- {s.votes} vote(s) by {s.annotators} annotator(s); {s.corrected} corrected, {s.voided} of them voided "
+        "(they do not count).",
+        f"- {s.outputs} output(s).",
+        f"- Methods: {', '.join(f'`{m}`' for m in s.methods) or 'none'}.",
+        f"- Task sets: {sets}.",
+        f"- How outputs were shown: `--arena-style {s.style}` ({STYLE_WORDS.get(s.style, s.style)}), "
+        f"`--arena-text {s.text}` ({TEXT_WORDS.get(s.text, s.text)}); A and B in random order.",
+        f"- Annotators and correctors appear as {who}.",
+        f"- Files ({s.fmt}): " + ", ".join(f"`{p}` (config `{n}`)" for n, p in s.files.items()) + ".", "",
+        "## Loading", "", "```python", "from datasets import load_dataset", "",
+        *(f'{n} = load_dataset("path/to/this/folder", "{n}", split="{SPLIT}")' for n in s.files), "```", "",
+        "`python app.py dataset import FOLDER` reads it back into a RAT Studio database (same leaderboard).", "",
+        "## Before publishing", "",
+        f"- Set `license:` in the header above (now `{LICENSE_PLACEHOLDER}`, a placeholder) to the license you "
+        "publish under, e.g. `cc-by-4.0`.",
+        "- Read the annotators' comments (`comment`): they are free text and may name someone.", "",
+    ]
+    for name in s.files:
+        lines += [f"## Columns of `{name}`", "", "| column | type | meaning |", "| --- | --- | --- |",
+                  *(f"| `{c.name}` | {c.type.__name__} | {c.about} |" for c in TABLES[name]), ""]
+    return lines
+
+
+# -- import -----------------------------------------------------------------------------------
+class _DatasetVote(VoteLine):
+    """A row of the votes table as a ``votes import`` line: its flat correction columns nested."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("correction") is not None:
+            nested = {"choice": data["correction"], "by": data.get("corrected_by"),
+                      "why": data.get("correction_why"), "created": data.get("correction_created")}
+            data = {**data, "correction": nested}
+        return data
+
+
+class _DatasetOutput(OutputLine):
+    """A row of the outputs table as an ``outputs import`` line (``prompt`` is its task)."""
+
+    current: bool | None = Field(None, description="true or false")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _task(cls, data: Any) -> Any:
+        return {**data, "task": data.get("prompt")} if isinstance(data, dict) and "task" not in data else data
+
+
+@dataclass(frozen=True)
+class Imported:
+    outputs_added: int
+    outputs_present: int
+    votes_added: int
+    votes_present: int
+
+
+def import_dataset(service: Arena, directory: str | Path) -> Imported:
+    """Read a folder written by ``export_dataset`` (either format) into the arena: its current
+    outputs (a run's older texts come with the votes that showed them), then its votes with
+    their corrections, in the order they were cast; what is already there is skipped. Every row
+    is checked before anything is written.
+    Raises ImportFormatError naming the file, the row and the fix (nothing is imported), or for a
+    folder without data files; ArenaError without pyarrow for Parquet; StoreError."""
+    folder = Path(directory)
+    files = {name: data_files(folder, name) for name in TABLES}
+    if not any(files.values()):
+        raise ImportFormatError(f"{folder} holds no votes/ or outputs/ data files (*.parquet or *.jsonl): give "
+                                "the folder `python app.py dataset export` wrote.")
+    outputs = [r.to_record(n) for n, r in _read(files["outputs"], _DatasetOutput, OUTPUT_EXAMPLE)
+               if r.current is not False]
+    votes = [r.to_record(n) for n, r in _read(files["votes"], _DatasetVote, VOTE_EXAMPLE)]
+    added_outputs = arena.import_outputs(service.store, outputs) if outputs else (0, 0)
+    added_votes = arena.import_votes(service.store, votes) if votes else (0, 0)
+    return Imported(*added_outputs, *added_votes)
+
+
+def data_files(folder: Path, name: str) -> list[Path]:
+    """The data files of config ``name``: ``folder/name/*.parquet`` and ``*.jsonl``, by name."""
+    return sorted([*folder.glob(f"{name}/*.parquet"), *folder.glob(f"{name}/*.jsonl")])
+
+
+def _read(paths: Iterable[Path], model: type[M], example: str) -> list[tuple[int, M]]:
+    """(row number, validated row) of every row of ``paths``, in order. Raises ImportFormatError
+    naming the file and the row at the first bad one, or for a file that cannot be read."""
+    found: list[tuple[int, M]] = []
+    for path in paths:
+        if path.suffix == ".jsonl":
+            found += read_jsonl(path, model, example, ImportFormatError,
+                                unreadable="Give the folder `python app.py dataset export` wrote.")
+        else:
+            found += [(n, _validated(path, n, row, model, example)) for n, row in enumerate(_parquet_rows(path), 1)]
+    return found
+
+
+def _parquet_rows(path: Path) -> list[dict]:
+    """The rows of a Parquet file. Raises ImportFormatError when it cannot be read as one,
+    ArenaError without pyarrow."""
+    pa, pq = _pyarrow()
+    try:
+        return pq.read_table(path).to_pylist()
+    except (pa.ArrowException, OSError) as exc:
+        raise ImportFormatError(f"Cannot read {path} as Parquet ({exc}): give the folder "
+                                "`python app.py dataset export` wrote.") from exc
+
+
+def _validated(path: Path, n: int, row: dict, model: type[M], example: str) -> M:
+    """``row`` checked as a JSONL line is (``core.jsonl``). Raises ImportFormatError naming the row."""
+    try:
+        check_text(row)
+        return model.model_validate(row)
+    except (ValidationError, BadText) as exc:
+        raise ImportFormatError(line_error(str(path), n, exc, example, model)) from exc

@@ -1,0 +1,213 @@
+"""``python app.py dataset export/import`` (``annotation.dataset``): the folder loads with the
+Hugging Face ``datasets`` library as it is, its card's YAML names the configs, annotators are
+pseudonymised unless --names, and export then import into a fresh database gives the same
+leaderboard, corrections included."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+import yaml
+
+import app as app_module
+from annotation import dataset
+from annotation.errors import ArenaError, ImportFormatError
+from annotation.service import Arena, VoteLimits
+from data import arena
+from data.store import Store
+from data.versions import Versions
+from tests.annotation.conftest import finished_run, seed_outputs
+
+datasets = pytest.importorskip("datasets")  # requirements-dev.txt pins it; skipped only where it cannot install
+
+NAMES = ("Alice Zed", "Bob Yam")  # annotators whose names must not leak
+BOSS = "Boss Person"
+
+
+@pytest.fixture
+def service(tmp_path):
+    """An arena with two task sets, finished runs (one with a newer version after the votes),
+    votes of two annotators (a comment, a correction, a voided vote) and an imported vote."""
+    store = Store(tmp_path / "arena.db")
+    seed_outputs(store, {"Describe owls": {"rat": "Owls hunt.", "cot": "Owls hoot.", "plain": "Owls."},
+                         "Describe bats": {"rat": "Bats fly.", "cot": "Bats see by ear.", "plain": "Bats."}}, "animals")
+    seed_outputs(store, {"Plan a trip": {"rat": "Go north.", "cot": "Go south.", "plain": "Go."}}, "plans")
+    mole = finished_run(store, "Describe moles", "rat", "Moles dig.")
+    finished_run(store, "Describe moles", "cot", "Moles are small.")
+    arena.sync_run_outputs(store)
+    svc = Arena(store, rng=random.Random(3), limits=VoteLimits(per_annotator=1_000, per_address=0))
+    for n in range(8):
+        for who in NAMES:
+            shown = svc.next_pair(who)
+            svc.vote(shown.battle_id, who, "ab"[n % 3 == 0] if who == NAMES[0] else "a",
+                     comment="B stops early." if n == 1 else "")
+    svc.correct(1, "tie", BOSS, "misclick")
+    svc.correct(2, arena.VOID, BOSS, "read neither")
+    arena.import_votes(store, [{"prompt": "Describe owls", "kind": "writing", "task_set": "animals",
+                                "method_a": "rat", "method_b": "cot", "choice": "a", "annotator": "Carol Xu",
+                                "created": "2025-01-01T00:00:00+00:00"}])
+    Versions(store).add(mole, "Moles dig tunnels.")
+    arena.sync_run_outputs(store)
+    yield svc
+    store.close()
+
+
+def people(store: Store) -> int:
+    return store.db.execute("select count(*) from votes").fetchone()[0]
+
+
+def load(folder, config, tmp_path):
+    return datasets.load_dataset(str(folder), config, split="train", cache_dir=str(tmp_path / "hf-cache"))
+
+
+# -- loading with datasets --------------------------------------------------------------------
+@pytest.mark.parametrize("fmt", dataset.FORMATS)
+def test_datasets_load_dataset_reads_votes_and_outputs_as_exported(service, tmp_path, fmt, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    folder = tmp_path / "ds"
+    summary = dataset.export_dataset(service, folder, fmt=fmt)
+    votes = load(folder, "votes", tmp_path)
+    assert votes.column_names == [c.name for c in dataset.VOTE_COLUMNS]
+    assert votes.num_rows == summary.votes == people(service.store) == 17
+    stored = service.store.db.execute("select v.id, b.method_a, b.method_b, v.choice from votes v "
+                                      "join battles b on b.id = v.battle_id order by v.id").fetchall()
+    assert list(zip(votes["vote_id"], votes["method_a"], votes["method_b"], votes["winner"], strict=True)) \
+        == [tuple(r) for r in stored]
+    assert votes["counts_as"][:2] == ["tie", arena.VOID] and votes["correction"][2] is None
+    assert votes["corrected_by"][0] == dataset.pseudonym(BOSS)
+    shown = next(r for r in votes if r["output_a"] is not None)
+    assert shown["output_a"] == arena.get_battle(service.store, shown["battle_id"]).text_a
+    outputs = load(folder, "outputs", tmp_path)
+    assert outputs.num_rows == summary.outputs == arena.output_count(service.store) == 12
+    assert outputs.column_names == [c.name for c in dataset.OUTPUT_COLUMNS]
+    moles = [r["current"] for r in outputs if r["prompt"] == "Describe moles" and r["method"] == "rat"]
+    assert moles == [False, True], "a run's older text is kept, marked as no longer paired"
+
+
+# -- the card ---------------------------------------------------------------------------------
+def header(folder) -> dict:
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    return yaml.safe_load(text.split("---\n")[1])
+
+
+def test_the_card_yaml_names_the_configs_and_the_prose_says_what_was_exported(service, tmp_path):
+    folder = tmp_path / "ds"
+    dataset.export_dataset(service, folder, task_set="animals", fmt="jsonl")
+    meta = header(folder)
+    assert [c["config_name"] for c in meta["configs"]] == ["votes", "outputs"]
+    for c in meta["configs"]:
+        assert [f["split"] for f in c["data_files"]] == ["train"]
+        assert (folder / c["data_files"][0]["path"]).is_file()
+    assert meta["license"] == dataset.LICENSE_PLACEHOLDER and meta["task_categories"] == ["text-generation"]
+    prose = (folder / "README.md").read_text(encoding="utf-8").split("---\n", 2)[2]
+    votes = [json.loads(line) for line in (folder / "votes" / "train.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert votes and {v["task_set"] for v in votes} == {"animals"}
+    assert f"{len(votes)} vote(s) by 3 annotator(s)" in prose
+    assert "task set `animals`" in prose and "`--arena-style sources`" in prose and "`--arena-text latest`" in prose
+    assert "Methods: `cot`, `plain`, `rat`." in prose and "Set `license:`" in prose
+
+
+def test_a_table_without_rows_is_left_out_of_the_configs(tmp_path):
+    store = Store(tmp_path / "a.db")
+    try:
+        seed_outputs(store, {"Describe owls": {"rat": "r", "cot": "c"}})
+        dataset.export_dataset(Arena(store), tmp_path / "ds")
+        assert [c["config_name"] for c in header(tmp_path / "ds")["configs"]] == ["outputs"]
+        assert not (tmp_path / "ds" / "votes").exists()
+    finally:
+        store.close()
+
+
+# -- pseudonyms -------------------------------------------------------------------------------
+def every_file(folder) -> str:
+    return "".join(p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.jsonl")))
+
+
+def test_annotators_are_stable_pseudonyms_unless_names(service, tmp_path):
+    for name in ("one", "two"):
+        dataset.export_dataset(service, tmp_path / name, fmt="jsonl")
+    dataset.export_dataset(service, tmp_path / "salted", fmt="jsonl", salt="s3cret")
+    dataset.export_dataset(service, tmp_path / "named", fmt="jsonl", names=True)
+    one, two, salted, named = (every_file(tmp_path / n) for n in ("one", "two", "salted", "named"))
+    assert one == two, "the same pseudonyms in every export"
+    for real in (*NAMES, BOSS, "Carol Xu"):
+        assert real not in one and real not in salted and real in named
+        assert dataset.pseudonym(real) in one and dataset.pseudonym(real, "s3cret") in salted
+    assert len({dataset.pseudonym(n) for n in NAMES}) == 2 and dataset.pseudonym(NAMES[0]) not in salted
+
+
+# -- import -----------------------------------------------------------------------------------
+def rows(svc: Arena, task_set=None):
+    return svc.leaderboard("people", task_set, bootstrap=20).rows
+
+
+@pytest.mark.parametrize("fmt", dataset.FORMATS)
+def test_export_then_import_into_a_fresh_database_gives_the_same_leaderboard(service, tmp_path, fmt):
+    folder = tmp_path / "ds"
+    dataset.export_dataset(service, folder, fmt=fmt)
+    fresh = Store(tmp_path / "fresh.db")
+    try:
+        restored = Arena(fresh)
+        result = dataset.import_dataset(restored, folder)
+        assert (result.votes_added, result.votes_present) == (17, 0)
+        assert result.outputs_added == 11, "every output the arena pairs now (a run's older text comes with its votes)"
+        assert rows(restored) == rows(service) and rows(restored, "animals") == rows(service, "animals")
+        assert [(c.vote_id, c.choice, c.cast) for c in restored.corrections()] \
+            == [(c.vote_id, c.choice, c.cast) for c in service.corrections()]
+        again = dataset.import_dataset(restored, folder)
+        assert (again.votes_added, again.outputs_added) == (0, 0) and len(restored.corrections()) == 2
+    finally:
+        fresh.close()
+
+
+def test_a_bad_row_names_the_file_and_row_and_imports_nothing(service, tmp_path):
+    folder = tmp_path / "ds"
+    dataset.export_dataset(service, folder, fmt="jsonl")
+    path = folder / "votes" / "train.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[2] = json.dumps({**json.loads(lines[2]), "winner": "left"})
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fresh = Store(tmp_path / "fresh.db")
+    try:
+        with pytest.raises(ImportFormatError, match=r'train\.jsonl line 3: "winner" must be one of a, b'):
+            dataset.import_dataset(Arena(fresh), folder)
+        assert people(fresh) == 0 and arena.output_count(fresh) == 0
+    finally:
+        fresh.close()
+
+
+# -- refusals and the command line ------------------------------------------------------------
+def test_export_refuses_a_folder_with_files_and_an_unknown_task_set(service, tmp_path):
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(ArenaError, match="not an empty folder"):
+        dataset.export_dataset(service, tmp_path / "full")
+    assert [p.name for p in (tmp_path / "full").iterdir()] == ["notes.txt"]
+    with pytest.raises(ArenaError, match="known task sets: 'animals', 'plans'"):
+        dataset.export_dataset(service, tmp_path / "new", task_set="animal")
+    assert not (tmp_path / "new").exists()
+    with pytest.raises(ImportFormatError, match="no votes/ or outputs/ data files"):
+        dataset.import_dataset(service, tmp_path / "full")
+
+
+def test_the_cli_exports_and_imports(service, tmp_path, capsys):
+    service.store.close()
+    folder = tmp_path / "ds"
+    code = app_module.main(["dataset", "export", str(folder), "--task-set", "plans"],
+                           env={"RAT_STUDIO_DB": str(tmp_path / "arena.db")})
+    out = capsys.readouterr().out
+    assert code == 0 and "to " + str(folder) in out and "set `license:`" in out
+    assert (folder / "votes" / "train.parquet").is_file()
+    code = app_module.main(["dataset", "import", str(folder)], env={"RAT_STUDIO_DB": str(tmp_path / "fresh.db")})
+    out = capsys.readouterr().out
+    fresh = Store(tmp_path / "fresh.db")
+    try:
+        assert code == 0 and f"Imported 3 output(s) (0 already present) and {people(fresh)} vote(s)" in out
+        assert people(fresh) > 0 and arena.task_sets(fresh) == ["plans"]
+    finally:
+        fresh.close()
+    code = app_module.main(["dataset", "export", str(folder)], env={"RAT_STUDIO_DB": str(tmp_path / "arena.db")})
+    assert code == 1 and "not an empty folder" in capsys.readouterr().err

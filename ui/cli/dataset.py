@@ -1,0 +1,48 @@
+"""``python app.py dataset export DIR`` / ``dataset import DIR``: the arena's outputs and people's
+votes as a Hugging Face dataset folder (``annotation.dataset``), and back."""
+
+from __future__ import annotations
+
+import argparse
+
+from annotation.dataset import FORMATS, LICENSE_PLACEHOLDER, PARQUET, export_dataset, import_dataset
+
+
+def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    """Add ``dataset export`` and ``dataset import``. The common flags (``parents``) go on both."""
+    dataset = subparsers.add_parser("dataset", help="export or import the arena's outputs and votes as a Hugging "
+                                                    "Face dataset (a folder datasets.load_dataset reads)")
+    sub = dataset.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
+    p = sub.add_parser("export", parents=parents, help="write outputs, votes and a dataset card into a new folder",
+                       description="Writes DIR/README.md (the dataset card: set its license before publishing), "
+                                   "DIR/votes/train.* and DIR/outputs/train.*; load it with "
+                                   "datasets.load_dataset(DIR, 'votes') or push the folder to the Hub as it is.")
+    p.add_argument("dir", metavar="DIR", help="the folder to write (new, or empty)")
+    p.add_argument("--task-set", help="only the outputs and votes of this task set (default: all)")
+    p.add_argument("--format", choices=FORMATS, default=PARQUET, help="data files' format (default parquet)")
+    p.add_argument("--names", action="store_true",
+                   help="keep annotators' names (default: pseudonyms, a stable hash of each name)")
+    p.add_argument("--salt", default="", help="a secret mixed into the pseudonyms (keep it to export again with "
+                                              "the same ones); without it a guessed name can be checked")
+    p.set_defaults(func=cmd_dataset_export)
+    p = sub.add_parser("import", parents=parents, help="read a folder of `dataset export` back into the arena "
+                                                       "(outputs, votes and their corrections)")
+    p.add_argument("dir", metavar="DIR", help="the folder `dataset export` wrote (or downloaded from the Hub)")
+    p.set_defaults(func=cmd_dataset_import)
+
+
+def cmd_dataset_export(args, app) -> int:
+    s = export_dataset(app.arena, args.dir, task_set=args.task_set, fmt=args.format, names=args.names,
+                       salt=args.salt)
+    print(f"Wrote {s.votes} vote(s) and {s.outputs} output(s) to {s.directory} ({s.fmt}), with a dataset card "
+          f"(README.md). Load it with datasets.load_dataset({str(s.directory)!r}, 'votes').")
+    print(f"Before publishing: set `license:` in {s.directory / 'README.md'} (now {LICENSE_PLACEHOLDER}), and "
+          "read the annotators' comments.")
+    return 0
+
+
+def cmd_dataset_import(args, app) -> int:
+    r = import_dataset(app.arena, args.dir)
+    print(f"Imported {r.outputs_added} output(s) ({r.outputs_present} already present) and {r.votes_added} "
+          f"vote(s) ({r.votes_present} already present) from {args.dir}.")
+    return 0
