@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import krippendorff
 import numpy as np
@@ -33,16 +33,6 @@ from data import arena
 #: The nominal values, oriented to a unit's sorted sides: "a" is the first side winning.
 VALUES = ("a", "b", "tie", "both_bad")
 _SWAPPED = {"a": "b", "b": "a"}
-
-
-class PairVoteLike(Protocol):
-    annotator: str
-    task_id: int
-    method_a: str
-    method_b: str
-    output_a: int | None
-    output_b: int | None
-    choice: str
 
 
 @dataclass(frozen=True)
@@ -86,7 +76,7 @@ class PeopleAgreement:
                 f"voted on by two or more ({self.votes} votes).")
 
 
-def oriented(vote: PairVoteLike) -> tuple[tuple, str]:
+def oriented(vote: arena.PairVote) -> tuple[tuple, str]:
     """(the vote's unit, its value oriented to the unit's sorted sides). The unit is the task and
     the two sides, (method, output id), sorted; a vote that showed the second side as A has its
     ``a`` and ``b`` swapped."""
@@ -100,7 +90,7 @@ def _key(output_id: int | None) -> int:
     return -1 if output_id is None else output_id  # sortable beside real ids
 
 
-def inter_annotator(votes: Iterable[PairVoteLike]) -> PeopleAgreement:
+def inter_annotator(votes: Iterable[arena.PairVote]) -> PeopleAgreement:
     """The agreement of the annotators' ``votes`` (in the order they were cast; a later vote of
     the same annotator on the same unit replaces theirs). Raises ValueError for a choice not in
     VALUES."""
