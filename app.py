@@ -106,6 +106,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
         votes_per_minute=v["votes_per_minute"],
         votes_per_address=v["votes_per_address"],
         votes_per_day=v["votes_per_day"],
+        trusted_proxies=tuple(a.strip() for a in (v["trusted_proxies"] or "").split(",") if a.strip()),
     )
 
 

@@ -8,6 +8,8 @@ through it, and tests/test_settings_table.py holds README.md's "Settings" table 
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -108,6 +110,9 @@ class Settings:
     votes_per_address: int = 60
     # Votes a day from one annotator (0: no cap).
     votes_per_day: int = 0
+    # The addresses of reverse proxies whose X-Forwarded-For header names the client (none: the
+    # header is ignored, so nobody can pick the address the per-address vote limit counts).
+    trusted_proxies: tuple[str, ...] = ()
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -229,6 +234,24 @@ def _check_auth(value) -> None:
                           f"would type at the login: write USER:PASSWORD without them, e.g. --auth ana:correct-horse.")
 
 
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _check_db(value) -> None:
+    if _URL.match(value):
+        raise ConfigError(f"--db {value.split('://')[0]}://... is a database server's URL; this version stores "
+                          "everything in one SQLite file: give a file path, e.g. --db rat_studio.db.")
+
+
+def _check_proxies(value) -> None:
+    for address in (a.strip() for a in value.split(",")):
+        try:
+            ipaddress.ip_network(address, strict=False)
+        except ValueError:
+            raise ConfigError(f"--trusted-proxies takes the addresses of your reverse proxies, comma separated "
+                              f"(e.g. --trusted-proxies 127.0.0.1,10.0.0.0/8), not {address!r}.") from None
+
+
 def _check_arena_text(value) -> None:
     if value not in ("latest", "model"):
         raise ConfigError(f"--arena-text must be latest (the author's latest version of a run's article) or "
@@ -293,7 +316,7 @@ SETTINGS: tuple[Setting, ...] = (
             "a method parameter, repeatable, e.g. --param itrg.iterations=3 (the variable: a comma list)",
             group=SEARCH_GROUP, readme_default="the papers'", metavar="KEY=VALUE"),
     # storage and server
-    Setting("--db", "RAT_STUDIO_DB", str, None, "SQLite file", group=SERVER_GROUP,
+    Setting("--db", "RAT_STUDIO_DB", str, None, "SQLite file", _check_db, group=SERVER_GROUP,
             readme_default="the user data folder (~/.local/share/rat-studio/rat_studio.db on Linux)"),
     Setting("--host", "RAT_STUDIO_HOST", str, Settings.host, "address the UI listens on", group=SERVER_GROUP),
     Setting("--port", "RAT_STUDIO_PORT", int, Settings.port, "UI port", group=SERVER_GROUP),
@@ -318,4 +341,8 @@ SETTINGS: tuple[Setting, ...] = (
             _at_least("--votes-per-address", 0), group=SERVER_GROUP),
     Setting("--votes-per-day", "RAT_STUDIO_VOTES_PER_DAY", int, Settings.votes_per_day,
             "votes a day from one annotator; 0: no cap", _at_least("--votes-per-day", 0), group=SERVER_GROUP),
+    Setting("--trusted-proxies", "RAT_STUDIO_TRUSTED_PROXIES", str, None,
+            "addresses (or networks) of reverse proxies whose X-Forwarded-For names the client, comma separated; "
+            "none: the header is ignored", _check_proxies, group=SERVER_GROUP, readme_default="none",
+            metavar="ADDRESSES"),
 )

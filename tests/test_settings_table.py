@@ -223,12 +223,18 @@ BAD = {
     "--votes-per-minute": (0, "--votes-per-minute must be at least 1, not 0."),
     "--votes-per-address": (-1, "--votes-per-address must be at least 0, not -1."),
     "--votes-per-day": (-1, "--votes-per-day must be at least 0, not -1."),
+    # issue 26: a server URL once made a folder "postgresql:" in the working directory
+    "--db": ("postgresql://lee@db/rat", "--db postgresql://... is a database server's URL; this version stores "
+                                        "everything in one SQLite file: give a file path, e.g. --db rat_studio.db."),
+    "--trusted-proxies": ("127.0.0.1,proxy.lan", "--trusted-proxies takes the addresses of your reverse proxies, "
+                                                 "comma separated (e.g. --trusted-proxies 127.0.0.1,10.0.0.0/8), "
+                                                 "not 'proxy.lan'."),
 }
 #: flag -> a value its check lets through
 GOOD = {"--search": "searxng,corpus", "--max-tokens": 1, "--context-tokens": 1024, "--min-keep": 0,
         "--cite-threshold": 1, "--auth": "ana:correct-horse",
         "--arena-text": "model", "--arena-style": "plain", "--votes-per-minute": 1, "--votes-per-address": 0,
-        "--votes-per-day": 0}
+        "--votes-per-day": 0, "--db": "data/rat.db", "--trusted-proxies": "127.0.0.1, 10.0.0.0/8"}
 
 
 def test_auth_with_spaces_around_its_parts_is_refused():

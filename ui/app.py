@@ -115,7 +115,8 @@ def serve(settings: Settings, store, clients: Clients, runner: Runner, arena_ser
     doors = server.Doors(settings, accounts, SharedLogin(*settings.auth) if settings.auth else None)
     whole = build_app(settings, store, clients, runner, arena_service, role=ADMIN, warm=True, accounts=accounts)
     alone = build_app(settings, store, clients, runner, arena_service, role=ANNOTATOR, accounts=accounts)
-    return server.start(server.server_app(doors, whole, alone, css=css()), settings.host, port or settings.port)
+    return server.start(server.server_app(doors, whole, alone, css=css()), settings.host, port or settings.port,
+                        settings.trusted_proxies)
 
 
 def launch(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena,

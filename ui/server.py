@@ -245,12 +245,16 @@ class Served:
             self.thread.join(0.5)
 
 
-def start(app: FastAPI, host: str, port: int) -> Served:
+def start(app: FastAPI, host: str, port: int, trusted_proxies: tuple[str, ...] = ()) -> Served:
     """Serve ``app`` on host:port with uvicorn in a daemon thread, until ``close()``; returns once
     it listens. (In a thread uvicorn leaves the process's signals alone: the caller owns them.)
-    Raises ConfigError when it does not start (the port is taken)."""
+    A client's address is the connection's, or, from one of ``trusted_proxies`` (addresses or
+    networks, --trusted-proxies), what its X-Forwarded-For says: uvicorn trusts the header from
+    loopback by default, which let anyone on the machine pick the address the per-address vote
+    limit counts. Raises ConfigError when it does not start (the port is taken)."""
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3,
-                            ws="none", lifespan="on")
+                            ws="none", lifespan="on", proxy_headers=bool(trusted_proxies),
+                            forwarded_allow_ips=list(trusted_proxies))
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, name="rat-studio-server", daemon=True)
     thread.start()

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 import httpx
 from argon2 import PasswordHasher
+from fastapi import FastAPI, Request
 
 import app as app_module
 from annotation.accounts import Accounts
@@ -166,3 +167,23 @@ def test_one_shared_password_with_auth(tmp_path):
         ok = log_in(http, "team", "correct-horse")
         assert ok.status_code == 303 and ok.headers["location"] == "/"
         assert http.get("/config").status_code == 200
+
+
+def test_x_forwarded_for_counts_only_from_a_trusted_proxy():
+    """Issue 26: uvicorn trusts X-Forwarded-For from loopback by default, so any local client could
+    name the address the per-address vote limit counts (80 of 80 votes taken instead of 56)."""
+    from ui.server import start
+
+    echo = FastAPI()
+
+    @echo.get("/who")
+    def who(request: Request) -> dict:
+        return {"client": request.client.host}
+
+    forged = {"X-Forwarded-For": "203.0.113.9"}
+    for trusted, seen in (((), "127.0.0.1"), (("127.0.0.1",), "203.0.113.9"), (("10.0.0.0/8",), "127.0.0.1")):
+        up = start(echo, "127.0.0.1", free_port(), trusted)
+        try:
+            assert httpx.get(up.url + "who", headers=forged, timeout=10).json() == {"client": seen}, trusted
+        finally:
+            up.close()
