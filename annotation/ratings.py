@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -336,12 +336,24 @@ def battle_matrix(t: Tally, methods: Sequence[str]) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Agreement:
-    compared: int  # people's votes on a task and method pair the judge also judged
+    """How many of people's votes on the tasks and method pairs the judge also judged
+    (``compared``) name the judge's winner (``agreed``), in all and per method pair
+    (``by_pair``: (first method, second method) in name order -> (compared, agreed), the
+    pairs in name order), since the judge can be right on one pair of methods and not another."""
+
+    compared: int
     agreed: int
+    by_pair: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
 
     @property
     def rate(self) -> float | None:
         return self.agreed / self.compared if self.compared else None
+
+    def as_json(self) -> dict:
+        """What ``leaderboard --json --agreement`` writes under ``agreement_judge``."""
+        return {"compared": self.compared, "agreed": self.agreed, "rate": self.rate,
+                "by_method_pair": [{"method_a": a, "method_b": b, "compared": n, "agreed": k,
+                                    "rate": k / n if n else None} for (a, b), (n, k) in self.by_pair.items()]}
 
 
 def _winner(v: VoteRecord) -> str | None:
@@ -379,13 +391,15 @@ class AgreementTally:
         return self
 
     def result(self) -> Agreement:
-        compared = agreed = 0
+        by_pair: dict[tuple[str, str], tuple[int, int]] = {}
         for key, verdict in self.verdicts.items():
             winners = self.people.get(key)
             if winners:
-                compared += sum(winners.values())
-                agreed += winners.get(verdict, 0)
-        return Agreement(compared, agreed)
+                pair = tuple(sorted(key[1]))
+                n, k = by_pair.get(pair, (0, 0))
+                by_pair[pair] = (n + sum(winners.values()), k + winners.get(verdict, 0))
+        return Agreement(sum(n for n, _ in by_pair.values()), sum(k for _, k in by_pair.values()),
+                         dict(sorted(by_pair.items())))
 
 
 def agreement(people: Iterable[VoteRecord], judge: Iterable[VoteRecord]) -> Agreement:

@@ -135,6 +135,21 @@ def test_agreement_compares_people_with_the_judge_on_the_same_task_and_pair():
     assert ratings.agreement([], judge).rate is None
 
 
+def test_judge_people_agreement_per_method_pair():
+    vote = ratings.VoteRecord
+    judge = [vote("rat", "cot", "a", 1), vote("direct", "rat", "a", 1), vote("cot", "direct", "b", 2)]
+    people = [
+        vote("cot", "rat", "b", 1), vote("rat", "cot", "a", 1),  # rat-cot: the judge's rat, twice
+        vote("rat", "direct", "a", 1), vote("direct", "rat", "tie", 1), vote("rat", "direct", "a", 1),  # 0 of 3
+        vote("direct", "cot", "a", 2),  # cot-direct: direct, as the judge
+    ]
+    result = ratings.agreement(people, judge)
+    assert result.by_pair == {("cot", "direct"): (1, 1), ("cot", "rat"): (2, 2), ("direct", "rat"): (3, 0)}
+    assert (result.compared, result.agreed) == (6, 3)
+    assert result.as_json()["by_method_pair"][2] == {"method_a": "direct", "method_b": "rat", "compared": 3,
+                                                     "agreed": 0, "rate": 0.0}
+
+
 def test_board_adds_new_votes_and_equals_a_rebuild(store):
     seed_outputs(store, {"t": {"rat": "r", "cot": "c", "direct": "d"}})
     ids = {o.method: o.id for o in arena.arena_outputs(store)}
