@@ -251,7 +251,8 @@ def revised(ctx: MethodContext, i: int, before: str, reply: str, passages: list[
     article = article_of or (lambda text: text)
     if not rev.problem:
         step = StepRevised(i=i, before=before, after=rev.text, sources=urls_of(passages), article=article(rev.text))
-        return [shrink_note(i, before, rev), step] if rev.kept < 1 else [step]
+        notes = [shrink_note(i, before, rev)] if rev.kept < 1 else []
+        return [*notes, *([asides_note(i, rev)] if rev.dropped else []), step]
     note = Note(i=i, level="warning", text=f"The model's revision of step {i} was not used: it {rev.problem}. "
                                            "The text is kept as it stood; the refused revision is shown with "
                                            "the step and can be taken by hand.")
@@ -270,6 +271,14 @@ def shrink_note(i: int, before: str, rev: Revision) -> Note:
     return Note(i=i, level="warning" if rev.kept < SHRINK_WARNING else "info",
                 text=f"The model's revision of step {i} {SHORTER} ({len(rev.text):,} of {len(before.strip()):,} "
                      f"characters, {rev.kept:.0%}); the step's diff shows what it left out.")
+
+
+def asides_note(i: int, rev: Revision) -> Note:
+    """The Note that sentences of a used revision were left out because they speak to the author
+    (``core.text.guards.drop_asides``), quoting them: nothing leaves a run unsaid."""
+    quoted = " ".join(f"“{s if len(s) <= 120 else s[:117] + '...'}”" for s in rev.dropped)
+    return Note(i=i, level="info", text=f"Left out of the model's revision of step {i}: {len(rev.dropped)} "
+                                        f"sentence(s) that speak to the author, not of the subject: {quoted}")
 
 
 ANSWER_ROOM = 1024  # tokens of the context window kept for the answer (a quarter of a small window)

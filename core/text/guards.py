@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from core.text.fencing import echoed_heading
 from core.text.prompts import tidy_reply
-from core.text.talk import is_talk, kept_topic, topic_words
+from core.text.talk import is_talk, kept_topic, shares_topic, topic_words
 
 MIN_KEEP = 0.4  # the default share of characters a revision must keep (--min-keep)
 #: A revision keeps the names, numbers and terms of the text it revises and adds to them: one
@@ -51,6 +51,9 @@ class Revision:
     problem: str = ""
     rejected: str = ""
     kept: float = 1.0  # of a used revision: the share of the old text's characters it has (below 1: shorter)
+    #: of a used revision: its sentences left out because they speak to the author, not of the subject
+    #: (``drop_asides``)
+    dropped: tuple[str, ...] = ()
 
 
 #: Headings of our prompts under which a reply that reads the prompt back has the answer itself
@@ -74,6 +77,44 @@ def strip_prompt_echo(reply: str) -> str:
     return "\n".join(kept)
 
 
+#: A line that opens with a citation mark ("[1] 20 Years Ago: ...") reads our prompts' source label
+#: back ("[n] Title — URL"): a mark supports what comes before it, and one that opens a line
+#: supports nothing, so the mark is taken off (the line's words stay).
+_LABEL_MARK = re.compile(r"^(\s*(?:[#>*_-]+\s*)?)\[\d{1,3}\]\s*", re.M)
+#: A sentence addressed to the reader or the author: second person, or "please".
+_ADDRESSED = re.compile(r"\b(?:you|your|yours|you've|you're|you'll|please)\b", re.I)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def drop_asides(before: str, text: str) -> tuple[str, tuple[str, ...]]:
+    """``text`` without the sentences that speak to the author instead of continuing the text,
+    and those sentences. One rule: a sentence that was not in ``before``, is addressed to "you"
+    (or says "please"), and shares no topical word (``core.text.talk.topic_words``) with
+    ``before`` is about the exchange, not the subject ("You can remove the section from the
+    answer to show how you've revised the paragraph.", "Please add your response as soon as
+    possible after you've edited this paragraph so the next request can be made.", two
+    sentences SmolLM2 put inside revised steps). A sentence for the reader about the subject
+    ("You can still download Python 1.0 from python.org.") names the subject, and stays."""
+    subject = topic_words(before)
+    if not subject:
+        return text, ()
+    dropped: list[str] = []
+
+    def keep(sentence: str) -> bool:
+        aside = (_ADDRESSED.search(sentence) is not None and sentence.strip() not in before
+                 and not shares_topic(topic_words(sentence), subject))
+        if aside:
+            dropped.append(sentence.strip())
+        return not aside
+
+    lines = []
+    for line in text.split("\n"):
+        kept = [x for x in _SENTENCE_END.split(line) if keep(x)]
+        if kept or not line.strip():
+            lines.append(" ".join(x.strip() for x in kept) if len(kept) != 1 else kept[0].rstrip())
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(), tuple(dropped)
+
+
 def strip_chatter(reply: str) -> str:
     """The reply without the prompt it repeats (:func:`strip_prompt_echo`), an announcing
     preamble or a closing postscript. Never returns less than nothing: a reply that is all
@@ -91,7 +132,7 @@ def strip_chatter(reply: str) -> str:
     paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
     while len(paragraphs) > 1 and _POSTSCRIPT.match(paragraphs[-1]):
         paragraphs.pop()
-    return "\n\n".join(p.strip() for p in paragraphs)
+    return _LABEL_MARK.sub(r"\1", "\n\n".join(p.strip() for p in paragraphs))
 
 
 def _below(share: float, limit: float) -> str:
@@ -116,10 +157,11 @@ def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: 
     text = tidy_reply(strip_chatter(reply))
     if not before.strip():  # writing from nothing: there is no text to protect
         return Revision(text=text or tidy_reply(reply))
+    said, (text, dropped) = text, drop_asides(before, text)
     problem = ""
-    if not text:
+    if not said:
         problem = "is empty" if not reply.strip() else "holds nothing but a preamble"
-    elif is_talk(text, about=before):
+    elif not text or is_talk(text, about=before):
         problem = "talks about the task instead of revising the text"
     elif cut:
         problem = "was cut short at the token limit, so its end is missing (raise --max-tokens)"
@@ -133,4 +175,4 @@ def guard_revision(before: str, reply: str, *, min_keep: float = MIN_KEEP, cut: 
                    f"characters; a revision must keep at least {min_keep:.0%}, see --min-keep)")
     if problem:
         return Revision(text=before, problem=problem, rejected=reply.strip())
-    return Revision(text=text, kept=min(share, 1.0))
+    return Revision(text=text, kept=min(share, 1.0), dropped=dropped)

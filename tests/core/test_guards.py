@@ -203,3 +203,43 @@ def test_a_revision_about_something_else_is_refused_one_that_keeps_the_terms_is_
     assert not guard_revision(STEP_2, ABOUT_IT).problem, "the model's other revision of the step is used"
     assert not guard_revision(STEP_2, ABOUT_ELSE, fresh=True).problem.startswith("keeps 4%"), "written anew"
     assert not guard_revision("A short step.", "Something else entirely here.").problem, "too few words to judge"
+
+
+# two sentences SmolLM2 put inside revised steps of a real run (rat-step, 2026-11-26), and the
+# source label it read back as the first line of a step
+PYTHON_STEP = ("Python was created by Guido van Rossum at CWI in the Netherlands and first released in 1991. "
+               "Its name comes from Monty Python.")
+WITH_ASIDES = ("Python was created by Guido van Rossum at CWI and first released in February 1991 [1]. You can remove "
+               "the section from the answer to show how you've revised the paragraph. Its name comes from Monty "
+               "Python's Flying Circus.\n\nPlease add your response as soon as possible after you've edited this "
+               "paragraph so the next request can be made.")
+
+
+def test_sentences_that_speak_to_the_author_are_left_out_and_said():
+    rev = guard_revision(PYTHON_STEP, WITH_ASIDES)
+    assert not rev.problem
+    assert rev.text == ("Python was created by Guido van Rossum at CWI and first released in February 1991 [1]. Its "
+                        "name comes from Monty Python's Flying Circus.")
+    assert rev.dropped == ("You can remove the section from the answer to show how you've revised the paragraph.",
+                           "Please add your response as soon as possible after you've edited this paragraph so the "
+                           "next request can be made.")
+    for_readers = PYTHON_STEP + " You can still download Python 1.0 from the CWI archive."
+    assert guard_revision(PYTHON_STEP, for_readers).text == for_readers, "a sentence for the reader on the subject"
+    assert guard_revision("You said Python came out in 1991.", "You said Python came out in 1991.").dropped == ()
+    only = guard_revision(PYTHON_STEP, "Please add your response after you've edited this paragraph.")
+    assert only.problem == "talks about the task instead of revising the text" and only.text == PYTHON_STEP
+
+
+def test_a_line_opening_with_a_citation_mark_is_a_label_read_back_and_loses_the_mark():
+    rev = guard_revision(STEP_2, ABOUT_IT)
+    assert rev.text.startswith("20 Years Ago: The History of Python\nPython was first introduced")
+    kept = guard_revision(PYTHON_STEP, "## [2] Python\n" + PYTHON_STEP + " It is used widely [2].")
+    assert kept.text == "## Python\n" + PYTHON_STEP + " It is used widely [2]."
+
+
+def test_the_run_says_which_sentences_it_left_out():
+    from core.methods.helpers import asides_note
+
+    note = asides_note(3, guard_revision(PYTHON_STEP, WITH_ASIDES))
+    assert note.level == "info" and "step 3: 2 sentence(s) that speak to the author" in note.text
+    assert "“You can remove the section" in note.text
