@@ -133,7 +133,7 @@ def _with_majority(shared: list[dict[str, int]], rows: list[list[int]]) -> tuple
     return tuple(AnnotatorAgreement(name, n, agreed) for name, (n, agreed) in sorted(tally.items()))
 
 
-def people_agreement(store, task_set: str | None = None) -> PeopleAgreement:
+def people_agreement(store, task_set: str | None = None, campaign: str | None = None) -> PeopleAgreement:
     """The agreement of the people's votes in ``store`` (of one task set, when given). Raises
     StoreError."""
-    return inter_annotator(arena.pair_votes(store, task_set))
+    return inter_annotator(arena.pair_votes(store, task_set, campaign))

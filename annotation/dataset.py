@@ -10,6 +10,8 @@ loads as it is, and that can be pushed to the Hub as it is::
 (``.jsonl`` instead of ``.parquet`` with ``--format jsonl``.) Each table is a config of one
 ``train`` split, declared in the card's ``configs:`` as the Hub reads it; a table with no row is
 left out. Annotators are pseudonymised by default (``pseudonym``: a stable hash of the name).
+With a campaign (``--campaign NAME``) only the votes cast in it and the outputs of its task set
+and methods are exported, and the card states its settings and numbers (YAML ``campaign:``).
 
 The import reads such a folder back through the arena's own import paths
 (``annotation.records``' line models, ``data.arena.import_outputs``/``import_votes``), votes'
@@ -23,13 +25,14 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import Field, ValidationError, model_validator
 
+from annotation.campaigns import STUDY, CampaignProgress
 from annotation.errors import ArenaError, ImportFormatError
 from annotation.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE, OutputLine, VoteLine
 from annotation.service import Arena
@@ -94,6 +97,7 @@ VOTE_COLUMNS = (
     Column("shown", str, "when the pair was shown (ISO date-time)"),
     Column("created", str, "when the vote was cast (ISO date-time)"),
     Column("source", str, "arena (cast here) or import (imported votes)"),
+    Column("campaign", str, "the campaign it was cast in (empty: the open arena, or imported)"),
 )
 TABLES = {"votes": VOTE_COLUMNS, "outputs": OUTPUT_COLUMNS}
 M = TypeVar("M", VoteLine, OutputLine)
@@ -127,35 +131,48 @@ class Summary:
     salted: bool
     date: str
     files: dict[str, str]
+    progress: CampaignProgress | None = None  # the campaign exported (voters pseudonymised unless names)
 
 
 # -- export -----------------------------------------------------------------------------------
 def export_dataset(service: Arena, directory: str | Path, *, task_set: str | None = None, fmt: str = PARQUET,
-                   names: bool = False, salt: str = "") -> Summary:
+                   names: bool = False, salt: str = "", campaign: str | None = None) -> Summary:
     """Write every output and people's vote (of ``task_set``; None: all) into ``directory`` (new,
-    or empty) as ``fmt`` files with a dataset card. Annotators (and who corrected a vote) are
-    ``pseudonym``s unless ``names``. The folder appears whole or not at all.
-    Raises ArenaError for an unknown format or task set, a folder that is not empty, nothing to
-    export, Parquet without pyarrow, or a folder that cannot be written; StoreError."""
+    or empty) as ``fmt`` files with a dataset card. With ``campaign``: only the votes cast in it
+    and the outputs of its task set and methods, and the card states its settings and progress.
+    Annotators (and who corrected a vote, and a campaign's voters) are ``pseudonym``s unless
+    ``names``. The folder appears whole or not at all.
+    Raises ArenaError for an unknown format, task set or campaign, a campaign with a task set, a
+    folder that is not empty, nothing to export, Parquet without pyarrow, or a folder that cannot
+    be written; StoreError."""
     if fmt not in FORMATS:
         raise ArenaError(f"Unknown format {fmt!r}: use --format parquet or --format jsonl.")
+    if campaign is not None and task_set is not None:
+        raise ArenaError("Give --campaign or --task-set, not both: a campaign's export holds the outputs of its own "
+                         "task set.")
     service.check_task_set(task_set)
+    progress = service.campaign_progress(campaign) if campaign is not None else None
     target = Path(directory)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ArenaError(f"{target} is not an empty folder: give a new folder to `dataset export` "
                          "(nothing is overwritten).")
-    tables = {"votes": _votes(service, task_set, names, salt), "outputs": _outputs(service, task_set)}
+    tables = {"votes": _votes(service, task_set, names, salt, campaign), "outputs": _outputs(service, task_set)}
+    if progress is not None:
+        tables["outputs"] = _campaign_outputs(service, progress)
+        progress = _anonymous(progress, names, salt)
     if not any(tables.values()):
-        where = f"in task set {task_set!r}" if task_set is not None else "in the arena"
+        where = (f"in campaign {campaign!r}" if campaign is not None else
+                 f"in task set {task_set!r}" if task_set is not None else "in the arena")
         raise ArenaError(f"Nothing to export: no output and no vote {where}. Import outputs or vote first.")
     files = {name: f"{name}/{SPLIT}.{fmt}" for name, rows in tables.items() if rows}
-    summary = _summary(service, target, fmt, task_set, tables, files, names=names, salted=bool(salt))
+    summary = _summary(service, target, fmt, task_set, tables, files, names=names, salted=bool(salt),
+                       progress=progress)
     _write_folder(target, lambda tmp: _write_all(tmp, tables, files, fmt, card(summary)))
     return summary
 
 
-def _votes(service: Arena, task_set: str | None, names: bool, salt: str) -> list[dict]:
-    rows = rows_of.vote_rows(service.store, task_set)
+def _votes(service: Arena, task_set: str | None, names: bool, salt: str, campaign: str | None) -> list[dict]:
+    rows = rows_of.vote_rows(service.store, task_set, campaign)
     for row in rows:
         row["counts_as"] = row["correction"] or row["winner"]
         if not names:
@@ -181,16 +198,32 @@ def _outputs(service: Arena, task_set: str | None) -> list[dict]:
     return rows
 
 
+def _campaign_outputs(service: Arena, progress: CampaignProgress) -> list[dict]:
+    """``_outputs`` of the campaign's task set and methods (none named: every method)."""
+    methods = set(progress.campaign.methods)
+    return [r for r in _outputs(service, progress.campaign.task_set) if not methods or r["method"] in methods]
+
+
+def _anonymous(progress: CampaignProgress, names: bool, salt: str) -> CampaignProgress:
+    """``progress`` with its campaign's voters that name accounts ``pseudonym``s (a study's name
+    stays) and no per-annotator rows, unless ``names``."""
+    if names:
+        return progress
+    voters = tuple(v if v.startswith(STUDY) else pseudonym(v, salt) for v in progress.campaign.voters)
+    return replace(progress, campaign=replace(progress.campaign, voters=voters, changed_by=""), annotators=[])
+
+
 def _summary(service: Arena, target: Path, fmt: str, task_set: str | None, tables: dict[str, list[dict]],
-             files: dict[str, str], *, names: bool, salted: bool) -> Summary:
+             files: dict[str, str], *, names: bool, salted: bool, progress: CampaignProgress | None) -> Summary:
     votes, outputs = tables["votes"], tables["outputs"]
     methods = {r["method"] for r in outputs} | {r[m] for r in votes for m in ("method_a", "method_b")}
     return Summary(
         directory=target, fmt=fmt, task_set=task_set, votes=len(votes), outputs=len(outputs),
         annotators=len({r["annotator"] for r in votes}), corrected=sum(r["correction"] is not None for r in votes),
         voided=sum(r["counts_as"] == arena.VOID for r in votes), methods=sorted(methods),
-        task_sets=sorted({r["task_set"] for r in [*votes, *outputs]}), style=service.style, text=service.text,
-        names=names, salted=salted, date=datetime.now(UTC).strftime("%Y-%m-%d"), files=files)
+        task_sets=sorted({r["task_set"] for r in [*votes, *outputs]}),
+        style=progress.campaign.style if progress else service.style, text=service.text, names=names,
+        salted=salted, date=datetime.now(UTC).strftime("%Y-%m-%d"), files=files, progress=progress)
 
 
 def _write_folder(target: Path, write) -> None:
@@ -257,18 +290,37 @@ def card(s: Summary) -> str:
 
 
 def _header(s: Summary) -> list[str]:
-    title = "RAT Studio arena votes" + (f" ({s.task_set})" if s.task_set else "")
+    title = "RAT Studio arena votes" + (f" (campaign {s.progress.campaign.name})" if s.progress else
+                                        f" ({s.task_set})" if s.task_set else "")
     lines = ["---", f"license: {LICENSE_PLACEHOLDER}", f"pretty_name: {json.dumps(title)}",
              "task_categories:", "- text-generation", "tags:", "- human-feedback", "- preference", "- arena",
              "size_categories:", f"- {size_category(max(s.votes, s.outputs))}", "configs:"]
     for n, (name, path) in enumerate(s.files.items()):
         lines += [f"- config_name: {name}", "  data_files:", f"  - split: {SPLIT}", f"    path: {path}"]
         lines += ["  default: true"] if n == 0 else []
-    return [*lines, "---"]
+    return [*lines, *_campaign_header(s.progress), "---"]
+
+
+def _campaign_header(p: CampaignProgress | None) -> list[str]:
+    """The card's YAML ``campaign:`` mapping: the campaign's settings and numbers (JSON values,
+    which YAML reads as they are); none without a campaign."""
+    if p is None:
+        return []
+    c = p.campaign
+    fields = {"name": c.name, "settings": c.settings(), "task_set": c.task_set, "methods": list(c.methods),
+              "style": c.style, "overlap": c.overlap, "quota": c.quota, "voters": list(c.voters), "status": c.status,
+              "started": c.started, "pairs": p.pairs, "complete_pairs": p.complete, "started_pairs": p.started,
+              "votes": p.votes, "votes_needed": p.needed}
+    return ["campaign:", *(f"  {key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items())]
 
 
 def _prose(s: Summary) -> list[str]:
-    scope = f"the tasks of task set `{s.task_set}`" if s.task_set is not None else "every task set"
+    scope = (f"campaign `{s.progress.campaign.name}` (only the votes cast in it, and the outputs of its task set "
+             "and methods)" if s.progress else
+             f"the tasks of task set `{s.task_set}` (no campaign: the export covers every vote and output of its "
+             "scope)" if s.task_set is not None else
+             "every task set (no campaign: the export covers every vote and output of its scope)")
+    shown = (f"the campaign's style `{s.style}`" if s.progress else f"`--arena-style {s.style}`")
     sets = ", ".join(f"`{t}`" if t else "(none)" for t in s.task_sets)
     who = ("real names (exported with --names)" if s.names else
            "pseudonyms (`anon-` and a stable hash of the name" + (", salted)" if s.salted else
@@ -279,14 +331,14 @@ def _prose(s: Summary) -> list[str]:
         "written by two methods they are not told, and picks the better one (or a tie, or both bad); and the "
         "outputs the arena pairs.", "",
         "## What was exported", "",
-        f"- Exported on {s.date} (UTC) by `python app.py dataset export`, from {scope} "
-        "(no campaign: the export covers every vote and output of its scope).",
+        f"- Exported on {s.date} (UTC) by `python app.py dataset export`, from {scope}.",
+        *_campaign_prose(s.progress),
         f"- {s.votes} vote(s) by {s.annotators} annotator(s); {s.corrected} corrected, {s.voided} of them voided "
         "(they do not count).",
         f"- {s.outputs} output(s).",
         f"- Methods: {', '.join(f'`{m}`' for m in s.methods) or 'none'}.",
         f"- Task sets: {sets}.",
-        f"- How outputs were shown: `--arena-style {s.style}` ({STYLE_WORDS.get(s.style, s.style)}), "
+        f"- How outputs were shown: {shown} ({STYLE_WORDS.get(s.style, s.style)}), "
         f"`--arena-text {s.text}` ({TEXT_WORDS.get(s.text, s.text)}); A and B in random order.",
         f"- Annotators and correctors appear as {who}.",
         f"- Files ({s.fmt}): " + ", ".join(f"`{p}` (config `{n}`)" for n, p in s.files.items()) + ".", "",
@@ -302,6 +354,19 @@ def _prose(s: Summary) -> list[str]:
         lines += [f"## Columns of `{name}`", "", "| column | type | meaning |", "| --- | --- | --- |",
                   *(f"| `{c.name}` | {c.type.__name__} | {c.about} |" for c in TABLES[name]), ""]
     return lines
+
+
+def _campaign_prose(p: CampaignProgress | None) -> list[str]:
+    """The campaign's settings and numbers in words, as card lines (none without a campaign)."""
+    if p is None:
+        return []
+    c = p.campaign
+    done = f" ({p.done:.0%})" if p.done is not None else ""
+    return [f"- Campaign `{c.name}` ({c.status}, started {c.started[:10]}): {c.settings()}.",
+            f"- Its numbers at export: overlap {c.overlap} (annotators per pair), "
+            + (f"quota {c.quota} votes per annotator" if c.quota else "no quota")
+            + f"; {p.pairs} pair(s) of outputs to vote on, {p.complete} complete (with all {c.overlap} vote(s)), "
+            f"{p.started} started; {p.votes} vote(s) that count, of the {p.needed} needed{done}."]
 
 
 # -- import -----------------------------------------------------------------------------------

@@ -212,3 +212,78 @@ def next_battle(
         return unvoted[0]
     raise NoPairLeft(f"You have judged every pair there is, {annotator} — thank you! " + HOW_TO_MAKE_MORE,
                      judged_all=True)
+
+
+def campaign_outputs(outputs: Sequence[OutputRow], methods: Sequence[str]) -> list[OutputRow]:
+    """The outputs of a campaign's ``methods`` (none: every method's) that can still be paired:
+    of tasks with outputs of at least two of them."""
+    if methods:
+        wanted = set(methods)
+        outputs = [o for o in outputs if o.method in wanted]
+    per_task: dict[int, set[str]] = defaultdict(set)
+    for o in outputs:
+        per_task[o.task_id].add(o.method)
+    return [o for o in outputs if len(per_task[o.task_id]) >= 2]
+
+
+def started_pair(outputs: Sequence[OutputRow], held: Mapping[frozenset[int], set[str]], overlap: int,
+                 seen: set[frozenset[int]], rng: random.Random) -> tuple[OutputRow, OutputRow] | None:
+    """A pair of ``outputs`` that some annotators hold (``held``) but fewer than ``overlap``, and
+    this annotator was not shown, the one closest to its overlap first (ties at random), in random
+    A/B order; None when there is none. Finishing started pairs first makes complete pairs (the
+    ones agreement is measured on) early, instead of many pairs with one vote each."""
+    by_id = {o.id: o for o in outputs}
+    open_ = [(len(who), ids) for ids, who in held.items()
+             if len(who) < overlap and ids not in seen and all(i in by_id for i in ids)]
+    if not open_:
+        return None
+    most = max(n for n, _ in open_)
+    x, y = (by_id[i] for i in sorted(rng.choice([ids for n, ids in open_ if n == most])))
+    return (y, x) if rng.random() < 0.5 else (x, y)
+
+
+def campaign_pairs_left(outputs: Sequence[OutputRow] | PairSpace, held: Mapping[frozenset[int], set[str]],
+                        overlap: int, seen: set[frozenset[int]], unvoted: int) -> int:
+    """About how many pairs of a campaign are left for an annotator: its candidate pairs they were
+    not shown that do not have their ``overlap`` yet, and their ``unvoted`` battles of it."""
+    full = {ids for ids, who in held.items() if len(who) >= overlap}
+    return unseen_pairs(outputs, seen | full) + unvoted
+
+
+def next_campaign_battle(
+    store: Store, annotator: str, people: Tally, campaign, *, held: Mapping[frozenset[int], set[str]],
+    outputs: Sequence[OutputRow], voted: int, rng: random.Random | None = None,
+    counts: arena.BattleCounts | None = None, shown: Mapping[int, tuple[int, int]] | None = None,
+) -> int:
+    """The id of the battle to show ``annotator`` next in ``campaign``
+    (``annotation.campaigns.Campaign``): none once they cast its quota (``voted``: their votes in
+    it that count); else a skipped pair of it that is due again; else a pair others started and
+    that still lacks votes to meet the overlap (``started_pair``; ``held`` says who holds each
+    pair); else a new battle as in the open arena (``choose_pair``, gold pairs included) among its
+    ``outputs`` (of its task set and methods) that do not have their overlap; else the skipped pair
+    shown longest ago. Raises NoPairLeft (``judged_all``) saying why there is none, StoreError."""
+    if campaign.quota is not None and voted >= campaign.quota:
+        raise NoPairLeft(f"You have cast your {campaign.quota} votes in campaign “{campaign.name}” — thank you!",
+                         judged_all=True)
+    shown = shown or {}
+    unvoted = skipped_order(arena.unvoted_battles(store, annotator, campaign=campaign.name), shown)
+    if unvoted:
+        votes = arena.counted_votes(store, annotator)
+        for battle_id in unvoted:
+            if votes_since(votes, battle_id, shown) >= SKIPPED_COME_BACK_AFTER:
+                return battle_id
+    rng = rng or random.Random()
+    seen = arena.seen_output_pairs(store, annotator)
+    full = {ids for ids, who in held.items() if len(who) >= campaign.overlap}
+    pair = started_pair(outputs, held, campaign.overlap, seen, rng)
+    if pair is None and outputs:
+        method_battles, output_battles, _ = counts if counts is not None else arena.battle_counts(store)
+        pair = gold_pair(store, outputs, seen | full, rng) or choose_pair(
+            outputs, seen | full, method_battles, output_battles, quality_from(people), rng)
+    if pair is not None:
+        first, second = pair
+        return arena.create_battle(store, first.id, second.id, annotator, campaign=campaign.name)
+    if unvoted:
+        return unvoted[0]
+    raise NoPairLeft(f"Every pair of campaign “{campaign.name}” you can judge has its votes — thank you!",
+                     judged_all=True)

@@ -38,9 +38,18 @@ from annotation import agreement, outliers, ratings
 from annotation import judge as judge_mod
 from annotation import style as style_control
 from annotation.board import Boards
-from annotation.errors import ArenaError
+from annotation.campaigns import Campaign, CampaignProgress, Campaigns
+from annotation.errors import ArenaError, NoPairLeft
 from annotation.outputs import article_renderer
-from annotation.pairing import PairSpace, arena_pairs_left, next_battle, pair_space
+from annotation.pairing import (
+    PairSpace,
+    arena_pairs_left,
+    campaign_outputs,
+    campaign_pairs_left,
+    next_battle,
+    next_campaign_battle,
+    pair_space,
+)
 from annotation.present import SOURCES as SOURCES_STYLE
 from annotation.present import STYLES
 from annotation.records import read_outputs, read_votes
@@ -54,6 +63,7 @@ SOURCES = arena.SOURCES
 CHOICES = arena.CHOICES
 FLAGS = arena.FLAGS
 MAX_COMMENT = arena.MAX_COMMENT
+VOID = arena.VOID  # a correction's choice for a vote that should not count
 
 #: An annotator may undo their last vote this many seconds after casting it (then an admin corrects it).
 UNDO_SECONDS = 30
@@ -111,12 +121,16 @@ class VoteLimits:
 
 @dataclass(frozen=True)
 class Shown:
-    """What an annotator may see of a battle before voting: no method names."""
+    """What an annotator may see of a battle before voting: no method names; how both texts are
+    to be shown (``style``: its campaign's, else the arena's ``--arena-style``), and the campaign
+    it belongs to (None: the open arena)."""
 
     battle_id: int
     task: str
     text_a: str
     text_b: str
+    style: str = SOURCES_STYLE
+    campaign: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +153,7 @@ class Progress:
     total: int
     left: int
     quota: int | None = None
+    campaign: str | None = None  # the campaign these count in (None: the open arena, all votes)
 
 
 @dataclass(frozen=True)
@@ -170,6 +185,7 @@ class Leaderboard:
     task_set: str | None
     tally: ratings.Tally
     rows: list[ratings.Row]
+    campaign: str | None = None
 
     @property
     def votes(self) -> int:
@@ -210,6 +226,9 @@ class Arena:
         self._outputs_kept: dict[tuple, tuple[int, list[arena.OutputRow], PairSpace]] = {}
         self._suspects_kept: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
         self._style_features = style_control.FeatureCache(style)  # each shown output's style, once
+        self.campaigns = Campaigns(store, clock=lambda: self.clock())
+        self._campaign_lock = threading.Lock()  # a campaign's pair is chosen and started by one thread at a time
+        self._campaign_now: dict[str, str | None] = {}  # annotator -> the campaign of the battle last shown
 
     # -- annotators -------------------------------------------------------------------------
     def next_pair(self, annotator: str, task_set: str | None = None) -> Shown:
@@ -219,21 +238,50 @@ class Arena:
         show, StoreError."""
         with self._shown_lock:
             shown = dict(self._shown.get(annotator, {}))
+        mine = self.campaigns.for_annotator(annotator) if task_set is None else []
+        if mine:
+            return self._show(annotator, self._next_in_campaigns(annotator, mine, shown))
         battle_id = next_battle(self.store, annotator, self.boards.tally("people"), rng=self.rng, task_set=task_set,
                                 counts=self.boards.battle_counts(), text=self.text, shown=shown,
                                 render=self.render, outputs_of=self._outputs)
         return self._show(annotator, battle_id)
 
-    def _outputs(self, task_set: str | None, *, space: bool = False) -> list[arena.OutputRow] | PairSpace:
+    def _next_in_campaigns(self, annotator: str, mine: Sequence[Campaign],
+                           shown: dict[int, tuple[int, int]]) -> int:
+        """The next battle of the first of ``mine`` (open campaigns that admit ``annotator``) with
+        work left for them. Raises NoPairLeft (``judged_all``) when none has, StoreError."""
+        arena.sync_run_outputs(self.store, self.text, self.render)
+        done: list[NoPairLeft] = []
+        for campaign in mine:
+            with self._campaign_lock:  # who holds each pair is read and a pair taken as one step
+                try:
+                    return next_campaign_battle(
+                        self.store, annotator, self.boards.tally("people"), campaign,
+                        held=self.campaigns.held(campaign.name), outputs=self._outputs(campaign.task_set,
+                                                                                       methods=campaign.methods),
+                        voted=self.campaigns.votes_of(campaign.name, annotator), rng=self.rng,
+                        counts=self.boards.battle_counts(), shown=shown)
+                except NoPairLeft as exc:
+                    done.append(exc)
+        if len(done) == 1:
+            raise done[0]
+        names = ", ".join(f"“{c.name}”" for c in mine)
+        raise NoPairLeft(f"You have done your part of campaigns {names} — thank you!", judged_all=True)
+
+    def _outputs(self, task_set: str | None, *, space: bool = False,
+                 methods: Sequence[str] | None = None) -> list[arena.OutputRow] | PairSpace:
         """``arena.arena_outputs`` of ``task_set`` (``space``: their candidate pairs counted,
-        ``pairing.pair_space``), read again only when an output was added since (outputs are
-        append-only: the newest id names them); every next pair and progress line asks for them."""
-        key = (task_set, self.text)
+        ``pairing.pair_space``; ``methods``: a campaign's, ``pairing.campaign_outputs``), read again
+        only when an output was added since (outputs are append-only: the newest id names them);
+        every next pair and progress line asks for them."""
+        key = (task_set, self.text, tuple(methods) if methods is not None else None)
         newest = arena.newest_output_id(self.store)
         with self._kept_lock:
             kept = self._outputs_kept.get(key)
         if kept is None or kept[0] != newest:
             rows = arena.arena_outputs(self.store, task_set, self.text)
+            if methods is not None:
+                rows = campaign_outputs(rows, methods)
             kept = (newest, rows, pair_space(rows))
             with self._kept_lock:
                 self._outputs_kept[key] = kept
@@ -250,7 +298,9 @@ class Arena:
                 for old in sorted(mine)[:500]:
                     del mine[old]
             mine[battle_id] = (newest_vote, next(self._shown_seq))
-        return Shown(battle_id, battle.prompt, battle.text_a or "", battle.text_b or "")
+            self._campaign_now[annotator] = battle.campaign
+        style = self.campaigns.get(battle.campaign).style if battle.campaign else self.style
+        return Shown(battle_id, battle.prompt, battle.text_a or "", battle.text_b or "", style, battle.campaign)
 
     def vote(self, battle_id: int, annotator: str, choice: str, *, address: str | None = None, comment: str = "",
              flag: str | None = None) -> Reveal:
@@ -265,10 +315,20 @@ class Arena:
         except ValueError as exc:
             raise ArenaError(f"Cannot record the vote: {exc}.") from None
         self._check_day(annotator)
+        self._check_quota(battle_id, annotator)
         self.limits.take(annotator, address)
         arena.record_vote(self.store, battle_id, annotator, choice, comment=comment, flag=flag)
         battle = arena.get_battle(self.store, battle_id)
         return Reveal(battle_id, battle.method_a, battle.method_b, battle.choice or choice)
+
+    def _check_quota(self, battle_id: int, annotator: str) -> None:
+        """Raises ArenaError when the battle belongs to a campaign whose quota ``annotator`` has
+        cast already (e.g. from a second tab), StoreError for an unknown battle."""
+        name = arena.get_battle(self.store, battle_id).campaign
+        quota = self.campaigns.get(name).quota if name else None
+        if quota is not None and self.campaigns.votes_of(name, annotator) >= quota:
+            raise ArenaError(f"You have cast your {quota} votes in campaign “{name}”: this one is not counted. "
+                             "Thank you!")
 
     def _check_day(self, annotator: str) -> None:
         """Raises ArenaError when ``annotator`` has cast ``limits.per_day`` votes that count since
@@ -308,6 +368,9 @@ class Arena:
         about how many pairs are left for them (of ``task_set``; None: every set; ``left``: the
         caller knows, e.g. one fewer than when the pair just voted on was shown), with their
         ``quota`` as given. Raises StoreError."""
+        campaign = self._campaign_of(annotator)
+        if campaign is not None:
+            return self._campaign_progress_of(annotator, campaign, quota, left)
         times = [v.created for v in arena.counted_votes(self.store, annotator)]
         today = self._midnight()
         if left is None:
@@ -315,10 +378,45 @@ class Arena:
                                     outputs=self._outputs(task_set, space=True))
         return Progress(sum(t >= today for t in times), len(times), left, quota)
 
-    def people_agreement(self, task_set: str | None = None) -> agreement.PeopleAgreement:
+    def _campaign_of(self, annotator: str) -> Campaign | None:
+        """The campaign ``annotator`` votes in: that of the battle last shown to them (None: the
+        open arena), else (a restarted server) the first open campaign that admits them."""
+        with self._shown_lock:
+            known, name = annotator in self._campaign_now, self._campaign_now.get(annotator)
+        if known:
+            return self.campaigns.get(name) if name else None
+        mine = self.campaigns.for_annotator(annotator)
+        return mine[0] if mine else None
+
+    def _campaign_progress_of(self, annotator: str, campaign: Campaign, quota: int | None,
+                              left: int | None) -> Progress:
+        """``progress`` in a campaign: the votes cast in it, its quota (else the account's ``quota``)
+        and the pairs of it left for ``annotator`` (none once its quota is cast)."""
+        mine = self.campaigns.annotator_progress(campaign.name, annotator)
+        total, today = mine.votes, mine.today
+        if left is None:
+            unvoted = len(arena.unvoted_battles(self.store, annotator, campaign=campaign.name))
+            left = campaign_pairs_left(self._outputs(campaign.task_set, space=True, methods=campaign.methods),
+                                       self.campaigns.held(campaign.name), campaign.overlap,
+                                       arena.seen_output_pairs(self.store, annotator), unvoted)
+        if campaign.quota is not None:
+            left = min(left, max(0, campaign.quota - total))
+        return Progress(today, total, left, campaign.quota or quota, campaign.name)
+
+    def campaign_progress(self, name: str) -> CampaignProgress:
+        """How far campaign ``name`` is (``Campaigns.progress``), its candidate pairs counted from
+        the outputs of its task set and methods. Raises ArenaError for an unknown one, StoreError."""
+        campaign = self.campaigns.get(name)
+        arena.sync_run_outputs(self.store, self.text, self.render)
+        space = self._outputs(campaign.task_set, space=True, methods=campaign.methods)
+        return self.campaigns.progress(name, space.total)
+
+    def people_agreement(self, task_set: str | None = None, campaign: str | None = None) -> agreement.PeopleAgreement:
         """Agreement between annotators on the output pairs several of them voted on
-        (``annotation.agreement``), kept until a vote or correction arrives. Raises StoreError."""
-        return self._keep(("people_agreement", task_set), lambda: agreement.people_agreement(self.store, task_set))
+        (``annotation.agreement``; of one campaign's votes, when given), kept until a vote or
+        correction arrives. Raises StoreError."""
+        return self._keep(("people_agreement", task_set, campaign),
+                          lambda: agreement.people_agreement(self.store, task_set, campaign))
 
     def annotators(self, quotas: dict[str, int | None] | None = None) -> list[Annotator]:
         """Every annotator with a people's vote, by name: their progress (``quotas``: each one's
@@ -415,37 +513,51 @@ class Arena:
         return result
 
     def leaderboard(self, source: str = "people", task_set: str | None = None, *, bootstrap: int = 100,
-                    seed: int = 0, leave_out_flagged: bool = False) -> Leaderboard:
+                    seed: int = 0, leave_out_flagged: bool = False, campaign: str | None = None) -> Leaderboard:
         """TrueSkill and Bradley–Terry rows of ``source``'s votes, best first; with
-        ``leave_out_flagged``, without the votes of the annotators ``flags`` names.
-        Raises ValueError for an unknown source, ArenaError for an unknown task set, StoreError."""
+        ``leave_out_flagged``, without the votes of the annotators ``flags`` names; with
+        ``campaign``, of the votes cast in that campaign only.
+        Raises ValueError for an unknown source, ArenaError for an unknown task set or campaign
+        (or the judge's votes asked by campaign), StoreError."""
         self.check_task_set(task_set)
-        return self._keep(("leaderboard", source, task_set, bootstrap, seed, leave_out_flagged),
-                          lambda: self._leaderboard(source, task_set, bootstrap, seed, leave_out_flagged))
+        self._check_campaign(source, campaign)
+        return self._keep(("leaderboard", source, task_set, bootstrap, seed, leave_out_flagged, campaign),
+                          lambda: self._leaderboard(source, task_set, bootstrap, seed, leave_out_flagged, campaign))
+
+    def _check_campaign(self, source: str, campaign: str | None) -> None:
+        """Raises ArenaError for an unknown ``campaign``, or one asked of the judge's votes."""
+        if campaign is None:
+            return
+        self.campaigns.get(campaign)
+        if source != "people":
+            raise ArenaError("The judge's votes belong to no campaign: read them by task set (--task-set), or "
+                             "read people's votes by campaign.")
 
     def _leaderboard(self, source: str, task_set: str | None, bootstrap: int, seed: int,
-                     leave_out_flagged: bool) -> Leaderboard:
+                     leave_out_flagged: bool, campaign: str | None = None) -> Leaderboard:
         flagged = self.flags() if leave_out_flagged and source == "people" else {}
-        if flagged:
-            t = ratings.tally(arena.vote_rows(self.store, source, task_set, leave_out=flagged))
+        if flagged or campaign is not None:
+            t = ratings.tally(arena.vote_rows(self.store, source, task_set, leave_out=flagged, campaign=campaign))
         else:
             t = self.tally(source, task_set)
-        return Leaderboard(source, task_set, t, ratings.rows(t, bootstrap=bootstrap, seed=seed))
+        return Leaderboard(source, task_set, t, ratings.rows(t, bootstrap=bootstrap, seed=seed), campaign)
 
     def style_board(self, source: str = "people", task_set: str | None = None, *,
-                    leave_out_flagged: bool = False) -> style_control.StyleBoard:
+                    leave_out_flagged: bool = False, campaign: str | None = None) -> style_control.StyleBoard:
         """The style-controlled ranking of ``source``'s votes (``annotation.style``): Bradley–Terry
         with the length, citations, headings and list items of the two outputs shown as
         covariates, over the votes whose texts are known; kept until a vote arrives, like
         ``leaderboard``. Raises ValueError for an unknown source, ArenaError for an unknown task
         set, StoreError."""
         self.check_task_set(task_set)
-        return self._keep(("style", source, task_set, leave_out_flagged),
-                          lambda: self._style_board(source, task_set, leave_out_flagged))
+        self._check_campaign(source, campaign)
+        return self._keep(("style", source, task_set, leave_out_flagged, campaign),
+                          lambda: self._style_board(source, task_set, leave_out_flagged, campaign))
 
-    def _style_board(self, source: str, task_set: str | None, leave_out_flagged: bool) -> style_control.StyleBoard:
+    def _style_board(self, source: str, task_set: str | None, leave_out_flagged: bool,
+                     campaign: str | None = None) -> style_control.StyleBoard:
         flagged = self.flags() if leave_out_flagged and source == "people" else {}
-        votes = arena.vote_rows(self.store, source, task_set, leave_out=flagged)
+        votes = arena.vote_rows(self.store, source, task_set, leave_out=flagged, campaign=campaign)
         shown = arena.vote_outputs(self.store, source)
         kept = [v for v in votes if v.id in shown]
         ids = [o for v in kept for o in shown[v.id]]  # A, B, A, B, ...

@@ -89,6 +89,7 @@ class BattleRow:
     text_a: str | None
     text_b: str | None
     choice: str | None
+    campaign: str | None = None  # the campaign it was shown in (None: the open arena, or imported)
 
 
 def digest(text: str) -> str:
@@ -272,14 +273,15 @@ def seen_output_pairs(store: Store, annotator: str) -> set[frozenset[int]]:
     return {frozenset(r) for r in rows}
 
 
-def unvoted_battles(store: Store, annotator: str, task_set: str | None = None) -> list[int]:
+def unvoted_battles(store: Store, annotator: str, task_set: str | None = None,
+                    campaign: str | None = None) -> list[int]:
     """The ids of the battles shown to ``annotator`` in the arena that have no vote (pairs they
-    skipped, or the one on their screen), oldest first; of ``task_set``'s tasks when given.
-    Raises StoreError."""
+    skipped, or the one on their screen), oldest first; of ``task_set``'s tasks when given; of
+    ``campaign`` (None: of the open arena, no campaign). Raises StoreError."""
     sql = ("select b.id from battles b join tasks t on t.id = b.task_id where b.annotator = ? "
            "and b.source = 'arena' and b.output_a is not null and b.output_b is not null "
-           "and not exists (select 1 from votes v where v.battle_id = b.id)")
-    args: list[Any] = [annotator]
+           "and b.campaign is ? and not exists (select 1 from votes v where v.battle_id = b.id)")
+    args: list[Any] = [annotator, campaign]
     if task_set is not None:
         sql += " and t.task_set = ?"
         args.append(task_set)
@@ -350,8 +352,9 @@ def battle_counts(store: Store, since: BattleCounts | None = None) -> BattleCoun
     return BattleCounts(by_methods, by_outputs, last)
 
 
-def create_battle(store: Store, output_a: int, output_b: int, annotator: str) -> int:
-    """Record that ``annotator`` is shown outputs A and B (A first). Raises StoreError."""
+def create_battle(store: Store, output_a: int, output_b: int, annotator: str, campaign: str | None = None) -> int:
+    """Record that ``annotator`` is shown outputs A and B (A first), in ``campaign`` (None: the
+    open arena). Raises StoreError."""
     with write_transaction(store.db, "start a battle") as conn:
         rows = conn.execute(
             "select id, task_id, method from outputs where id in (?, ?)", [output_a, output_b]
@@ -360,9 +363,10 @@ def create_battle(store: Store, output_a: int, output_b: int, annotator: str) ->
         if output_a not in found or output_b not in found:
             raise StoreError(f"Output {output_a} or {output_b} is not in {store.path}.")
         cur = conn.execute(
-            "insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, source, created) "
-            "values (?, ?, ?, ?, ?, ?, 'arena', ?)",
-            [found[output_a][1], output_a, output_b, found[output_a][2], found[output_b][2], annotator, now()],
+            "insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, source, created, "
+            "campaign) values (?, ?, ?, ?, ?, ?, 'arena', ?, ?)",
+            [found[output_a][1], output_a, output_b, found[output_a][2], found[output_b][2], annotator, now(),
+             campaign],
         )
     return cur.lastrowid
 
@@ -620,9 +624,10 @@ def output_texts(store: Store, ids: Iterable[int]) -> dict[int, str]:
 
 
 def vote_rows(store: Store, source: str = "people", task_set: str | None = None, after_id: int = 0,
-              *, leave_out: Iterable[str] = ()) -> list[VoteRow]:
+              *, leave_out: Iterable[str] = (), campaign: str | None = None) -> list[VoteRow]:
     """People's votes (``source='people'``) or the judge's (``'judge'``), in the order they were
-    recorded, with id > ``after_id``; people's votes of the annotators in ``leave_out`` are left out.
+    recorded, with id > ``after_id``; people's votes of the annotators in ``leave_out`` are left out;
+    with ``campaign``, only people's votes cast in that campaign (the judge has none: ValueError).
     A corrected vote counts with its newest correction's choice, a voided one not at all.
     Raises ValueError for another source."""
     if source == "people":
@@ -642,6 +647,11 @@ def vote_rows(store: Store, source: str = "people", task_set: str | None = None,
     if task_set is not None:
         sql += " and t.task_set = ?"
         args.append(task_set)
+    if campaign is not None:
+        if source != "people":
+            raise ValueError("campaigns hold people's votes only; read the judge's by task set")
+        sql += " and b.campaign = ?"
+        args.append(campaign)
     left_out = sorted(set(leave_out))
     if left_out and source == "people":
         sql += f" and v.annotator not in ({', '.join('?' * len(left_out))})"
@@ -680,10 +690,12 @@ class PairVote(NamedTuple):
     choice: str
 
 
-def pair_votes(store: Store, task_set: str | None = None) -> list[PairVote]:
-    """People's votes that count now (of one task set, when given), in the order they were
-    recorded, each with its annotator and the pair shown. Raises StoreError."""
+def pair_votes(store: Store, task_set: str | None = None, campaign: str | None = None) -> list[PairVote]:
+    """People's votes that count now (of one task set, and of one campaign, when given), in the
+    order they were recorded, each with its annotator and the pair shown. Raises StoreError."""
     where, args = (" and t.task_set = ?", [task_set]) if task_set is not None else ("", [])
+    if campaign is not None:
+        where, args = where + " and b.campaign = ?", [*args, campaign]
     rows = store.db.execute(
         f"select v.annotator, b.task_id, b.method_a, b.method_b, b.output_a, b.output_b, {_CHOICE_NOW} from votes v "
         f"join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id where {_CHOICE_NOW} != 'void'{where} "

@@ -34,6 +34,7 @@ TABLES = {
     "m011_versions": ("versions",),
     "m013_accounts": ("accounts", "invites", "sessions"),
     "m016_gold_pairs": ("gold_pairs",),
+    "m017_campaigns": ("campaigns",),
 }
 
 
@@ -560,6 +561,43 @@ def m016_gold_pairs(db: sqlite_utils.Database) -> None:
         f"create trigger gold_pairs_append_only_delete before delete on gold_pairs begin {refuse}",
         f"""create trigger gold_pairs_append_only_reuse before insert on gold_pairs
             when new.id is not null and exists (select 1 from gold_pairs where id = new.id) begin {refuse}""",
+    ]
+    if not db.conn.in_transaction:
+        db.execute("begin")
+    for sql in statements:
+        db.execute(sql)
+
+
+@migration
+def m017_campaigns(db: sqlite_utils.Database) -> None:
+    """Annotation campaigns (issue 24): a named task set, methods, presentation style, overlap
+    (each pair of outputs voted on by this many annotators), quota of votes per annotator and
+    who may vote. Append-only: each row is the campaign's settings from its ``created`` on (a
+    change, a close or a reopen adds a row; the newest row of a name is what holds now), so a
+    paper can say what the campaign was when each vote was cast. A battle shown in a campaign
+    names it (``battles.campaign``; battles stay append-only under m005's triggers)."""
+    refuse = "select raise(abort, 'campaigns are append-only: add a new row to change one'); end"
+    statements = [
+        """create table campaigns (
+            id integer primary key,
+            name text not null check (length(trim(name)) > 0 and length(name) <= 64),
+            task_set text,
+            methods text not null default '[]' check (json_valid(methods) and json_type(methods) = 'array'),
+            style text not null check (style in ('sources', 'plain')),
+            overlap integer not null check (overlap between 1 and 50),
+            quota integer check (quota is null or quota >= 1),
+            voters text not null default '[]' check (json_valid(voters) and json_type(voters) = 'array'),
+            status text not null check (status in ('open', 'closed')),
+            changed_by text not null check (length(trim(changed_by)) > 0),
+            created text not null
+        )""",
+        "create index campaigns_name on campaigns(name, id)",
+        f"create trigger campaigns_append_only_update before update on campaigns begin {refuse}",
+        f"create trigger campaigns_append_only_delete before delete on campaigns begin {refuse}",
+        f"""create trigger campaigns_append_only_reuse before insert on campaigns
+            when new.id is not null and exists (select 1 from campaigns where id = new.id) begin {refuse}""",
+        "alter table battles add column campaign text",
+        "create index battles_campaign on battles(campaign, output_a, output_b) where campaign is not null",
     ]
     if not db.conn.in_transaction:
         db.execute("begin")

@@ -312,6 +312,22 @@ def registry_problems(modules: dict[str, Path], imports: list[Import]) -> list[s
     return problems
 
 
+#: The data modules of the arena's subsystems, reached by the front ends (ui/, app.py) through
+#: their annotation services only (``annotation.service.Arena``, ``annotation.campaigns``,
+#: ``annotation.accounts``): the services hold the invariants (blind pairs, quotas, overlap).
+SERVICE_DATA = ("data.arena", "data.campaigns", "data.accounts")
+
+
+def service_problems(modules: dict[str, Path], imports: list[Import]) -> list[str]:
+    problems = []
+    for (a, b), imp in sorted(module_edges(modules, imports).items()):
+        if package_of(a) in ("ui", "app") and any(_inside(b, d) for d in SERVICE_DATA):
+            problems.append(f"{imp.where()} imports {b}: front ends reach the arena, campaigns and accounts "
+                            "through their annotation services, which keep their invariants. Call the service "
+                            "(or have it re-export the constant).")
+    return problems
+
+
 def report(problems: list[str]) -> str:
     return f"{len(problems)} problem(s):\n  " + "\n  ".join(problems)
 
@@ -356,6 +372,19 @@ def test_the_server_and_password_hashing_each_have_one_owner(project):
 def test_methods_are_reached_through_the_registry(project):
     problems = registry_problems(*project)
     assert not problems, report(problems)
+
+
+def test_front_ends_reach_the_arenas_data_through_its_services(project):
+    problems = service_problems(*project)
+    assert not problems, report(problems)
+
+
+def test_the_service_rule_catches_its_break(tmp_path):
+    tree = CLEAN | {"data/campaigns.py": "", "annotation/campaigns.py": "from data import campaigns\n",
+                    "ui/admin.py": "from data.campaigns import coverage\n", "app.py": "import data.campaigns\n"}
+    problems = service_problems(*all_imports(write_tree(tmp_path, tree)))
+    assert [p.split(" (")[0] for p in problems] == ["app", "ui.admin"], problems
+    assert "through their annotation services" in problems[0]
 
 
 def test_the_registry_rule_catches_its_break(tmp_path):

@@ -75,6 +75,7 @@ START_HINT = "Type your name and press **Start** to get your first pair."
 ALL_JUDGED = ("### Nothing left to judge\nYou have judged every pair there is — thank you! "
               "Ask the study's admin for more.")
 NOTHING_YET = "### Nothing to judge yet\nThere is no pair to compare yet: ask the study's admin for more."
+CAMPAIGN_DONE = "### Your part is done\n"  # above the service's words, which name the campaign
 UNDONE = "Your vote was undone: the same pair is shown again, vote again."
 FLAG_CHOICES = [("Flag an output: none", ""), *((label, value) for value, label in FLAG_LABELS.items())]
 
@@ -177,11 +178,23 @@ class ArenaTab:
             raise gr.Error("Type your name and press Start first.", print_exception=False)
         try:
             shown = self.arena.next_pair(state["annotator"])
-        except NoPairLeft as exc:  # the tab says its own words: annotators have no Writer tab or command line
-            return self._empty(state, ALL_JUDGED if exc.judged_all else NOTHING_YET)
+        except NoPairLeft as exc:
+            return self._empty(state, self._none_left(state["annotator"], exc))
         except StoreError as exc:
             raise gr.Error(str(exc)) from exc
         return self._show(state, shown)
+
+    def _none_left(self, annotator: str, exc: NoPairLeft) -> str:
+        """Why there is no pair: in a campaign, the service's words (their part is done, naming
+        the campaign); in the open arena the tab's own (its words name the command line, which
+        annotators do not have). Raises gr.Error for a store that cannot be read."""
+        try:
+            in_campaign = bool(self.arena.campaigns.for_annotator(annotator))
+        except StoreError as exc_store:
+            raise gr.Error(str(exc_store)) from exc_store
+        if in_campaign:
+            return f"{CAMPAIGN_DONE}{safe_markdown(str(exc))}"
+        return ALL_JUDGED if exc.judged_all else NOTHING_YET
 
     def vote(self, choice: str, state: dict | None, comment: str = "", flag: str = "",
              request: gr.Request | None = None) -> dict:
@@ -217,7 +230,7 @@ class ArenaTab:
         return self._show(state, shown, UNDONE)
 
     def _show(self, state: dict, shown, reveal: str = "") -> dict:
-        task, a, b = battle_view(shown, self.arena.style)
+        task, a, b = battle_view(shown, shown.style)  # the campaign's style, else the arena's
         return self._view({**state, "battle": shown.battle_id}, task, a, b, reveal, voting=True)
 
     def _empty(self, state: dict, message: str) -> dict:

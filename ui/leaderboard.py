@@ -14,18 +14,27 @@ from common.errors import RatStudioError
 from core.clients import Clients
 from ui.render_arena import (
     ANNOTATOR_HEADERS,
+    CAMPAIGN_ANNOTATOR_HEADERS,
+    CAMPAIGN_HEADERS,
+    CAMPAIGN_HOW,
+    CAMPAIGN_WIDTHS,
     HEADERS,
     STYLE_HEADERS,
     agreement_text,
     annotator_rows,
+    campaign_annotator_rows,
+    campaign_rows,
+    campaign_text,
     flags_text,
     judge_log,
+    safe_markdown,
     style_rows,
     style_text,
     table_rows,
 )
 
 ALL = "__all__"  # the "every task set" choice
+EVERY = ""  # the "every vote" campaign choice (a campaign's name is never empty)
 SOURCE_CHOICES = [("People", "people"), ("LLM judge", "judge")]
 BOOTSTRAP = 100
 
@@ -51,28 +60,36 @@ class LeaderboardTab:
     # -- handlers -------------------------------------------------------------------------------
     def choices(self) -> dict:
         sets = [("every task set", ALL)] + [(s or "(no set)", s) for s in self.arena.task_sets()]
+        campaigns = [("every vote", EVERY)] + [(n, n) for n in self.arena.campaigns.names()]
+        picked = {self.task_set: gr.update(choices=sets), self.campaign: gr.update(choices=campaigns)}
         if self.clients is None:
-            return {self.task_set: gr.update(choices=sets)}
+            return picked
         methods = self.arena.methods()
-        return {self.task_set: gr.update(choices=sets), self.method_a: gr.update(choices=methods),
-                self.method_b: gr.update(choices=methods)}
+        return {**picked, self.method_a: gr.update(choices=methods), self.method_b: gr.update(choices=methods)}
 
-    def show(self, source: str, task_set: str, leave_out: bool = False, plots_open: bool = False) -> dict:
+    def show(self, source: str, task_set: str, leave_out: bool = False, plots_open: bool = False,
+             campaign: str | None = EVERY) -> dict:
         """The summary and the table, and the plots when their accordion is open (``plots_open``):
-        a closed accordion costs no figure. The service keeps the leaderboard until a vote arrives."""
+        a closed accordion costs no figure; of one ``campaign``'s votes when one is chosen (the
+        judge's votes have none: the summary says so). The service keeps the leaderboard until a
+        vote arrives."""
         chosen = None if task_set in (None, ALL) else task_set
         empty = {self.table: [], self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None}
         try:
-            board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out))
-        except ArenaError as exc:  # a set that is gone since the page loaded: say so, refresh the list
-            return {self.summary: str(exc), **empty}
+            board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out),
+                                           campaign=campaign or None)
+        except ArenaError as exc:  # a set that is gone since the page loaded, the judge by campaign: say so
+            return {self.summary: safe_markdown(str(exc)), **empty}
         t, rows = board.tally, board.rows
         if not rows:
             hint = ("vote in the Arena tab" if source == "people" else
                     "run the LLM judge below" if self.clients else "run `python app.py judge`")
             return {self.summary: f"No {source} votes yet: {hint}.", **empty}
-        summary = (f"**{board.votes}** {source} votes over **{len(board.methods)}** methods; draw probability "
-                   f"{t.p_draw:.2f}. {agreement_text(self.arena.agreement(chosen))}")
+        # (the judge's votes belong to no campaign: no agreement with them is read by campaign)
+        within = f" in campaign “{safe_markdown(campaign)}”" if campaign else ""
+        agreed = "" if campaign else agreement_text(self.arena.agreement(chosen))
+        summary = (f"**{board.votes}** {source} votes{within} over **{len(board.methods)}** methods; draw probability "
+                   f"{t.p_draw:.2f}. {agreed}")
         if source == "people":
             summary += flags_text(self.arena.flags(), left_out=bool(leave_out))
         shown = {self.summary: summary, self.table: table_rows(rows)}
@@ -88,25 +105,29 @@ class LeaderboardTab:
                                                    "Battles", percent=False),
         }
 
-    def draw(self, source: str, task_set: str, leave_out: bool = False) -> dict:
+    def draw(self, source: str, task_set: str, leave_out: bool = False, campaign: str | None = EVERY) -> dict:
         """The plots, when their accordion is opened."""
         chosen = None if task_set in (None, ALL) else task_set
         try:
-            board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out))
+            board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out),
+                                           campaign=campaign or None)
         except ArenaError:
             board = None
         if board is None or not board.rows:
             return {self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None}
         return self.figures(board)
 
-    def styled(self, source: str, task_set: str, leave_out: bool = False, is_open: bool = True) -> dict:
+    def styled(self, source: str, task_set: str, leave_out: bool = False, is_open: bool = True,
+               campaign: str | None = EVERY) -> dict:
         """The style-controlled ranking and what each style feature is worth, when its accordion
-        is open (``is_open``; closed: nothing is fitted, nothing changes)."""
+        is open (``is_open``; closed: nothing is fitted, nothing changes), of one ``campaign``'s
+        votes when one is chosen."""
         if not is_open:
             return {self.style_note: gr.update(), self.style_table: gr.update()}
         chosen = None if task_set in (None, ALL) else task_set
         try:
-            styled = self.arena.style_board(source, chosen, leave_out_flagged=bool(leave_out))
+            styled = self.arena.style_board(source, chosen, leave_out_flagged=bool(leave_out),
+                                            campaign=campaign or None)
         except ArenaError as exc:
             return {self.style_note: str(exc), self.style_table: []}
         return {self.style_note: style_text(styled), self.style_table: style_rows(styled)}
@@ -122,6 +143,24 @@ class LeaderboardTab:
             return {self.people_note: f"Annotators unavailable: {exc}", self.people_table: []}
         note = f"**{len(rows)}** annotator(s) with votes. {agreed.summary()}" if rows else "No people's votes yet."
         return {self.people_note: note, self.people_table: rows}
+
+    def campaign_view(self, campaign: str | None = EVERY, is_open: bool = True) -> dict:
+        """Every campaign's progress, and the annotators of the ``campaign`` chosen (with their
+        agreement on its pairs), when the accordion is open (``is_open``; closed: nothing is read)."""
+        if not is_open:
+            return dict.fromkeys(self.campaign_outputs, gr.update())
+        try:
+            rows = campaign_rows([self.arena.campaign_progress(n) for n in self.arena.campaigns.names()])
+            chosen = self.arena.campaign_progress(campaign) if campaign else None
+            agreed = self.arena.people_agreement(campaign=campaign) if campaign else None
+        except RatStudioError as exc:  # e.g. a campaign unknown to this store: say so, show no table
+            return {self.campaigns_note: f"Campaigns unavailable: {safe_markdown(str(exc))}",
+                    self.campaigns_table: [], self.campaign_note: "", self.campaign_people: []}
+        note = f"**{len(rows)}** campaign(s)." if rows else "No campaign yet."
+        pick = ("Choose a campaign above (*Campaign*) to see its annotators." if rows else "")
+        return {self.campaigns_note: note, self.campaigns_table: rows,
+                self.campaign_note: campaign_text(chosen, agreed) if chosen else pick,
+                self.campaign_people: campaign_annotator_rows(chosen, agreed) if chosen else []}
 
     async def run_judge(self, method_a: str | None, method_b: str | None, n: float | None,
                         progress=gr.Progress()) -> str:  # noqa: B008 (Gradio injects it)
@@ -147,6 +186,8 @@ class LeaderboardTab:
         with gr.Row(equal_height=True):
             self.source = gr.Radio(SOURCE_CHOICES, value="people", label="Votes of")
             self.task_set = gr.Dropdown([("every task set", ALL)], value=ALL, label="Task set")
+            self.campaign = gr.Dropdown([("every vote", EVERY)], value=EVERY, label="Campaign",
+                                        elem_id="rat-campaign-pick")
             self.leave_out = gr.Checkbox(label="Leave out flagged voters", value=False,
                                          info="too fast to have read both answers, or always the same side")
             self.refresh = gr.Button("Refresh", scale=0)
@@ -168,6 +209,16 @@ class LeaderboardTab:
             self.people_note = gr.Markdown()
             self.people_table = gr.Dataframe(headers=ANNOTATOR_HEADERS, interactive=False, wrap=True,
                                              elem_id="rat-annotators")
+        self.campaigns_open = gr.State(False)
+        with gr.Accordion("Campaigns: progress and annotators", open=False) as self.campaigns_box:
+            self.campaigns_note = gr.Markdown()
+            self.campaigns_table = gr.Dataframe(headers=CAMPAIGN_HEADERS, interactive=False, wrap=True,
+                                                column_widths=CAMPAIGN_WIDTHS, elem_id="rat-campaigns")
+            self.campaign_note = gr.Markdown()
+            self.campaign_people = gr.Dataframe(headers=CAMPAIGN_ANNOTATOR_HEADERS, interactive=False, wrap=True,
+                                                elem_id="rat-campaign-annotators")
+            gr.Markdown(CAMPAIGN_HOW)
+        self.campaign_outputs = [self.campaigns_note, self.campaigns_table, self.campaign_note, self.campaign_people]
         if self.clients is None:
             return
         with gr.Accordion("LLM judge", open=False):
@@ -179,26 +230,32 @@ class LeaderboardTab:
             self.judge_btn = gr.Button("Run LLM judge", variant="primary")
             self.judge_log = gr.Markdown()
 
+    def _choice_outputs(self) -> list:
+        return [self.task_set, self.campaign, *([self.method_a, self.method_b] if self.clients else [])]
+
     def wire(self) -> None:
         private = {"api_visibility": "private"}
         view = [self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot]
         filters = [self.source, self.task_set, self.leave_out]
-        choices = [self.task_set, self.method_a, self.method_b] if self.clients else [self.task_set]
-        gr.on([self.refresh.click, self.source.change, self.task_set.change, self.leave_out.change], self.show,
-              inputs=[*filters, self.plots_open],
-              outputs=view, **private)
+        changed = [self.refresh.click, self.source.change, self.task_set.change, self.leave_out.change,
+                   self.campaign.change]
+        gr.on(changed, self.show, inputs=[*filters, self.plots_open, self.campaign], outputs=view, **private)
         self.plots.expand(lambda: True, outputs=self.plots_open, **private).then(
-            self.draw, inputs=filters, outputs=view[2:], **private)
+            self.draw, inputs=[*filters, self.campaign], outputs=view[2:], **private)
         self.plots.collapse(lambda: False, outputs=self.plots_open, **private)
-        self.refresh.click(self.choices, outputs=choices, **private)
+        self.refresh.click(self.choices, outputs=self._choice_outputs(), **private)
         styled = [self.style_note, self.style_table]
         self.style_box.expand(lambda: True, outputs=self.style_open, **private).then(
-            self.styled, inputs=filters, outputs=styled, **private)
+            self.styled, inputs=[*filters, self.style_open, self.campaign], outputs=styled, **private)
         self.style_box.collapse(lambda: False, outputs=self.style_open, **private)
-        gr.on([self.refresh.click, self.source.change, self.task_set.change, self.leave_out.change], self.styled,
-              inputs=[*filters, self.style_open], outputs=styled, **private)
+        gr.on(changed, self.styled, inputs=[*filters, self.style_open, self.campaign], outputs=styled, **private)
         people = [self.people_note, self.people_table]
         gr.on([self.people_box.expand, self.refresh.click], self.people, outputs=people, **private)
+        self.campaigns_box.expand(lambda: True, outputs=self.campaigns_open, **private).then(
+            self.campaign_view, inputs=[self.campaign, self.campaigns_open], outputs=self.campaign_outputs, **private)
+        self.campaigns_box.collapse(lambda: False, outputs=self.campaigns_open, **private)
+        gr.on([self.refresh.click, self.campaign.change], self.campaign_view,
+              inputs=[self.campaign, self.campaigns_open], outputs=self.campaign_outputs, **private)
         if self.clients is None:
             return
         judged = self.judge_btn.click(self.run_judge, inputs=[self.method_a, self.method_b, self.n],
@@ -210,9 +267,8 @@ class LeaderboardTab:
         """Fill the tab on ``trigger`` (the tab's select event): nothing is computed when a page
         loads, so an annotator's arena page costs no leaderboard."""
         private = {"api_visibility": "private"}
-        choices = [self.task_set, self.method_a, self.method_b] if self.clients else [self.task_set]
-        opened = trigger(self.choices, inputs=None, outputs=choices, **private)
-        opened.then(self.show, inputs=[self.source, self.task_set, self.leave_out, self.plots_open],
+        opened = trigger(self.choices, inputs=None, outputs=self._choice_outputs(), **private)
+        opened.then(self.show, inputs=[self.source, self.task_set, self.leave_out, self.plots_open, self.campaign],
                     outputs=[self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot],
                     **private)
 

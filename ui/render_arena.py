@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 
 from annotation.agreement import PeopleAgreement
+from annotation.campaigns import CampaignProgress
 from annotation.present import SOURCES, present
 from annotation.ratings import Agreement, Row
 from annotation.service import UNDO_SECONDS, Annotator, Progress, Reveal, Shown
@@ -79,9 +80,12 @@ def button_label(label: str, keys: Sequence[str]) -> str:
 
 
 def progress_text(progress: Progress) -> str:
-    """"N voted today · M in all · about K pairs left" (and the quota, when there is one)."""
+    """"N voted today · M in all · about K pairs left" (and the quota, when there is one), after
+    "Campaign “NAME”" when the votes count in a campaign."""
     left = "no pair left" if progress.left == 0 else f"about {progress.left:,} pair{'s' * (progress.left != 1)} left"
     parts = [f"{progress.today:,} voted today", f"{progress.total:,} in all", left]
+    if progress.campaign is not None:
+        parts.insert(0, f"Campaign “{safe_markdown(progress.campaign)}”")
     if progress.quota is not None:
         parts.append(f"quota {progress.quota:,}")
     return " · ".join(parts)
@@ -95,17 +99,69 @@ def annotator_rows(annotators: Sequence[Annotator], agreed: PeopleAgreement | No
     """The admin's table of annotators (ANNOTATOR_HEADERS): progress against the quota, the
     newest vote's time (to the minute), the median seconds per vote, how often they chose what the
     others' majority chose on pairs they shared (``agreed``: "7/9 (78%)") and why one is flagged."""
+    agrees = _agreement_of(agreed)
+    return [[a.name, a.total, a.today, _blank(a.quota), _percent(a.done), _minute(a.last),
+             "" if a.median_seconds is None else round(a.median_seconds, 1), agrees(a.name), a.flag]
+            for a in annotators]
+
+
+def _agreement_of(agreed: PeopleAgreement | None):
+    """name -> how often they chose what the others' majority chose: "7/9 (78%)" ("" if never shared)."""
     rates = {a.annotator: a for a in (agreed.annotators if agreed else ())}
 
     def agrees(name: str) -> str:
         a = rates.get(name)
         return f"{a.agreed}/{a.shared} ({a.rate:.0%})" if a is not None and a.shared else ""
 
-    return [[a.name, a.total, a.today,
-             "" if a.quota is None else a.quota, "" if a.done is None else f"{a.done:.0%}",
-             a.last[:16].replace("T", " "), "" if a.median_seconds is None else round(a.median_seconds, 1),
-             agrees(a.name), a.flag]
-            for a in annotators]
+    return agrees
+
+
+def _blank(value: object) -> object:
+    return "" if value is None else value
+
+
+def _percent(share: float | None) -> str:
+    return "" if share is None else f"{share:.0%}"
+
+
+def _minute(timestamp: str) -> str:
+    """A stored time ("2026-11-26T03:08:15.123+00:00") to the minute: "2026-11-26 03:08"."""
+    return timestamp[:16].replace("T", " ")
+
+
+CAMPAIGN_HEADERS = ["campaign", "status", "settings", "pairs", "complete pairs", "votes / needed", "done",
+                    "annotators"]
+#: Their widths: the settings line wraps, the numbers stay whole.
+CAMPAIGN_WIDTHS = ["11%", "7%", "34%", "7%", "9%", "11%", "8%", "13%"]
+CAMPAIGN_ANNOTATOR_HEADERS = ["annotator", "votes", "today", "quota", "done", "last vote", "agrees with others"]
+#: How an admin makes or changes a campaign (campaigns are made on the command line).
+CAMPAIGN_HOW = ("Campaigns are made and changed on the command line: `python app.py campaign create NAME "
+                "--task-set S --methods a,b --overlap 3 --quota 20` (and `python app.py campaign --help` for "
+                "changing, closing and reopening one).")
+
+
+def campaign_rows(progresses: Sequence[CampaignProgress]) -> list[list]:
+    """The admin's table of campaigns (CAMPAIGN_HEADERS), one row per campaign's progress."""
+    return [[p.campaign.name, p.campaign.status, p.campaign.settings(), p.pairs, p.complete,
+             f"{p.votes:,} / {p.needed:,}", _percent(p.done), len(p.annotators)]
+            for p in progresses]
+
+
+def campaign_annotator_rows(progress: CampaignProgress, agreed: PeopleAgreement | None = None) -> list[list]:
+    """One campaign's annotators (CAMPAIGN_ANNOTATOR_HEADERS): their votes in it, today's, the
+    campaign's quota and the share of it cast, the newest vote's time, and how often they chose
+    what the others' majority chose on the campaign's pairs they shared (``agreed``)."""
+    agrees = _agreement_of(agreed)
+    return [[a.name, a.votes, a.today, _blank(a.quota), _percent(a.done), _minute(a.last), agrees(a.name)]
+            for a in progress.annotators]
+
+
+def campaign_text(progress: CampaignProgress, agreed: PeopleAgreement) -> str:
+    """The line above a campaign's annotators: its name, votes and agreement (its settings are in
+    the table above)."""
+    c = progress.campaign
+    return (f"**{safe_markdown(c.name)}** ({c.status}): **{len(progress.annotators)}** annotator(s), "
+            f"**{progress.votes:,}** of {progress.needed:,} votes needed. {agreed.summary()}")
 
 
 def table_rows(rows: Sequence[Row]) -> list[list]:

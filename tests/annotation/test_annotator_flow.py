@@ -226,7 +226,10 @@ def test_m014_adds_comment_and_flag_to_votes_that_stay_append_only(tmp_path, mon
     old = Store(tmp_path / "old.db")
     seed_outputs(old, {"owls": {"rat": "r", "cot": "c"}})
     outs = arena.arena_outputs(old)
-    battle = arena.create_battle(old, outs[0].id, outs[1].id, "ana")
+    battle = old.db.execute(  # as that version stored a battle (today's create_battle names a campaign too)
+        "insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, created) "
+        "values (?, ?, ?, ?, ?, 'ana', '2024-01-01')",
+        [outs[0].task_id, outs[0].id, outs[1].id, outs[0].method, outs[1].method]).lastrowid
     old.db.execute("insert into votes (battle_id, annotator, choice, created) values (?, 'ana', 'a', '2024-01-01')",
                    [battle])
     old.db.conn.commit()

@@ -17,7 +17,7 @@ import argparse
 import functools
 
 from common.settings import SETTINGS
-from ui.cli import annotators, arena, dataset, methods, runs
+from ui.cli import annotators, arena, campaigns, dataset, methods, runs
 
 
 def common_flags(suppress: bool) -> argparse.ArgumentParser:
@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     arena.add_commands(sub, common)
     methods.add_commands(sub, common)
     annotators.add_commands(sub, common)
+    campaigns.add_commands(sub, common)
     dataset.add_commands(sub, common)
     _resolve_run_ids(parser)
     return parser

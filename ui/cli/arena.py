@@ -17,9 +17,8 @@ from annotation.agreement import people_agreement
 from annotation.errors import ArenaError
 from annotation.judge import N_CALLS
 from annotation.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE
-from annotation.service import SOURCES, Leaderboard
+from annotation.service import CHOICES, SOURCES, VOID, Leaderboard
 from annotation.style import StyleBoard
-from data.arena import CHOICES, VOID
 
 
 def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -71,6 +70,9 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     p.add_argument("--agreement", action="store_true",
                    help="with --json: an object with rows and agreement_people (Krippendorff's alpha between "
                         "annotators on the same output pairs, and each one's agreement with the others' majority)")
+    p.add_argument("--campaign", metavar="NAME",
+                   help="only the people's votes cast in this campaign (`campaign list` names them; with --json: "
+                        "an object with rows and campaign)")
     p.set_defaults(func=cmd_leaderboard)
 
     p = subparsers.add_parser("judge", parents=parents, help="let the LLM judge compare the methods' outputs")
@@ -180,23 +182,26 @@ def cmd_outputs_import(args, app) -> int:
 def cmd_leaderboard(args, app) -> int:
     service = app.arena
     board = service.leaderboard(args.source, args.task_set, bootstrap=args.bootstrap, seed=args.seed,
-                                leave_out_flagged=args.leave_out_flagged)
-    styled = (service.style_board(args.source, args.task_set, leave_out_flagged=args.leave_out_flagged)
-              if args.style else None)
+                                leave_out_flagged=args.leave_out_flagged, campaign=args.campaign)
+    styled = (service.style_board(args.source, args.task_set, leave_out_flagged=args.leave_out_flagged,
+                                  campaign=args.campaign) if args.style else None)
     if args.json:
         rows = [asdict(r) for r in board.rows]
-        extra = {**(styled.as_json() if styled else {}),
-                 **({"agreement_people": people_agreement(service.store, args.task_set).as_json()}
+        extra = {**({"campaign": args.campaign} if args.campaign else {}), **(styled.as_json() if styled else {}),
+                 **({"agreement_people": people_agreement(service.store, args.task_set, args.campaign).as_json()}
                     if args.agreement else {})}
         print(json.dumps({"rows": rows, **extra} if extra else rows, indent=2))
         return 0
+    if args.campaign:
+        print(f"Campaign {args.campaign!r}: {service.campaigns.get(args.campaign).settings()}")
     print(format_table(board))
     if styled is not None:
         print(format_style(styled))
     shared = service.agreement(args.task_set)
-    if shared.compared:
+    if shared.compared and not args.campaign:  # the judge's votes belong to no campaign
         print(f"Judge and people agree on {shared.agreed} of {shared.compared} people's votes ({shared.rate:.0%}).")
-    between = people_agreement(service.store, args.task_set).summary() if args.source == "people" else ""
+    between = (people_agreement(service.store, args.task_set, args.campaign).summary() if args.source == "people"
+               else "")
     if between:
         print(between)
     flags = service.flags() if args.source == "people" else {}

@@ -19,6 +19,8 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
                                    "datasets.load_dataset(DIR, 'votes') or push the folder to the Hub as it is.")
     p.add_argument("dir", metavar="DIR", help="the folder to write (new, or empty)")
     p.add_argument("--task-set", help="only the outputs and votes of this task set (default: all)")
+    p.add_argument("--campaign", metavar="NAME", help="only the votes cast in this campaign and the outputs of its "
+                                                      "task set and methods; the card states its settings")
     p.add_argument("--format", choices=FORMATS, default=PARQUET, help="data files' format (default parquet)")
     p.add_argument("--names", action="store_true",
                    help="keep annotators' names (default: pseudonyms, a stable hash of each name)")
@@ -33,8 +35,9 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
 
 def cmd_dataset_export(args, app) -> int:
     s = export_dataset(app.arena, args.dir, task_set=args.task_set, fmt=args.format, names=args.names,
-                       salt=args.salt)
-    print(f"Wrote {s.votes} vote(s) and {s.outputs} output(s) to {s.directory} ({s.fmt}), with a dataset card "
+                       salt=args.salt, campaign=args.campaign)
+    of = f" of campaign {s.progress.campaign.name!r}" if s.progress else ""
+    print(f"Wrote {s.votes} vote(s) and {s.outputs} output(s){of} to {s.directory} ({s.fmt}), with a dataset card "
           f"(README.md). Load it with datasets.load_dataset({str(s.directory)!r}, 'votes').")
     print(f"Before publishing: set `license:` in {s.directory / 'README.md'} (now {LICENSE_PLACEHOLDER}), and "
           "read the annotators' comments.")
