@@ -196,7 +196,16 @@ def agreement_text(shared: Agreement) -> str:
     if not shared.compared:
         return "Judge and people have not voted on the same task and method pair yet."
     return (f"Judge and people agree on **{shared.agreed} of {shared.compared}** people's votes "
-            f"on the pairs both judged (**{shared.rate:.0%}**).")
+            f"on the pairs both judged (**{shared.rate:.0%}**){by_pair_text(shared)}.")
+
+
+def by_pair_text(shared: Agreement) -> str:
+    """The agreement per method pair, as a clause ("; by method pair: cot–rat 7/9 (78%), ..."),
+    when more than one pair of methods was compared ("" otherwise)."""
+    if len(shared.by_pair) < 2:
+        return ""
+    return "; by method pair: " + ", ".join(f"{safe_markdown(a)}–{safe_markdown(b)} {k}/{n} ({k / n:.0%})"
+                                            for (a, b), (n, k) in shared.by_pair.items())
 
 
 def flags_text(flags: dict[str, str], *, left_out: bool) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from annotation import ratings
 from annotation.agreement import inter_annotator, oriented, people_agreement
 from data import arena
 from data.arena import PairVote
@@ -164,3 +165,37 @@ def test_the_admins_annotators_table_says_the_agreement(tmp_path):
     rows = {row[0]: row for row in shown[tab.people_table]}
     assert rows["ana"][-2] == rows["bob"][-2] == "0/1 (0%)", "each disagreed with the other's vote"
     assert "Krippendorff" not in tab.show("people", leaderboard.ALL)[tab.summary], "the summary stays cheap"
+
+
+def test_judge_people_agreement_is_shown_per_method_pair(tmp_path, capsys):
+    """``leaderboard``: the judge-people line is broken down by method pair once two pairs were compared;
+    ``--json --agreement`` carries it as agreement_judge; the tab's summary says it too."""
+    import json
+
+    import app as app_module
+    from ui.render_arena import agreement_text
+
+    env = {"RAT_STUDIO_DB": str(tmp_path / "a.db")}
+    votes = [{"task": "Describe owls", "method_a": a, "method_b": b, "winner": w, "annotator": who}
+             for a, b, w, who in (("rat", "cot", "a", "ana"), ("rat", "cot", "a", "bob"), ("rat", "llm", "b", "ana"))]
+    (tmp_path / "v.jsonl").write_text("".join(json.dumps(v) + "\n" for v in votes), encoding="utf-8")
+    assert app_module.main(["votes", "import", str(tmp_path / "v.jsonl")], env=env) == 0
+    wired = app_module.build(app_module.settings_from(app_module.build_parser().parse_args([]), env))
+    task = wired.store.db.execute("select id from tasks").fetchone()[0]
+    for a, b, choice in (("rat", "cot", "a"), ("rat", "llm", "a")):  # the judge: rat over both
+        arena.add_judge_vote(wired.store, task_id=task, output_a=None, output_b=None, method_a=a, method_b=b,
+                             choice=choice, n=2, detail={}, model="judge-model")
+    wired.store.close()
+    capsys.readouterr()
+    assert app_module.main(["leaderboard", "--bootstrap", "5"], env=env) == 0
+    out = capsys.readouterr().out
+    assert "Judge and people agree on 2 of 3 people's votes (67%)." in out
+    assert "  cot vs rat: 2 of 2 (100%)\n  llm vs rat: 0 of 1 (0%)" in out
+    assert app_module.main(["leaderboard", "--json", "--agreement", "--bootstrap", "5"], env=env) == 0
+    judged = json.loads(capsys.readouterr().out)["agreement_judge"]
+    assert (judged["compared"], judged["agreed"]) == (3, 2)
+    assert [(p["method_a"], p["method_b"], p["rate"]) for p in judged["by_method_pair"]] == [
+        ("cot", "rat", 1.0), ("llm", "rat", 0.0)]
+    shared = ratings.agreement([ratings.VoteRecord("rat", "cot", "a", 1), ratings.VoteRecord("rat", "llm", "b", 1)],
+                               [ratings.VoteRecord("rat", "cot", "a", 1), ratings.VoteRecord("rat", "llm", "a", 1)])
+    assert agreement_text(shared).endswith("(**50%**); by method pair: cot–rat 1/1 (100%), llm–rat 0/1 (0%).")

@@ -68,8 +68,10 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
                    help="also the style-controlled ranking: Bradley–Terry at equal length, citations, headings and "
                         "lists, with what each is worth (with --json: an object with rows, style_controlled, style)")
     p.add_argument("--agreement", action="store_true",
-                   help="with --json: an object with rows and agreement_people (Krippendorff's alpha between "
-                        "annotators on the same output pairs, and each one's agreement with the others' majority)")
+                   help="with --json: an object with rows, agreement_people (Krippendorff's alpha between "
+                        "annotators on the same output pairs, and each one's agreement with the others' majority) "
+                        "and agreement_judge (people's votes that name the judge's winner, in all and per method "
+                        "pair)")
     p.add_argument("--campaign", metavar="NAME",
                    help="only the people's votes cast in this campaign (`campaign list` names them; with --json: "
                         "an object with rows and campaign)")
@@ -189,7 +191,9 @@ def cmd_leaderboard(args, app) -> int:
         rows = [asdict(r) for r in board.rows]
         extra = {**({"campaign": args.campaign} if args.campaign else {}), **(styled.as_json() if styled else {}),
                  **({"agreement_people": people_agreement(service.store, args.task_set, args.campaign).as_json()}
-                    if args.agreement else {})}
+                    if args.agreement else {}),
+                 **({"agreement_judge": service.agreement(args.task_set).as_json()}
+                    if args.agreement and not args.campaign else {})}
         print(json.dumps({"rows": rows, **extra} if extra else rows, indent=2))
         return 0
     if args.campaign:
@@ -200,6 +204,8 @@ def cmd_leaderboard(args, app) -> int:
     shared = service.agreement(args.task_set)
     if shared.compared and not args.campaign:  # the judge's votes belong to no campaign
         print(f"Judge and people agree on {shared.agreed} of {shared.compared} people's votes ({shared.rate:.0%}).")
+        for (a, b), (n, k) in shared.by_pair.items() if len(shared.by_pair) > 1 else ():
+            print(f"  {a} vs {b}: {k} of {n} ({k / n:.0%})")
     between = (people_agreement(service.store, args.task_set, args.campaign).summary() if args.source == "people"
                else "")
     if between:
