@@ -54,9 +54,26 @@ def candidate_pairs(outputs: Sequence[OutputRow]) -> list[tuple[OutputRow, Outpu
     return [pair for sides in _by_methods(outputs).values() for xs, ys in sides for pair in product(xs, ys)]
 
 
+#: The groupings ``_by_methods`` built last, by the identity of the outputs list they were built
+#: from: the arena service keeps one list per task set until an output is added, and every next
+#: pair would group its hundreds of outputs again.
+_GROUPED: list[tuple[Sequence[OutputRow], dict]] = []
+_GROUPED_KEPT = 8
+
+
 def _by_methods(outputs: Sequence[OutputRow]) -> dict[tuple[str, str], list[tuple[list[OutputRow], list[OutputRow]]]]:
     """The candidate pairs by their two methods (in name order), each task's as the two lists
-    of outputs whose product they are (built only where they are looked at)."""
+    of outputs whose product they are (built only where they are looked at). The same list of
+    outputs (the very object) is grouped once (``_GROUPED``); callers do not change it."""
+    for kept, grouped in list(_GROUPED):
+        if kept is outputs:
+            return grouped
+    grouped = _group(outputs)
+    _GROUPED[:] = [(outputs, grouped), *_GROUPED[:_GROUPED_KEPT - 1]]
+    return grouped
+
+
+def _group(outputs: Sequence[OutputRow]) -> dict[tuple[str, str], list[tuple[list[OutputRow], list[OutputRow]]]]:
     by_task: dict[int, dict[str, list[OutputRow]]] = defaultdict(lambda: defaultdict(list))
     for o in outputs:
         by_task[o.task_id][o.method].append(o)
@@ -82,16 +99,23 @@ def choose_pair(
     method pair (a dozen methods: 66), and only the pairs of the best method pairs that still
     hold one this annotator has not seen are looked at, not the thousands of pairs of outputs;
     those are ranked by the third part, and the fourth, a random tie-break, is a uniform choice
-    among the pairs left."""
+    among the pairs left. The match quality (the second part) is computed only for the method
+    pairs of the fewest battles that are looked at."""
     grouped = _by_methods(outputs)
-    method_key = {(a, b): (method_battles.get(frozenset((a, b)), 0), -round(quality(a, b), 9)) for a, b in grouped}
-    for key in sorted(set(method_key.values())):
-        fresh = [(x, y, ids) for methods, k in method_key.items() if k == key for xs, ys in grouped[methods]
-                 for x, y in product(xs, ys) if (ids := frozenset((x.id, y.id))) not in seen]
-        if fresh:
-            fewest = min(output_battles.get(ids, 0) for _, _, ids in fresh)
-            x, y, _ = rng.choice([p for p in fresh if output_battles.get(p[2], 0) == fewest])
-            return (y, x) if rng.random() < 0.5 else (x, y)
+    by_count: dict[int, list[tuple[str, str]]] = defaultdict(list)
+    for methods in grouped:
+        by_count[method_battles.get(frozenset(methods), 0)].append(methods)
+    for count in sorted(by_count):
+        by_quality: dict[float, list[tuple[str, str]]] = defaultdict(list)
+        for methods in by_count[count]:
+            by_quality[-round(quality(*methods), 9)].append(methods)
+        for key in sorted(by_quality):
+            fresh = [(x, y, ids) for methods in by_quality[key] for xs, ys in grouped[methods]
+                     for x, y in product(xs, ys) if (ids := frozenset((x.id, y.id))) not in seen]
+            if fresh:
+                fewest = min(output_battles.get(ids, 0) for _, _, ids in fresh)
+                x, y, _ = rng.choice([p for p in fresh if output_battles.get(p[2], 0) == fewest])
+                return (y, x) if rng.random() < 0.5 else (x, y)
     return None
 
 

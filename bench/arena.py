@@ -12,7 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import random
+import socket
 import tempfile
 import threading
 import time
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import gradio as gr
 import httpx
+import uvicorn
 
 from annotation.service import Arena, VoteLimits
 from common.settings import Settings
@@ -85,7 +88,10 @@ class QueueClient:
     """One browser session talking to Gradio's queue (join, then read the event's stream)."""
 
     def __init__(self, base: str, fns: dict[str, tuple[int, int]]):
-        self.http = httpx.Client(base_url=base + "gradio_api", timeout=60)
+        # TCP_NODELAY, as browsers set it: without it the request's body waits for the ACK of its
+        # headers (Nagle's algorithm against the server's delayed ACK), 40-100 ms a call after a pause
+        nodelay = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+        self.http = httpx.Client(base_url=base + "gradio_api", timeout=60, transport=nodelay)
         self.session = uuid.uuid4().hex
         self.fns = fns
 
@@ -109,8 +115,10 @@ def _serve(path: str, votes: int, ready) -> None:
     """The arena tab on a free port, in a process of its own (the voters' threads must not share
     its interpreter lock); sends (port, fns) through ``ready`` and serves until terminated."""
     store = seeded_store(Path(path), votes)
+    service = Arena(store, limits=UNLIMITED)
+    service.warm_up().join()  # as the app does when it starts, before annotators arrive
     with gr.Blocks() as demo:
-        arena_tab.build(Arena(store, limits=UNLIMITED))
+        arena_tab.build(service)
     app_ui.queue(demo, Settings().concurrency)  # as the app serves it
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
@@ -119,7 +127,10 @@ def _serve(path: str, votes: int, ready) -> None:
     threading.Event().wait()
 
 
-def over_http(voters: int, rounds: int, tmp: Path, votes: int, think: float = 0.0) -> dict:
+def over_http(voters: int, rounds: int, tmp: Path, votes: int, think: float = 0.0, clients: int = 3) -> dict:
+    """``voters`` annotators over HTTP against the arena tab served in a process of its own, run by
+    ``clients`` client processes (threads of one Python process share its interpreter lock: with
+    30 of them a reply could wait for the client itself, and be counted as the server's time)."""
     tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / "http.db"
     ready: multiprocessing.Queue = multiprocessing.Queue()
@@ -128,6 +139,29 @@ def over_http(voters: int, rounds: int, tmp: Path, votes: int, think: float = 0.
     port, fns = ready.get(timeout=300)
     store = Store(path)
     before = len(arena.vote_rows(store))
+    results: multiprocessing.Queue = multiprocessing.Queue()
+    groups = [list(range(voters))[k::clients] for k in range(clients)]
+    procs = [multiprocessing.Process(target=_voters, args=(port, fns, group, rounds, think, results))
+             for group in groups if group]
+    started, cpu_before = time.perf_counter(), cpu_seconds(server.pid)
+    for proc in procs:
+        proc.start()
+    parts = [results.get(timeout=3600) for _ in procs]
+    wall = time.perf_counter() - started
+    cpu = cpu_seconds(server.pid) - cpu_before
+    for proc in procs:
+        proc.join()
+    stored = len(arena.vote_rows(store)) - before
+    server.terminate()
+    store.close()
+    joined = {key: [x for part in parts for x in part[key]] for key in ("latencies", "nexts")}
+    return {**joined, "cast": sum(p["cast"] for p in parts), "stored": stored,
+            "errors": sum(p["errors"] for p in parts), "wall": wall, "cpu": cpu,
+            "events": len(joined["latencies"]) + len(joined["nexts"])}
+
+
+def _voters(port: int, fns: dict, names: list[int], rounds: int, think: float, results) -> None:
+    """One client process: a thread per voter in ``names``; puts what they measured in ``results``."""
     latencies: list[float] = []
     nexts: list[float] = []
     cast = errors = 0
@@ -139,6 +173,7 @@ def over_http(voters: int, rounds: int, tmp: Path, votes: int, think: float = 0.
         try:
             client.call("start", f"voter{n}")
             for _ in range(rounds):
+                time.sleep(think * random.uniform(0.5, 1.5))  # reading the pair (the first one too)
                 started = time.perf_counter()
                 client.call("on_vote", None, "", "")  # state (kept by the server), comment, flag
                 took = time.perf_counter() - started
@@ -149,23 +184,59 @@ def over_http(voters: int, rounds: int, tmp: Path, votes: int, think: float = 0.
                 client.call("next", None)
                 with lock:
                     nexts.append(time.perf_counter() - started)
-                time.sleep(think * random.uniform(0.5, 1.5))  # reading the next pair
         except Exception as exc:  # counted and shown: a bench reports, it does not stop
             with lock:
                 errors += 1
             print(f"voter {n}: {exc}")
 
-    threads = [threading.Thread(target=voter, args=(n,)) for n in range(voters)]
-    started = time.perf_counter()
+    threads = [threading.Thread(target=voter, args=(n,)) for n in names]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    wall = time.perf_counter() - started
-    stored = len(arena.vote_rows(store)) - before
+    results.put({"latencies": latencies, "nexts": nexts, "cast": cast, "errors": errors})
+
+
+def _echo(port: int) -> None:
+    """A server that does nothing: the floor under every request of the bench."""
+    from fastapi import FastAPI
+
+    echo = FastAPI()
+    echo.post("/echo")(lambda: {})
+    uvicorn.run(echo, host="127.0.0.1", port=port, log_level="warning")
+
+
+def pause_floor(think: float, samples: int = 20) -> list[float]:
+    """How long an empty POST takes after a pause of ``think`` seconds (0.5x to 1.5x), on this
+    machine: in a sandboxed VM a request after an idle second has cost 45 ms to anything,
+    Gradio or not, and that is part of every latency measured after reading."""
+    port = free_port()
+    server = multiprocessing.Process(target=_echo, args=(port,), daemon=True)
+    server.start()
+    took = []
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+        for _ in range(300):
+            try:
+                http.post("/echo")
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        for _ in range(samples):
+            time.sleep(think * random.uniform(0.5, 1.5))
+            started = time.perf_counter()
+            http.post("/echo").raise_for_status()
+            took.append(time.perf_counter() - started)
     server.terminate()
-    store.close()
-    return {"latencies": latencies, "nexts": nexts, "cast": cast, "stored": stored, "errors": errors, "wall": wall}
+    return took
+
+
+def cpu_seconds(pid: int) -> float:
+    """The CPU time (user and system) process ``pid`` has used, from /proc (0 where there is none)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def ms(values: list[float], q: float) -> float:
@@ -196,7 +267,11 @@ def main() -> None:
                   f"p95 {ms(r['latencies'], .95):.0f} ms, max {ms(r['latencies'], 1):.0f} ms; next pair p50 "
                   f"{ms(r['nexts'], .5):.0f} ms, p95 {ms(r['nexts'], .95):.0f} ms; {r['cast']} cast, "
                   f"{r['stored']} stored, {r['cast'] - r['stored']} lost, {r['errors']} voters failed; "
-                  f"{r['wall']:.1f} s in all")
+                  f"{r['wall']:.1f} s in all; server CPU {100 * r['cpu'] / r['wall']:.0f}% of one core, "
+                  f"{1000 * r['cpu'] / max(1, r['events']):.1f} ms per vote or next pair")
+            floor = pause_floor(think, samples=10 if think else 50)
+            print(f"  (on this machine an empty POST after the same pause takes p50 {ms(floor, .5):.0f} ms, "
+                  f"p95 {ms(floor, .95):.0f} ms: the floor under both)")
         print("(a vote's time is from the click's request to its result: the queue's wait included)")
 
 

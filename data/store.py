@@ -15,6 +15,7 @@ to continue it (``python app.py resume RUN``).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
@@ -210,6 +211,10 @@ class Store:
         self._trails_lock = threading.Lock()
         self._stored = 0  # events stored since the last checkpoint of the WAL
         self._stored_lock = threading.Lock()
+        #: One write transaction of this Store's threads at a time (``write_transaction``): a thread
+        #: that found SQLite's write lock taken would sleep in its busy handler (1, 2, 5, ... up to
+        #: 100 ms a try) well past the moment the lock is free; waiting here wakes it at that moment.
+        self._writer = threading.RLock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self.db
@@ -232,6 +237,7 @@ class Store:
             conn.execute(f"pragma busy_timeout = {int(self.busy_timeout * 1000)}")
             conn.execute("pragma foreign_keys = on")
             db = sqlite_utils.Database(conn)
+            db.writer = self._writer  # type: ignore[attr-defined] (write_transaction takes it)
             self._local.db = db
         return db
 
@@ -600,19 +606,21 @@ def _decode_run(row: dict) -> RunRow:
 @contextmanager
 def write_transaction(db: sqlite_utils.Database, what: str) -> Iterator[sqlite3.Connection]:
     """One write transaction, holding the write lock from its start (``begin immediate``), for the
-    data/ modules that write several rows at once (arena, versions). Raises StoreError (naming
-    ``what``) when SQLite refuses it."""
+    data/ modules that write several rows at once (arena, versions); the Store's threads take
+    their turn on its ``writer`` lock first. Raises StoreError (naming ``what``) when SQLite
+    refuses it."""
     conn = db.conn
-    try:
-        conn.execute("begin immediate")
-    except sqlite3.Error as exc:
-        raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database file.") from exc
-    try:
-        yield conn
-    except sqlite3.Error as exc:
-        conn.rollback()
-        raise StoreError(f"Could not {what}: {exc}.") from exc
-    except BaseException:
-        conn.rollback()
-        raise
-    conn.commit()
+    with getattr(db, "writer", None) or contextlib.nullcontext():  # a Store's threads queue here, not in SQLite
+        try:
+            conn.execute("begin immediate")
+        except sqlite3.Error as exc:
+            raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database file.") from exc
+        try:
+            yield conn
+        except sqlite3.Error as exc:
+            conn.rollback()
+            raise StoreError(f"Could not {what}: {exc}.") from exc
+        except BaseException:
+            conn.rollback()
+            raise
+        conn.commit()

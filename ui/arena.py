@@ -302,7 +302,7 @@ class ArenaTab:
     def wire(self) -> None:
         view = [self.state, self.task, self.out_a, self.out_b, self.reveal, self.next_btn, self.undo_btn, self.comment,
                 self.flag, self.progress, *self.buttons.values()]
-        private = {"api_visibility": "private", "queue": True}
+        private = {"api_visibility": "private", "queue": True, "concurrency_limit": None}
         to_top = {"fn": None, "js": TO_TOP_JS, "api_visibility": "private"}
         gr.on(None, None, js=ARENA_JS, api_visibility="private")  # on page load, in the browser only
         gr.on(None, self.load, outputs=[*view, self.name_row, self.name], **private).then(**to_top)
