@@ -6,16 +6,20 @@ loads as it is, and that can be pushed to the Hub as it is::
                                 ``task_categories``) and what was exported, in words
     DIR/votes/train.parquet     one flat row per people's vote (VOTE_COLUMNS)
     DIR/outputs/train.parquet   one row per output (OUTPUT_COLUMNS)
+    DIR/judge_votes/train.parquet  one row per pair the LLM judge judged (JUDGE_COLUMNS), kept
+                                apart from people's votes
 
 (``.jsonl`` instead of ``.parquet`` with ``--format jsonl``.) Each table is a config of one
 ``train`` split, declared in the card's ``configs:`` as the Hub reads it; a table with no row is
 left out. Annotators are pseudonymised by default (``pseudonym``: a stable hash of the name).
 With a campaign (``--campaign NAME``) only the votes cast in it and the outputs of its task set
-and methods are exported, and the card states its settings and numbers (YAML ``campaign:``).
+and methods are exported, and the card states its settings and numbers (YAML ``campaign:``); the
+judge has no campaign, so its votes on that task set and those methods go with them.
 
 The import reads such a folder back through the arena's own import paths
 (``annotation.records``' line models, ``data.arena.import_outputs``/``import_votes``), votes'
-corrections included, so the restored leaderboard is the exported one."""
+corrections included, and the judge's votes through ``data.dataset.import_judge_votes``, so the
+restored leaderboards (people's and the judge's) are the exported ones."""
 
 from __future__ import annotations
 
@@ -25,16 +29,27 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from annotation.campaigns import STUDY, CampaignProgress
 from annotation.errors import ArenaError, ImportFormatError
-from annotation.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE, OutputLine, VoteLine
+from annotation.records import (
+    ISO_TIME,
+    NON_EMPTY,
+    OUTPUT_EXAMPLE,
+    VOTE_EXAMPLE,
+    Name,
+    OutputLine,
+    Text,
+    Time,
+    VoteLine,
+    _TaskLine,
+)
 from annotation.service import Arena
 from core.jsonl import BadText, check_text, line_error, read_jsonl
 from data import arena
@@ -99,8 +114,28 @@ VOTE_COLUMNS = (
     Column("source", str, "arena (cast here) or import (imported votes)"),
     Column("campaign", str, "the campaign it was cast in (empty: the open arena, or imported)"),
 )
-TABLES = {"votes": VOTE_COLUMNS, "outputs": OUTPUT_COLUMNS}
-M = TypeVar("M", VoteLine, OutputLine)
+JUDGE_COLUMNS = (
+    Column("judge_vote_id", int, "the judge vote's id"),
+    Column("task_id", int, "the task's id"),
+    Column("prompt", str, "the task"),
+    Column("kind", str, "the task's kind: writing, plan or qa"),
+    Column("task_set", str, "the task's set (empty: none)"),
+    Column("method_a", str, "the method shown to the judge as A"),
+    Column("method_b", str, "the method shown as B"),
+    Column("output_a_id", int, "the output shown as A (empty: the judged pair names none)"),
+    Column("output_b_id", int, "the output shown as B"),
+    Column("output_a", str, "the text shown as A, as stored in outputs"),
+    Column("output_b", str, "the text shown as B, as stored in outputs"),
+    Column("choice", str, "the judge's choice: a, b or tie (the majority of its n calls)"),
+    Column("n", int, "how many times the judge was asked"),
+    Column("model", str, "the judge model"),
+    Column("created", str, "when it was stored (ISO date-time)"),
+    Column("detail", str, "the calls' answers, as JSON text"),
+)
+TABLES = {"votes": VOTE_COLUMNS, "outputs": OUTPUT_COLUMNS, "judge_votes": JUDGE_COLUMNS}
+M = TypeVar("M", VoteLine, OutputLine, "_DatasetJudgeVote")
+JUDGE_EXAMPLE = ('{"prompt": "...", "method_a": "rat", "method_b": "cot", "choice": "a", "n": 3, "model": "...", '
+                 '"created": "2025-01-31T09:30:00+00:00", "detail": "{}"}')
 
 
 def pseudonym(name: str, salt: str = "") -> str:
@@ -132,14 +167,17 @@ class Summary:
     date: str
     files: dict[str, str]
     progress: CampaignProgress | None = None  # the campaign exported (voters pseudonymised unless names)
+    judge_votes: int = 0
+    judge_models: list[str] = field(default_factory=list)
 
 
 # -- export -----------------------------------------------------------------------------------
 def export_dataset(service: Arena, directory: str | Path, *, task_set: str | None = None, fmt: str = PARQUET,
                    names: bool = False, salt: str = "", campaign: str | None = None) -> Summary:
-    """Write every output and people's vote (of ``task_set``; None: all) into ``directory`` (new,
-    or empty) as ``fmt`` files with a dataset card. With ``campaign``: only the votes cast in it
-    and the outputs of its task set and methods, and the card states its settings and progress.
+    """Write every output, people's vote and LLM judge's vote (of ``task_set``; None: all) into
+    ``directory`` (new, or empty) as ``fmt`` files with a dataset card. With ``campaign``: only the
+    votes cast in it, and the outputs and judge's votes of its task set and methods, and the card
+    states its settings and progress.
     Annotators (and who corrected a vote, and a campaign's voters) are ``pseudonym``s unless
     ``names``. The folder appears whole or not at all.
     Raises ArenaError for an unknown format, task set or campaign, a campaign with a task set, a
@@ -156,9 +194,11 @@ def export_dataset(service: Arena, directory: str | Path, *, task_set: str | Non
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ArenaError(f"{target} is not an empty folder: give a new folder to `dataset export` "
                          "(nothing is overwritten).")
-    tables = {"votes": _votes(service, task_set, names, salt, campaign), "outputs": _outputs(service, task_set)}
+    tables = {"votes": _votes(service, task_set, names, salt, campaign), "outputs": _outputs(service, task_set),
+              "judge_votes": rows_of.judge_vote_rows(service.store, task_set)}
     if progress is not None:
         tables["outputs"] = _campaign_outputs(service, progress)
+        tables["judge_votes"] = _campaign_judge_votes(service, progress)
         progress = _anonymous(progress, names, salt)
     if not any(tables.values()):
         where = (f"in campaign {campaign!r}" if campaign is not None else
@@ -204,6 +244,14 @@ def _campaign_outputs(service: Arena, progress: CampaignProgress) -> list[dict]:
     return [r for r in _outputs(service, progress.campaign.task_set) if not methods or r["method"] in methods]
 
 
+def _campaign_judge_votes(service: Arena, progress: CampaignProgress) -> list[dict]:
+    """The judge's votes on the campaign's task set whose both methods are the campaign's (none
+    named: every method). The judge has no campaign: these are the ones on what it covers."""
+    methods = set(progress.campaign.methods)
+    return [r for r in rows_of.judge_vote_rows(service.store, progress.campaign.task_set)
+            if not methods or {r["method_a"], r["method_b"]} <= methods]
+
+
 def _anonymous(progress: CampaignProgress, names: bool, salt: str) -> CampaignProgress:
     """``progress`` with its campaign's voters that name accounts ``pseudonym``s (a study's name
     stays) and no per-annotator rows, unless ``names``."""
@@ -215,15 +263,16 @@ def _anonymous(progress: CampaignProgress, names: bool, salt: str) -> CampaignPr
 
 def _summary(service: Arena, target: Path, fmt: str, task_set: str | None, tables: dict[str, list[dict]],
              files: dict[str, str], *, names: bool, salted: bool, progress: CampaignProgress | None) -> Summary:
-    votes, outputs = tables["votes"], tables["outputs"]
-    methods = {r["method"] for r in outputs} | {r[m] for r in votes for m in ("method_a", "method_b")}
+    votes, outputs, judged = tables["votes"], tables["outputs"], tables["judge_votes"]
+    methods = {r["method"] for r in outputs} | {r[m] for r in [*votes, *judged] for m in ("method_a", "method_b")}
     return Summary(
         directory=target, fmt=fmt, task_set=task_set, votes=len(votes), outputs=len(outputs),
         annotators=len({r["annotator"] for r in votes}), corrected=sum(r["correction"] is not None for r in votes),
         voided=sum(r["counts_as"] == arena.VOID for r in votes), methods=sorted(methods),
-        task_sets=sorted({r["task_set"] for r in [*votes, *outputs]}),
+        task_sets=sorted({r["task_set"] for r in [*votes, *outputs, *judged]}),
         style=progress.campaign.style if progress else service.style, text=service.text, names=names,
-        salted=salted, date=datetime.now(UTC).strftime("%Y-%m-%d"), files=files, progress=progress)
+        salted=salted, date=datetime.now(UTC).strftime("%Y-%m-%d"), files=files, progress=progress,
+        judge_votes=len(judged), judge_models=sorted({r["model"] for r in judged}))
 
 
 def _write_folder(target: Path, write) -> None:
@@ -294,7 +343,7 @@ def _header(s: Summary) -> list[str]:
                                         f" ({s.task_set})" if s.task_set else "")
     lines = ["---", f"license: {LICENSE_PLACEHOLDER}", f"pretty_name: {json.dumps(title)}",
              "task_categories:", "- text-generation", "tags:", "- human-feedback", "- preference", "- arena",
-             "size_categories:", f"- {size_category(max(s.votes, s.outputs))}", "configs:"]
+             "size_categories:", f"- {size_category(max(s.votes, s.outputs, s.judge_votes))}", "configs:"]
     for n, (name, path) in enumerate(s.files.items()):
         lines += [f"- config_name: {name}", "  data_files:", f"  - split: {SPLIT}", f"    path: {path}"]
         lines += ["  default: true"] if n == 0 else []
@@ -328,14 +377,15 @@ def _prose(s: Summary) -> list[str]:
     lines = [
         "# RAT Studio arena votes", "",
         "People's votes from RAT Studio's blind arena, where an annotator reads two answers to the same task, "
-        "written by two methods they are not told, and picks the better one (or a tie, or both bad); and the "
-        "outputs the arena pairs.", "",
+        "written by two methods they are not told, and picks the better one (or a tie, or both bad); the "
+        "outputs the arena pairs; and, apart from people's, the votes of the LLM judge on the same pairs.", "",
         "## What was exported", "",
         f"- Exported on {s.date} (UTC) by `python app.py dataset export`, from {scope}.",
         *_campaign_prose(s.progress),
         f"- {s.votes} vote(s) by {s.annotators} annotator(s); {s.corrected} corrected, {s.voided} of them voided "
         "(they do not count).",
         f"- {s.outputs} output(s).",
+        _judge_prose(s),
         f"- Methods: {', '.join(f'`{m}`' for m in s.methods) or 'none'}.",
         f"- Task sets: {sets}.",
         f"- How outputs were shown: {shown} ({STYLE_WORDS.get(s.style, s.style)}), "
@@ -354,6 +404,17 @@ def _prose(s: Summary) -> list[str]:
         lines += [f"## Columns of `{name}`", "", "| column | type | meaning |", "| --- | --- | --- |",
                   *(f"| `{c.name}` | {c.type.__name__} | {c.about} |" for c in TABLES[name]), ""]
     return lines
+
+
+def _judge_prose(s: Summary) -> str:
+    """The card's line on the LLM judge's votes: how many, by which model(s), kept apart."""
+    if not s.judge_votes:
+        return "- No LLM judge's vote in this scope."
+    models = ", ".join(f"`{m}`" for m in s.judge_models)
+    campaign = (" The judge has no campaign: these are its votes on the campaign's task set and methods."
+                if s.progress else "")
+    return (f"- {s.judge_votes} LLM judge's vote(s), by judge model(s) {models}: kept apart from people's votes, "
+            f"in their own config `judge_votes` (they never count on people's leaderboard).{campaign}")
 
 
 def _campaign_prose(p: CampaignProgress | None) -> list[str]:
@@ -394,32 +455,73 @@ class _DatasetOutput(OutputLine):
         return {**data, "task": data.get("prompt")} if isinstance(data, dict) and "task" not in data else data
 
 
+class _DatasetJudgeVote(_TaskLine):
+    """A row of the judge_votes table."""
+
+    prompt: Text = Field(description=NON_EMPTY)
+    method_a: Name = Field(description=NON_EMPTY)
+    method_b: Name = Field(description=NON_EMPTY)
+    output_a: Text | None = Field(None, description=NON_EMPTY)
+    output_b: Text | None = Field(None, description=NON_EMPTY)
+    choice: str = Field(description=f"one of {', '.join(arena.JUDGE_CHOICES)}")
+    n: int = Field(ge=1, description="a whole number, 1 or more")
+    model: Name = Field(description=NON_EMPTY)
+    created: Time = Field(description=ISO_TIME)
+    detail: str = Field(description="a JSON text")
+
+    @field_validator("choice")
+    @classmethod
+    def _choice(cls, value: str) -> str:
+        if value not in arena.JUDGE_CHOICES:
+            raise ValueError(f"must be one of {', '.join(arena.JUDGE_CHOICES)}, not {value!r}")
+        return value
+
+    @field_validator("detail")
+    @classmethod
+    def _detail(cls, value: str) -> str:
+        try:
+            json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError("must be JSON text, as `dataset export` writes it") from None
+        return value
+
+    def to_record(self, line: int) -> dict:
+        """The record ``data.dataset.import_judge_votes`` takes."""
+        return {**self.task_fields(self.prompt), "line": line, **self.model_dump(exclude={"prompt", "kind",
+                                                                                          "task_set"})}
+
+
 @dataclass(frozen=True)
 class Imported:
     outputs_added: int
     outputs_present: int
     votes_added: int
     votes_present: int
+    corrections_added: int = 0
+    judge_added: int = 0
+    judge_present: int = 0
 
 
 def import_dataset(service: Arena, directory: str | Path) -> Imported:
     """Read a folder written by ``export_dataset`` (either format) into the arena: its current
-    outputs (a run's older texts come with the votes that showed them), then its votes with
-    their corrections, in the order they were cast; what is already there is skipped. Every row
-    is checked before anything is written.
+    outputs (a run's older texts come with the votes that showed them), then people's votes with
+    their corrections, in the order they were cast, then the LLM judge's votes (append-only);
+    what is already there is skipped. Every row is checked before anything is written.
     Raises ImportFormatError naming the file, the row and the fix (nothing is imported), or for a
     folder without data files; ArenaError without pyarrow for Parquet; StoreError."""
     folder = Path(directory)
     files = {name: data_files(folder, name) for name in TABLES}
     if not any(files.values()):
-        raise ImportFormatError(f"{folder} holds no votes/ or outputs/ data files (*.parquet or *.jsonl): give "
-                                "the folder `python app.py dataset export` wrote.")
+        raise ImportFormatError(f"{folder} holds no votes/, outputs/ or judge_votes/ data files (*.parquet or "
+                                "*.jsonl): give the folder `python app.py dataset export` wrote.")
     outputs = [r.to_record(n) for n, r in _read(files["outputs"], _DatasetOutput, OUTPUT_EXAMPLE)
                if r.current is not False]
     votes = [r.to_record(n) for n, r in _read(files["votes"], _DatasetVote, VOTE_EXAMPLE)]
+    judged = [r.to_record(n) for n, r in _read(files["judge_votes"], _DatasetJudgeVote, JUDGE_EXAMPLE)]
     added_outputs = arena.import_outputs(service.store, outputs) if outputs else (0, 0)
-    added_votes = arena.import_votes(service.store, votes) if votes else (0, 0)
-    return Imported(*added_outputs, *added_votes)
+    added_votes = arena.import_votes(service.store, votes) if votes else (0, 0, 0)
+    added_judged = rows_of.import_judge_votes(service.store, judged) if judged else (0, 0)
+    return Imported(*added_outputs, *added_votes, *added_judged)
 
 
 def data_files(folder: Path, name: str) -> list[Path]:

@@ -636,9 +636,9 @@ class Arena:
                                            text=self.text, style=self.style, render=self.render)
 
     # -- imports and exports ----------------------------------------------------------------
-    def import_votes(self, path: str) -> tuple[int, int]:
+    def import_votes(self, path: str) -> arena.VotesImported:
         """Add the votes of a JSONL file (checked whole first, then written in batches); returns
-        (added, already present).
+        VotesImported(added, already present, corrections appended).
         Raises ImportFormatError naming the bad line (nothing is imported), StoreError."""
         return arena.import_votes(self.store, read_votes(path))
 

@@ -96,7 +96,7 @@ def digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _task_id(conn: sqlite3.Connection, prompt: str, kind: str | None, task_set: str | None) -> int:
+def task_for(conn: sqlite3.Connection, prompt: str, kind: str | None, task_set: str | None) -> int:
     """The id of the task (created if new), inside the caller's transaction. ``kind`` or
     ``task_set`` None (an imported line that does not say): the oldest task with this text and
     the given fields, whatever the others, so votes on a bundled set's prompt join that set."""
@@ -113,7 +113,7 @@ def _task_id(conn: sqlite3.Connection, prompt: str, kind: str | None, task_set: 
     return cur.lastrowid
 
 
-def _import_output(conn: sqlite3.Connection, task_id: int, method: str, text: str) -> tuple[int, bool]:
+def import_output_text(conn: sqlite3.Connection, task_id: int, method: str, text: str) -> tuple[int, bool]:
     """(output id, whether it was new) of an imported text, inside the caller's transaction."""
     key = digest(text)
     row = conn.execute(
@@ -197,8 +197,8 @@ def import_outputs(store: Store, records: Iterable[dict]) -> tuple[int, int]:
     added = present = 0
     with write_transaction(store.db, "import the outputs") as conn:
         for r in records:
-            task_id = _task_id(conn, r["prompt"], r["kind"], r["task_set"])
-            _, new = _import_output(conn, task_id, r["method"], r["text"])
+            task_id = task_for(conn, r["prompt"], r["kind"], r["task_set"])
+            _, new = import_output_text(conn, task_id, r["method"], r["text"])
             added += new
             present += not new
     return added, present
@@ -484,7 +484,16 @@ def last_correction_id(store: Store) -> int:
     return store.db.execute("select coalesce(max(id), 0) from vote_corrections").fetchone()[0]
 
 
-def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
+class VotesImported(NamedTuple):
+    """What ``import_votes`` wrote: votes added, votes already present (skipped), and the
+    corrections it appended."""
+
+    added: int
+    present: int
+    corrections: int
+
+
+def import_votes(store: Store, records: Iterable[dict]) -> VotesImported:
     """Add votes cast elsewhere, in batches of IMPORT_BATCH. Each record has ``prompt``, ``kind``,
     ``task_set`` (or ``task_id`` of a task in this database), ``method_a``, ``method_b``,
     ``choice``, ``annotator``, optional ``output_a``/``output_b`` texts, optional ``comment`` and
@@ -498,8 +507,8 @@ def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
     Written ``IMPORT_BATCH`` records a transaction, so a long import never holds the write lock
     for more than a moment: annotators' votes go in between. (An import stopped half-way can be
     run again: what it already wrote is skipped.)
-    Returns (added, skipped). Raises StoreError (naming the line) for an unknown task id, a flag
-    not in FLAGS or a comment over MAX_COMMENT."""
+    Returns VotesImported(added, present, corrections). Raises StoreError (naming the line) for an
+    unknown task id, a flag not in FLAGS or a comment over MAX_COMMENT."""
     records = list(records)
     for r in records:  # unknown task ids and bad notes are refused before anything is written
         if r.get("task_id") is not None:
@@ -508,7 +517,7 @@ def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
             vote_note(r.get("comment"), r.get("flag"))
         except ValueError as exc:
             raise StoreError(f"line {r.get('line', '?')}: {exc}.") from None
-    added = skipped = 0
+    added = skipped = corrections = 0
     for start in range(0, len(records), IMPORT_BATCH):
         with write_transaction(store.db, "import the votes") as conn:
             for r in records[start:start + IMPORT_BATCH]:
@@ -520,13 +529,13 @@ def import_votes(store: Store, records: Iterable[dict]) -> tuple[int, int]:
                 else:
                     skipped += 1
                 if r.get("correction"):
-                    _import_correction(conn, vote_id, r["correction"])
-    return added, skipped
+                    corrections += _import_correction(conn, vote_id, r["correction"])
+    return VotesImported(added, skipped, corrections)
 
 
 def _record_task_id(conn: sqlite3.Connection, r: dict, store: Store) -> int:
     if r.get("task_id") is None:
-        return _task_id(conn, r["prompt"], r["kind"], r["task_set"])
+        return task_for(conn, r["prompt"], r["kind"], r["task_set"])
     if not conn.execute("select 1 from tasks where id = ?", [r["task_id"]]).fetchone():
         raise StoreError(
             f"line {r.get('line', '?')}: no task {r['task_id']} in {store.path}; "
@@ -549,22 +558,24 @@ def _existing_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> int | Non
     return row[0] if row else None
 
 
-def _import_correction(conn: sqlite3.Connection, vote_id: int, c: dict) -> None:
+def _import_correction(conn: sqlite3.Connection, vote_id: int, c: dict) -> bool:
     """Append correction ``c`` (choice, by, why, optional created) to vote ``vote_id`` unless the
-    vote has one with the same choice, by and why (and created, when ``c`` has one)."""
+    vote has one with the same choice, by and why (and created, when ``c`` has one); returns
+    whether it was appended."""
     created = c.get("created")
     if conn.execute(
         "select 1 from vote_corrections where vote_id = ? and choice = ? and corrected_by = ? and why = ? "
         "and (? is null or created = ?)", [vote_id, c["choice"], c["by"], c["why"], created, created],
     ).fetchone():
-        return
+        return False
     conn.execute("insert into vote_corrections (vote_id, choice, corrected_by, why, created) values (?, ?, ?, ?, ?)",
                  [vote_id, c["choice"], c["by"], c["why"], created or now()])
+    return True
 
 
 def _insert_imported_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> int:
     outs = [
-        _import_output(conn, task_id, r[m], r[o])[0] if r.get(o) else None
+        import_output_text(conn, task_id, r[m], r[o])[0] if r.get(o) else None
         for m, o in (("method_a", "output_a"), ("method_b", "output_b"))
     ]
     stamp = r.get("created") or now()

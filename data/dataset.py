@@ -1,11 +1,16 @@
-"""The two reads of ``python app.py dataset export`` (``annotation.dataset``): every output and
-every people's vote, of one task set or of all (the votes also of one campaign), as flat rows
-in the order they were stored.
-Read-only; ``dataset import`` writes through ``data.arena``'s import functions."""
+"""The reads of ``python app.py dataset export`` (``annotation.dataset``): every output, every
+people's vote and every LLM judge's vote, of one task set or of all (people's votes also of one
+campaign), as flat rows in the order they were stored; and the import of the judge's votes.
+``dataset import`` writes outputs and people's votes through ``data.arena``'s import functions."""
 
 from __future__ import annotations
 
-from data.store import Store
+import sqlite3
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from data.arena import IMPORT_BATCH, JUDGE_CHOICES, import_output_text, task_for
+from data.store import Store, write_transaction
 
 _TASK_SET = "(? is null or t.task_set = ?)"
 _CAMPAIGN = "(? is null or b.campaign = ?)"
@@ -41,3 +46,66 @@ def vote_rows(store: Store, task_set: str | None = None, campaign: str | None = 
         "left join outputs oa on oa.id = b.output_a left join outputs ob on ob.id = b.output_b "
         "left join vote_corrections c on c.id = (select max(id) from vote_corrections where vote_id = v.id) "
         f"where {_TASK_SET} and {_CAMPAIGN} order by v.id", [task_set, task_set, campaign, campaign]))
+
+
+def judge_vote_rows(store: Store, task_set: str | None = None) -> list[dict]:
+    """Every LLM judge's vote (of ``task_set``'s tasks; None: every task), in the order they were
+    recorded: its id (``judge_vote_id``), the task's id, prompt, kind and set, both methods,
+    output ids and the texts shown (None where the judged pair names no output), the ``choice``
+    (a, b or tie), ``n`` (calls), the judge ``model``, ``created`` and ``detail`` (JSON text).
+    Raises StoreError."""
+    return list(store.db.query(
+        "select j.id as judge_vote_id, j.task_id, t.prompt, t.kind, t.task_set, j.method_a, j.method_b, "
+        "j.output_a as output_a_id, j.output_b as output_b_id, oa.text as output_a, ob.text as output_b, j.choice, "
+        "j.n, j.model, j.created, j.detail from judge_votes j join tasks t on t.id = j.task_id "
+        "left join outputs oa on oa.id = j.output_a left join outputs ob on ob.id = j.output_b "
+        f"where {_TASK_SET} order by j.id", [task_set, task_set]))
+
+
+class JudgeVotesImported(NamedTuple):
+    """What ``import_judge_votes`` wrote: judge votes added, and those already present (skipped)."""
+
+    added: int
+    present: int
+
+
+def import_judge_votes(store: Store, records: Iterable[dict]) -> JudgeVotesImported:
+    """Add the LLM judge's votes of another database, in batches of IMPORT_BATCH (append-only).
+    Each record has ``prompt``, ``kind``, ``task_set``, ``method_a``, ``method_b``, optional
+    ``output_a``/``output_b`` texts (stored as imported outputs, or found among them), ``choice``
+    (one of JUDGE_CHOICES), ``n``, ``detail`` (JSON text, kept as it is), ``model``, ``created``
+    and optional ``line`` (for messages). A record equal to a judge vote already here (same task,
+    methods, model, choice and created) is skipped, so importing twice adds nothing.
+    Raises ValueError for a choice not in JUDGE_CHOICES (before anything is written), StoreError."""
+    records = list(records)
+    for r in records:
+        if r["choice"] not in JUDGE_CHOICES:
+            raise ValueError(f"line {r.get('line', '?')}: judge choice must be one of {JUDGE_CHOICES}, "
+                             f"not {r['choice']!r}")
+    added = present = 0
+    for start in range(0, len(records), IMPORT_BATCH):
+        with write_transaction(store.db, "import the judge's votes") as conn:
+            for r in records[start:start + IMPORT_BATCH]:
+                task_id = task_for(conn, r["prompt"], r["kind"], r["task_set"])
+                if _judge_vote_present(conn, task_id, r):
+                    present += 1
+                else:
+                    _insert_judge_vote(conn, task_id, r)
+                    added += 1
+    return JudgeVotesImported(added, present)
+
+
+def _judge_vote_present(conn: sqlite3.Connection, task_id: int, r: dict) -> bool:
+    return conn.execute(
+        "select 1 from judge_votes where task_id = ? and method_a = ? and method_b = ? and model = ? "
+        "and choice = ? and created = ?",
+        [task_id, r["method_a"], r["method_b"], r["model"], r["choice"], r["created"]]).fetchone() is not None
+
+
+def _insert_judge_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> None:
+    outs = [import_output_text(conn, task_id, r[m], r[o])[0] if r.get(o) else None
+            for m, o in (("method_a", "output_a"), ("method_b", "output_b"))]
+    conn.execute(
+        "insert into judge_votes (task_id, method_a, method_b, output_a, output_b, choice, n, detail, model, created) "
+        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [task_id, r["method_a"], r["method_b"], *outs, r["choice"], r["n"], r["detail"], r["model"], r["created"]])

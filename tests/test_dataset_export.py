@@ -1,7 +1,7 @@
 """``python app.py dataset export/import`` (``annotation.dataset``): the folder loads with the
 Hugging Face ``datasets`` library as it is, its card's YAML names the configs, annotators are
 pseudonymised unless --names, and export then import into a fresh database gives the same
-leaderboard, corrections included."""
+leaderboards (people's, corrections included, and the LLM judge's, kept in its own config)."""
 
 from __future__ import annotations
 
@@ -152,13 +152,14 @@ def test_export_then_import_into_a_fresh_database_gives_the_same_leaderboard(ser
     try:
         restored = Arena(fresh)
         result = dataset.import_dataset(restored, folder)
-        assert (result.votes_added, result.votes_present) == (17, 0)
+        assert (result.votes_added, result.votes_present, result.corrections_added) == (17, 0, 2)
         assert result.outputs_added == 11, "every output the arena pairs now (a run's older text comes with its votes)"
         assert rows(restored) == rows(service) and rows(restored, "animals") == rows(service, "animals")
         assert [(c.vote_id, c.choice, c.cast) for c in restored.corrections()] \
             == [(c.vote_id, c.choice, c.cast) for c in service.corrections()]
         again = dataset.import_dataset(restored, folder)
-        assert (again.votes_added, again.outputs_added) == (0, 0) and len(restored.corrections()) == 2
+        assert (again.votes_added, again.outputs_added, again.corrections_added) == (0, 0, 0)
+        assert len(restored.corrections()) == 2
     finally:
         fresh.close()
 
@@ -189,7 +190,7 @@ def test_export_refuses_a_folder_with_files_and_an_unknown_task_set(service, tmp
     with pytest.raises(ArenaError, match="known task sets: 'animals', 'plans'"):
         dataset.export_dataset(service, tmp_path / "new", task_set="animal")
     assert not (tmp_path / "new").exists()
-    with pytest.raises(ImportFormatError, match="no votes/ or outputs/ data files"):
+    with pytest.raises(ImportFormatError, match="no votes/, outputs/ or judge_votes/ data files"):
         dataset.import_dataset(service, tmp_path / "full")
 
 
@@ -205,9 +206,124 @@ def test_the_cli_exports_and_imports(service, tmp_path, capsys):
     out = capsys.readouterr().out
     fresh = Store(tmp_path / "fresh.db")
     try:
-        assert code == 0 and f"Imported 3 output(s) (0 already present) and {people(fresh)} vote(s)" in out
+        corrected = len(Arena(fresh).corrections())
+        assert code == 0 and (f"Imported 3 output(s) (0 already present), {people(fresh)} vote(s) (0 already "
+                              f"present; {corrected} correction(s) added) and 0 judge's vote(s)") in out
         assert people(fresh) > 0 and arena.task_sets(fresh) == ["plans"]
     finally:
         fresh.close()
     code = app_module.main(["dataset", "export", str(folder)], env={"RAT_STUDIO_DB": str(tmp_path / "arena.db")})
     assert code == 1 and "not an empty folder" in capsys.readouterr().err
+
+
+# -- the LLM judge's votes --------------------------------------------------------------------
+JUDGES = ("judge-x", "judge-y")
+
+
+def judge(store: Store) -> int:
+    """The judge's votes on every pair of the arena's outputs of a task (choices and models in
+    turn); returns how many."""
+    outs = arena.latest_outputs(store)
+    pairs = [(a, b) for a in outs for b in outs if a.task_id == b.task_id and a.method < b.method]
+    for n, (a, b) in enumerate(pairs):
+        arena.add_judge_vote(store, task_id=a.task_id, output_a=a.id, output_b=b.id, method_a=a.method,
+                             method_b=b.method, choice=arena.JUDGE_CHOICES[n % 3], n=3,
+                             detail={"answers": ["a", "b", "tie"], "n": n}, model=JUDGES[n % 2])
+    return len(pairs)
+
+
+def judge_board(svc: Arena, task_set=None):
+    return svc.leaderboard("judge", task_set, bootstrap=20).rows
+
+
+def prose(folder) -> str:
+    return (folder / "README.md").read_text(encoding="utf-8").split("---\n", 2)[2]
+
+
+@pytest.mark.parametrize("fmt", dataset.FORMATS)
+def test_the_judges_votes_load_as_their_own_config_and_import_to_the_same_judge_leaderboard(service, tmp_path,
+                                                                                            fmt, monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    judged = judge(service.store)
+    folder = tmp_path / "ds"
+    summary = dataset.export_dataset(service, folder, fmt=fmt)
+    assert summary.judge_votes == judged == 10 and summary.judge_models == list(JUDGES)
+    table = load(folder, "judge_votes", tmp_path)
+    assert table.column_names == [c.name for c in dataset.JUDGE_COLUMNS] and table.num_rows == judged
+    stored = service.store.db.execute("select id, method_a, method_b, choice, model, detail from judge_votes "
+                                      "order by id").fetchall()
+    assert list(zip(table["judge_vote_id"], table["method_a"], table["method_b"], table["choice"], table["model"],
+                    table["detail"], strict=True)) == [tuple(r) for r in stored]
+    assert json.loads(table["detail"][1]) == {"answers": ["a", "b", "tie"], "n": 1}
+    first = table[0]
+    assert first["output_a"] == arena.output_texts(service.store, [first["output_a_id"]])[first["output_a_id"]]
+    assert load(folder, "votes", tmp_path).num_rows == people(service.store), "people's votes stay apart"
+    fresh = Store(tmp_path / "fresh.db")
+    try:
+        restored = Arena(fresh)
+        result = dataset.import_dataset(restored, folder)
+        assert (result.judge_added, result.judge_present) == (judged, 0)
+        assert judge_board(restored) and judge_board(restored) == judge_board(service)
+        assert judge_board(restored, "plans") == judge_board(service, "plans")
+        assert rows(restored) == rows(service), "people's leaderboard is not touched by the judge's votes"
+        again = dataset.import_dataset(restored, folder)
+        assert (again.judge_added, again.judge_present) == (0, judged)
+        assert fresh.db.execute("select count(*) from judge_votes").fetchone()[0] == judged
+    finally:
+        fresh.close()
+
+
+def test_the_card_counts_the_judges_votes_names_its_models_and_keeps_them_apart(service, tmp_path):
+    judge(service.store)
+    dataset.export_dataset(service, tmp_path / "all", fmt="jsonl")
+    assert [c["config_name"] for c in header(tmp_path / "all")["configs"]] == ["votes", "outputs", "judge_votes"]
+    assert ("- 10 LLM judge's vote(s), by judge model(s) `judge-x`, `judge-y`: kept apart from people's votes, in "
+            "their own config `judge_votes`") in prose(tmp_path / "all")
+    assert "## Columns of `judge_votes`" in prose(tmp_path / "all")
+    summary = dataset.export_dataset(service, tmp_path / "plans", task_set="plans", fmt="jsonl")
+    lines = (tmp_path / "plans" / "judge_votes" / "train.jsonl").read_text(encoding="utf-8").splitlines()
+    assert summary.judge_votes == len(lines) == 3 and {json.loads(line)["task_set"] for line in lines} == {"plans"}
+    plans = prose(tmp_path / "plans")
+    assert "- 3 LLM judge's vote(s)" in plans and "judge has no campaign" not in plans
+
+
+def test_a_campaign_export_holds_the_judges_votes_on_its_task_set_and_methods(service, tmp_path):
+    judge(service.store)
+    service.campaigns.create("pilot", task_set="animals", methods=("rat", "cot"))
+    summary = dataset.export_dataset(service, tmp_path / "ds", campaign="pilot", fmt="jsonl")
+    lines = [json.loads(line) for line in
+             (tmp_path / "ds" / "judge_votes" / "train.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {(r["task_set"], r["method_a"], r["method_b"]) for r in lines} == {("animals", "cot", "rat")}
+    assert summary.judge_votes == len(lines) == 2, "owls and bats, rat against cot"
+    assert "The judge has no campaign: these are its votes on the campaign's task set and methods." \
+        in prose(tmp_path / "ds")
+
+
+def test_a_bad_judge_row_names_the_file_and_row_and_imports_nothing(service, tmp_path):
+    judge(service.store)
+    folder = tmp_path / "ds"
+    dataset.export_dataset(service, folder, fmt="jsonl")
+    path = folder / "judge_votes" / "train.jsonl"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    lines[1] = json.dumps({**json.loads(lines[1]), "choice": "both_bad"})
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fresh = Store(tmp_path / "fresh.db")
+    try:
+        with pytest.raises(ImportFormatError, match=r'train\.jsonl line 2: "choice" must be one of a, b, tie'):
+            dataset.import_dataset(Arena(fresh), folder)
+        assert people(fresh) == 0 and fresh.db.execute("select count(*) from judge_votes").fetchone()[0] == 0
+    finally:
+        fresh.close()
+
+
+def test_votes_import_says_how_many_corrections_it_added(service, tmp_path, capsys):
+    service.store.close()
+    file = tmp_path / "votes.jsonl"
+    assert app_module.main(["votes", "export", "--out", str(file)], env={"RAT_STUDIO_DB": str(tmp_path / "arena.db")}) \
+        == 0
+    capsys.readouterr()
+    fresh = {"RAT_STUDIO_DB": str(tmp_path / "fresh.db")}
+    assert app_module.main(["votes", "import", str(file)], env=fresh) == 0
+    assert f"Imported 17 vote(s) from {file}; 2 correction(s) added." in capsys.readouterr().out
+    assert app_module.main(["votes", "import", str(file)], env=fresh) == 0
+    assert f"Imported 0 vote(s) from {file}; 17 already present; 0 correction(s) added." in capsys.readouterr().out

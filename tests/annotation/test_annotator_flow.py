@@ -185,7 +185,7 @@ def test_comment_and_flag_are_stored_exported_and_imported_again(service, tmp_pa
     path.write_text("".join(json.dumps(v) + "\n" for v in exported), encoding="utf-8")
     elsewhere = Store(tmp_path / "elsewhere.db")
     try:
-        assert Arena(elsewhere).import_votes(str(path)) == (2, 0)
+        assert Arena(elsewhere).import_votes(str(path)) == (2, 0, 0)  # added, present, corrections
         again = list(Arena(elsewhere).export_votes())
         assert (again[0]["comment"], again[0]["flag"]) == ("B stops mid-sentence.", "b_broken")
         assert "comment" not in again[1]

@@ -143,8 +143,8 @@ def test_a_failed_import_imports_nothing(store):
 
 def test_import_skips_votes_already_present(store):
     records = [_vote(created="2025-01-01T00:00:00", output_a="A text", output_b="B text")]
-    assert arena.import_votes(store, records) == (1, 0)
-    assert arena.import_votes(store, records) == (0, 1)
+    assert arena.import_votes(store, records) == arena.VotesImported(added=1, present=0, corrections=0)
+    assert arena.import_votes(store, records) == arena.VotesImported(added=0, present=1, corrections=0)
     exported = list(arena.export_votes(store))
     assert exported[0]["output_a"] == "A text" and exported[0]["winner"] == "a"
 

@@ -135,8 +135,9 @@ def _short(text: str, n: int) -> str:
 
 
 def cmd_votes_import(args, app) -> int:
-    added, skipped = app.arena.import_votes(args.file)
-    print(f"Imported {added} vote(s) from {args.file}" + (f"; {skipped} already present" if skipped else "") + ".")
+    r = app.arena.import_votes(args.file)
+    print(f"Imported {r.added} vote(s) from {args.file}" + (f"; {r.present} already present" if r.present else "")
+          + f"; {r.corrections} correction(s) added.")
     return 0
 
 

@@ -1,5 +1,5 @@
-"""``python app.py dataset export DIR`` / ``dataset import DIR``: the arena's outputs and people's
-votes as a Hugging Face dataset folder (``annotation.dataset``), and back."""
+"""``python app.py dataset export DIR`` / ``dataset import DIR``: the arena's outputs, people's
+votes and the LLM judge's votes as a Hugging Face dataset folder (``annotation.dataset``), and back."""
 
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     sub = dataset.add_subparsers(dest="dataset_command", metavar="ACTION", required=True)
     p = sub.add_parser("export", parents=parents, help="write outputs, votes and a dataset card into a new folder",
                        description="Writes DIR/README.md (the dataset card: set its license before publishing), "
-                                   "DIR/votes/train.* and DIR/outputs/train.*; load it with "
+                                   "DIR/votes/train.*, DIR/outputs/train.* and DIR/judge_votes/train.* (the LLM "
+                                   "judge's votes, apart from people's); load it with "
                                    "datasets.load_dataset(DIR, 'votes') or push the folder to the Hub as it is.")
     p.add_argument("dir", metavar="DIR", help="the folder to write (new, or empty)")
     p.add_argument("--task-set", help="only the outputs and votes of this task set (default: all)")
-    p.add_argument("--campaign", metavar="NAME", help="only the votes cast in this campaign and the outputs of its "
-                                                      "task set and methods; the card states its settings")
+    p.add_argument("--campaign", metavar="NAME", help="only the votes cast in this campaign, and the outputs and "
+                                                      "judge's votes of its task set and methods; the card states "
+                                                      "its settings")
     p.add_argument("--format", choices=FORMATS, default=PARQUET, help="data files' format (default parquet)")
     p.add_argument("--names", action="store_true",
                    help="keep annotators' names (default: pseudonyms, a stable hash of each name)")
@@ -28,7 +30,7 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
                                               "the same ones); without it a guessed name can be checked")
     p.set_defaults(func=cmd_dataset_export)
     p = sub.add_parser("import", parents=parents, help="read a folder of `dataset export` back into the arena "
-                                                       "(outputs, votes and their corrections)")
+                                                       "(outputs, votes and their corrections, judge's votes)")
     p.add_argument("dir", metavar="DIR", help="the folder `dataset export` wrote (or downloaded from the Hub)")
     p.set_defaults(func=cmd_dataset_import)
 
@@ -37,8 +39,9 @@ def cmd_dataset_export(args, app) -> int:
     s = export_dataset(app.arena, args.dir, task_set=args.task_set, fmt=args.format, names=args.names,
                        salt=args.salt, campaign=args.campaign)
     of = f" of campaign {s.progress.campaign.name!r}" if s.progress else ""
-    print(f"Wrote {s.votes} vote(s) and {s.outputs} output(s){of} to {s.directory} ({s.fmt}), with a dataset card "
-          f"(README.md). Load it with datasets.load_dataset({str(s.directory)!r}, 'votes').")
+    print(f"Wrote {s.votes} vote(s) and {s.outputs} output(s){of}, plus {s.judge_votes} LLM judge's vote(s), to "
+          f"{s.directory} ({s.fmt}), with a dataset card (README.md). Load it with "
+          f"datasets.load_dataset({str(s.directory)!r}, 'votes').")
     print(f"Before publishing: set `license:` in {s.directory / 'README.md'} (now {LICENSE_PLACEHOLDER}), and "
           "read the annotators' comments.")
     return 0
@@ -46,6 +49,7 @@ def cmd_dataset_export(args, app) -> int:
 
 def cmd_dataset_import(args, app) -> int:
     r = import_dataset(app.arena, args.dir)
-    print(f"Imported {r.outputs_added} output(s) ({r.outputs_present} already present) and {r.votes_added} "
-          f"vote(s) ({r.votes_present} already present) from {args.dir}.")
+    print(f"Imported {r.outputs_added} output(s) ({r.outputs_present} already present), {r.votes_added} vote(s) "
+          f"({r.votes_present} already present; {r.corrections_added} correction(s) added) and {r.judge_added} "
+          f"judge's vote(s) ({r.judge_present} already present) from {args.dir}.")
     return 0
