@@ -32,6 +32,7 @@ from annotation import present
 from annotation.outputs import article_renderer
 from common.errors import LLMAuthError, LLMConnectionError, LLMError, LLMModelNotFound
 from core.text import caps
+from core.text.caps import NO_THINKING
 from data import arena
 from data.arena import OutputText
 
@@ -120,6 +121,7 @@ class Call:
     reply: str = ""
     error: str = ""
     dropped: tuple[str, ...] = ()  # what the server would not take for this call, said (core.llm.Dropped)
+    thought: int = 0  # of a reply that was all thinking (no verdict written): its thinking's tokens
 
 
 def to_output_vote(order: str, verdict: str | None) -> str | None:
@@ -168,6 +170,13 @@ def decide(calls: Sequence[Call]) -> Verdict:
     return Verdict(choice, split, counts, by_order)
 
 
+def thinking_note(tokens: int) -> str:
+    """Why a judge reply that was all thinking has no verdict, and the fix (said once a run)."""
+    return (f"Some replies were all thinking (up to {tokens:,} tokens) and held no verdict: the judge's model "
+            f"thinks before it answers. Give the judge a model that does not think with --judge-model, or "
+            f"{NO_THINKING}.")
+
+
 def orders(n: int) -> list[str]:
     """``n`` call orders, half each way (the extra one, for odd n, with a first)."""
     return ["ab" if k % 2 == 0 else "ba" for k in range(n)]
@@ -189,7 +198,9 @@ async def _call(llm, task: str, text_a: str, text_b: str, order: str, temperatur
     except LLMError as exc:
         return Call(order, None, error=str(exc))
     dropped = tuple(d.message for d in getattr(done, "dropped", ()))  # e.g. a refused temperature
-    return Call(order, to_output_vote(order, parse_reply(done.text)), reply=done.text, dropped=dropped)
+    thought = getattr(done, "thinking_tokens", 0) or 1 if getattr(done, "thinking", "").strip() else 0
+    return Call(order, to_output_vote(order, parse_reply(done.text)), reply=done.text, dropped=dropped,
+                thought=thought if not done.text.strip() else 0)
 
 
 async def judge_pair(llm, task: str, text_a: str, text_b: str, *, n: int = N_CALLS,
@@ -279,7 +290,9 @@ def _store_verdict(store, model: str, x: OutputText, y: OutputText, verdict: Ver
                    report: Report) -> None:
     report.unparsed += verdict.counts["unparsed"]
     report.failed += verdict.counts["failed"]
-    for said in [*(d for c in calls for d in c.dropped), *(f"A call failed: {c.error}" for c in calls if c.error)]:
+    thinking = [c.thought for c in calls if c.thought]
+    for said in [*(d for c in calls for d in c.dropped), *(f"A call failed: {c.error}" for c in calls if c.error),
+                 *([thinking_note(max(thinking))] if thinking else [])]:
         if said not in report.notes:
             report.notes.append(said)
     label = f"task {x.task_id}: {x.method} vs {y.method}"

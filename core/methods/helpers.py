@@ -39,6 +39,7 @@ from core.article.sources import cut_ending
 from core.methods.base import MethodContext, Param, declared_param
 from core.returning import Return, Returning, returning  # noqa: F401  (the helpers' idiom, above)
 from core.text import caps, prompts
+from core.text.caps import NO_THINKING
 from core.text.fencing import format_passages
 from core.text.guards import Revision, guard_revision
 from core.text.prompts import QA_INSTRUCTION, question_for  # noqa: F401  (shared by the methods)
@@ -121,9 +122,6 @@ async def generate(ctx: MethodContext, prompt: str | list[dict], *, role: str, i
             yield Return(Answer(item.text, cut=cut, all_thinking=all_thinking))
 
 
-#: How to stop a model from thinking, for the messages below.
-NO_THINKING = ("turn the model's thinking off (Qwen3: /no_think in the prompt; Ollama: think false; "
-               "llama.cpp: --reasoning-budget 0)")
 
 
 def _thinking_cut(role: str, tokens: int, cap: int | None) -> str:

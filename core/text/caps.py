@@ -78,6 +78,11 @@ class Cap(int):
         return cap
 
 
+#: How to stop a model from thinking, for the messages on answers its thinking used up.
+NO_THINKING = ("turn the model's thinking off (Qwen3: /no_think in the prompt; Ollama: think false; "
+               "llama.cpp: --reasoning-budget 0)")
+
+
 def revise(text: str, passages: int = 0) -> Cap:
     """The cap of a revision of ``text`` with ``passages`` passages in its prompt:
     REVISE_TIMES times the text's tokens plus CITATION_TOKENS per passage, at least

@@ -144,3 +144,20 @@ async def test_the_judge_says_why_calls_failed(app, llm):
     seed_outputs(app.store, {"Describe owls": {"rat": "owls", "cot": "birds"}})
     report = await judge.judge_store(app.store, app.clients.llm, "fake-model", n=2)
     assert report.failed == 2 and "The prompt is too odd for this model." in report.summary()
+
+
+async def test_a_judge_reply_that_is_all_thinking_says_so_and_names_the_fix(app, llm):
+    """Issue 25: a verdict left empty by thinking was counted "unreadable" with no word of why."""
+    from tests.fakes.llm_server import THOUGHT
+
+    llm.reply(lambda body: FakeReply(thinking=THOUGHT, think="unclosed"))
+    seed_outputs(app.store, {"Describe owls": {"rat": "owls", "cot": "birds"}})
+    report = await judge.judge_store(app.store, app.clients.llm, "fake-model", n=2)
+    assert report.no_verdict == 1 and report.unparsed == 2
+    summary = report.summary()
+    assert summary.count("were all thinking") == 1 and "--judge-model" in summary and "/no_think" in summary
+    llm.reply(lambda body: FakeReply(text="I cannot decide.", thinking=THOUGHT, think="reasoning_content"))
+    seed_outputs(app.store, {"Describe bats": {"rat": "bats", "cot": "mammals"}})
+    other = await judge.judge_store(app.store, app.clients.llm, "fake-model", n=2)
+    # (the owls pair, with no verdict stored, is asked again): answers, unreadable, not all thinking
+    assert other.unparsed == 4 and "were all thinking" not in other.summary()
