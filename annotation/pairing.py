@@ -26,10 +26,11 @@ one new pair in ten (GOLD_SHARE) is a gold pair of the task set the annotator wa
 from __future__ import annotations
 
 import random
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from itertools import combinations, product
-from typing import NamedTuple
+from itertools import accumulate, combinations, product
+from typing import Any, NamedTuple
 
 from annotation.errors import NoPairLeft
 from annotation.outputs import article_renderer
@@ -54,23 +55,44 @@ def candidate_pairs(outputs: Sequence[OutputRow]) -> list[tuple[OutputRow, Outpu
     return [pair for sides in _by_methods(outputs).values() for xs, ys in sides for pair in product(xs, ys)]
 
 
-#: The groupings ``_by_methods`` built last, by the identity of the outputs list they were built
-#: from: the arena service keeps one list per task set until an output is added, and every next
-#: pair would group its hundreds of outputs again.
-_GROUPED: list[tuple[Sequence[OutputRow], dict]] = []
-_GROUPED_KEPT = 8
+#: What was built last from a list of outputs (its grouping by methods, its index by id), by the
+#: identity of the list: the arena service keeps one list per task set until an output is added,
+#: and every next pair would build them again from its hundreds (or, after a large import, its
+#: hundreds of thousands) of outputs.
+_BUILT: list[tuple[Sequence[OutputRow], Callable, Any]] = []
+_BUILT_KEPT = 16
+#: A group of candidate pairs larger than this is sampled (``_sample_pair``), not listed: after
+#: an import of 200,000 votes with their texts a task can hold hundreds of outputs per method,
+#: and listing every pair of them took seconds and gigabytes.
+LIST_AT_MOST = 20_000
+SAMPLE_TRIES = 256
+
+
+def _built(outputs: Sequence[OutputRow], build: Callable[[Sequence[OutputRow]], Any]) -> Any:
+    """``build(outputs)``, built once for the same list (the very object; callers do not change it)."""
+    for kept, how, value in list(_BUILT):
+        if kept is outputs and how is build:
+            return value
+    value = build(outputs)
+    _BUILT[:] = [(outputs, build, value), *_BUILT[:_BUILT_KEPT - 1]]
+    return value
+
+
+def prepare(outputs: Sequence[OutputRow]) -> None:
+    """Build what pairing builds from ``outputs`` once (its grouping and index), ahead of the
+    first annotator (the arena service's warm-up): 4 s at 400,000 outputs here."""
+    _by_methods(outputs)
+    _built(outputs, _index)
+
+
+def _index(outputs: Sequence[OutputRow]) -> dict[int, OutputRow]:
+    return {o.id: o for o in outputs}
 
 
 def _by_methods(outputs: Sequence[OutputRow]) -> dict[tuple[str, str], list[tuple[list[OutputRow], list[OutputRow]]]]:
     """The candidate pairs by their two methods (in name order), each task's as the two lists
-    of outputs whose product they are (built only where they are looked at). The same list of
-    outputs (the very object) is grouped once (``_GROUPED``); callers do not change it."""
-    for kept, grouped in list(_GROUPED):
-        if kept is outputs:
-            return grouped
-    grouped = _group(outputs)
-    _GROUPED[:] = [(outputs, grouped), *_GROUPED[:_GROUPED_KEPT - 1]]
-    return grouped
+    of outputs whose product they are (built only where they are looked at), built once per list."""
+    return _built(outputs, _group)
 
 
 def _group(outputs: Sequence[OutputRow]) -> dict[tuple[str, str], list[tuple[list[OutputRow], list[OutputRow]]]]:
@@ -110,13 +132,50 @@ def choose_pair(
         for methods in by_count[count]:
             by_quality[-round(quality(*methods), 9)].append(methods)
         for key in sorted(by_quality):
-            fresh = [(x, y, ids) for methods in by_quality[key] for xs, ys in grouped[methods]
+            cells = [cell for methods in by_quality[key] for cell in grouped[methods]]
+            if sum(len(xs) * len(ys) for xs, ys in cells) > LIST_AT_MOST:
+                pair = _sample_pair(cells, seen, output_battles, rng)
+                if pair is None:
+                    continue
+                x, y = pair
+                return (y, x) if rng.random() < 0.5 else (x, y)
+            fresh = [(x, y, ids) for xs, ys in cells
                      for x, y in product(xs, ys) if (ids := frozenset((x.id, y.id))) not in seen]
             if fresh:
                 fewest = min(output_battles.get(ids, 0) for _, _, ids in fresh)
                 x, y, _ = rng.choice([p for p in fresh if output_battles.get(p[2], 0) == fewest])
                 return (y, x) if rng.random() < 0.5 else (x, y)
     return None
+
+
+def _sample_pair(cells: Sequence[tuple[list[OutputRow], list[OutputRow]]], seen: set[frozenset[int]],
+                 output_battles: dict[frozenset[int], int], rng: random.Random) -> tuple[OutputRow, OutputRow] | None:
+    """A pair of the ``cells`` (each the lists of outputs of two methods on one task) with the
+    fewest battles among those not ``seen``, without listing them all: pairs drawn uniformly until
+    one was never shown to anyone (the fewest there can be; in a large group nearly every pair),
+    else, in a group that dense, the first such pair in order, or the pair of fewest battles; None
+    when every pair was seen. What it looks at is bounded by the battles and ``seen``, not by
+    the product of the outputs."""
+    bounds = list(accumulate(len(xs) * len(ys) for xs, ys in cells))
+    for _ in range(SAMPLE_TRIES):
+        k = rng.randrange(bounds[-1])
+        c = bisect_right(bounds, k)
+        xs, ys = cells[c]
+        offset = k - (bounds[c - 1] if c else 0)
+        x, y = xs[offset // len(ys)], ys[offset % len(ys)]
+        if (ids := frozenset((x.id, y.id))) not in seen and ids not in output_battles:
+            return x, y
+    best: tuple[int, OutputRow, OutputRow] | None = None
+    for xs, ys in cells:
+        for x, y in product(xs, ys):
+            if (ids := frozenset((x.id, y.id))) in seen:
+                continue
+            n = output_battles.get(ids, 0)
+            if n == 0:
+                return x, y
+            if best is None or n < best[0]:
+                best = (n, x, y)
+    return (best[1], best[2]) if best else None
 
 
 def gold_pair(store: Store, outputs: Sequence[OutputRow], seen: set[frozenset[int]],
@@ -127,7 +186,7 @@ def gold_pair(store: Store, outputs: Sequence[OutputRow], seen: set[frozenset[in
     golds = arena.gold_pairs(store)
     if not golds or rng.random() >= GOLD_SHARE:
         return None
-    by_id = {o.id: o for o in outputs}
+    by_id = _built(outputs, _index)
     fresh = [(by_id[g.output_a], by_id[g.output_b]) for g in golds if g.output_a in by_id and g.output_b in by_id
              and frozenset((g.output_a, g.output_b)) not in seen]
     if not fresh:
@@ -256,7 +315,7 @@ def started_pair(outputs: Sequence[OutputRow], held: Mapping[frozenset[int], set
     this annotator was not shown, the one closest to its overlap first (ties at random), in random
     A/B order; None when there is none. Finishing started pairs first makes complete pairs (the
     ones agreement is measured on) early, instead of many pairs with one vote each."""
-    by_id = {o.id: o for o in outputs}
+    by_id = _built(outputs, _index)
     open_ = [(len(who), ids) for ids, who in held.items()
              if len(who) < overlap and ids not in seen and all(i in by_id for i in ids)]
     if not open_:

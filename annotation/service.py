@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from annotation import agreement, outliers, ratings
+from annotation import agreement, outliers, pairing, ratings
 from annotation import judge as judge_mod
 from annotation import style as style_control
 from annotation.board import Boards
@@ -477,8 +477,9 @@ class Arena:
         return self.boards.tally(source, task_set)
 
     def warm_up(self, bootstrap: int = 100) -> threading.Thread:
-        """Bring people's leaderboard over every task set (with ``bootstrap`` rounds, as the tab
-        asks for it), the agreement and the voter flags up to date in a background thread, and
+        """Bring the outputs annotators are paired from, people's leaderboard over every task set
+        (with ``bootstrap`` rounds, as the tab asks for it), the agreement and the voter flags up
+        to date in a background thread, and
         import scikit-learn there: the server's start pays for reading every vote, not the first
         annotator's pair or the first opening of the Leaderboard tab. A failure is logged; the
         tab computes again when opened and shows it. Returns the started thread."""
@@ -486,6 +487,8 @@ class Arena:
             started = time.perf_counter()
             try:
                 ratings.warm_up()
+                arena.sync_run_outputs(self.store, self.text, self.render)
+                pairing.prepare(self._outputs(None))  # the first pair's outputs, read and grouped
                 self.leaderboard("people", bootstrap=bootstrap)
                 self.agreement(None)
                 self.flags()

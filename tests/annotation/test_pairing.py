@@ -141,3 +141,35 @@ def test_battle_counts_fold_in_only_new_battles_and_match_a_recount(store):
     assert counted == arena.battle_counts(store), "incremental counts equal a full recount"
     assert sum(counted.by_methods.values()) == 5 and counted.last_id == 5
     assert first.by_methods == {}, "an earlier result is not changed by a later fold"
+
+
+def _many(task: int, method: str, n: int, first_id: int) -> list[OutputRow]:
+    return [OutputRow(first_id + k, task, method) for k in range(n)]
+
+
+def test_a_large_group_is_sampled_never_listed_and_still_takes_an_unshown_pair():
+    """Issue 26: after an import of 200,000 votes with their texts (399k outputs) each Next listed
+    every pair of a task's outputs (seconds, gigabytes); now a group past LIST_AT_MOST is sampled."""
+    outputs = _many(1, "rat", 300, 0) + _many(1, "cot", 300, 1_000)  # 90,000 candidate pairs
+    shown_before = {frozenset((x, 1_000 + y)): 1 for x in range(300) for y in range(150)}  # half were shown
+    seen = {frozenset((0, 1_000))}
+    picked = {frozenset(o.id for o in pairing.choose_pair(outputs, seen, {}, shown_before, lambda a, b: 0.5,
+                                                          random.Random(k))) for k in range(200)}
+    assert not picked & (set(shown_before) | seen)  # always one nobody was shown: the fewest battles
+    assert len(picked) > 150  # spread over the 45,000 such pairs, not one picked again and again
+    assert all(len(p) == 2 for p in picked)
+
+
+def test_a_dense_large_group_falls_back_to_the_fewest_battles(monkeypatch):
+    monkeypatch.setattr(pairing, "SAMPLE_TRIES", 3)
+    monkeypatch.setattr(pairing, "LIST_AT_MOST", 10)
+    outputs = _many(1, "rat", 5, 0) + _many(1, "cot", 5, 100)
+    every = [frozenset((x, 100 + y)) for x in range(5) for y in range(5)]
+    battles = {ids: 2 for ids in every} | {frozenset((4, 103)): 1}
+    seen = {frozenset((0, 100))}
+    assert {o.id for o in pairing.choose_pair(outputs, seen, {}, battles, lambda a, b: 0.5,
+                                              random.Random(0))} == {4, 103}
+    del battles[frozenset((2, 101))]  # one never shown: taken whatever the draws
+    assert {o.id for o in pairing.choose_pair(outputs, seen, {}, battles, lambda a, b: 0.5,
+                                              random.Random(0))} == {2, 101}
+    assert pairing.choose_pair(outputs, set(every), {}, battles, lambda a, b: 0.5, random.Random(0)) is None
