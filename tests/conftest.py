@@ -66,3 +66,23 @@ def settings(tmp_path, llm, web) -> Settings:
 @pytest.fixture
 def app(settings) -> app_module.App:
     return app_module.build(settings)
+
+
+@pytest.fixture
+def db(tmp_path):
+    """The database file of the ``cli`` fixture (a test module may give its own, seeded)."""
+    return tmp_path / "x.db"
+
+
+@pytest.fixture
+def cli(capsys, db):
+    """``python app.py ARGS`` in-process; returns (exit code, stdout, stderr). Without ``env``,
+    only the database is set (commands that call no model)."""
+
+    def run(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        capsys.readouterr()
+        code = app_module.main(list(argv), env=env or {"RAT_STUDIO_DB": str(db)})
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run

@@ -12,31 +12,12 @@ import sys
 import pytest
 from argon2 import PasswordHasher
 
-import app as app_module
 from annotation.accounts import Accounts
 from data.store import Store
 
 PASSWORD = "correct-horse"
 LINK = r"http://127\.0\.0\.1:7860/invite/([A-Za-z0-9_-]{43})"
 PROLIFIC = r"\?PROLIFIC_PID=\{\{%PROLIFIC_PID%\}\}&STUDY_ID=\{\{%STUDY_ID%\}\}&SESSION_ID=\{\{%SESSION_ID%\}\}"
-
-
-@pytest.fixture
-def db(tmp_path):
-    return tmp_path / "x.db"
-
-
-@pytest.fixture
-def cli(db, capsys):
-    """Run ``python app.py ARGS`` in-process; returns (exit code, stdout, stderr)."""
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = app_module.main(list(argv), env={"RAT_STUDIO_DB": str(db)})
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 @pytest.fixture

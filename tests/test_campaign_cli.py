@@ -32,19 +32,6 @@ def db(tmp_path):
     return path
 
 
-@pytest.fixture
-def cli(db, capsys):
-    """Run ``python app.py ARGS`` in-process; returns (exit code, stdout, stderr)."""
-
-    def run(*argv: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = app_module.main(list(argv), env={"RAT_STUDIO_DB": str(db)})
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
-
-
 def vote(db, annotator: str, times: int) -> list[str | None]:
     """``annotator`` votes "a" on their next ``times`` pairs; the campaign of each (None: the open arena)."""
     store = Store(db)

@@ -48,20 +48,6 @@ def env(db, llm, shared_web) -> dict[str, str]:
 
 
 @pytest.fixture
-def cli(capsys, db):
-    """``python app.py ARGS`` in-process; returns (exit code, stdout, stderr). Without ``env``,
-    only the database is set (commands that call no model)."""
-
-    def run(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-        capsys.readouterr()
-        code = app_module.main(list(argv), env=env or {"RAT_STUDIO_DB": str(db)})
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
-
-
-@pytest.fixture
 def store(db):
     s = app_module.build(Settings(db_path=db)).store  # no model or search is used
     yield s
