@@ -60,7 +60,7 @@ def candidate_pairs(outputs: Sequence[OutputRow]) -> list[tuple[OutputRow, Outpu
 #: and every next pair would build them again from its hundreds (or, after a large import, its
 #: hundreds of thousands) of outputs.
 _BUILT: list[tuple[Sequence[OutputRow], Callable, Any]] = []
-_BUILT_KEPT = 16
+_BUILT_KEPT = 8  # two builds each of a few lists (task sets, campaigns); a replaced list drops out soon
 #: A group of candidate pairs larger than this is sampled (``_sample_pair``), not listed: after
 #: an import of 200,000 votes with their texts a task can hold hundreds of outputs per method,
 #: and listing every pair of them took seconds and gigabytes.
