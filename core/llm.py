@@ -152,16 +152,27 @@ class ThinkSplitter:
 
     ``feed(content, reasoning)`` and ``close()`` return what to pass on, in order: ``str``
     answer pieces, :class:`Thinking` pieces, and a :class:`Reset` when a late ``</think>`` turns
-    answer text already passed on into thinking (what follows it is the whole answer)."""
+    answer text already passed on into thinking (what follows it is the whole answer).
+
+    ``opened``: the model is known to start inside a block its template opened (a late
+    ``</think>`` was seen from it before): its content passes on as thinking from the start, so
+    none flashes as answer text; should no tag come at all, the stream's end passes a Reset and
+    the whole text as the answer (no text is lost either way)."""
 
     OPEN, CLOSE = "<think>", "</think>"
 
-    def __init__(self) -> None:
+    def __init__(self, *, opened: bool = False) -> None:
         self._answer: list[str] = []
         self._thinking: list[str] = []
         self._held = ""  # content not yet passed on: the possible start of a tag
-        self._inside = False
+        self._inside = opened
+        self._assumed = opened  # inside by what the model did before, no tag seen yet
         self._closed_any = False
+
+    @property
+    def late_closed(self) -> bool:
+        """True once a ``</think>`` closed a block this stream never opened (the template did)."""
+        return self._closed_any and not self._assumed and self._late
 
     @property
     def answer(self) -> str:
@@ -185,17 +196,33 @@ class ThinkSplitter:
         return out
 
     def close(self) -> list[str | Thinking | Reset]:
-        """What was held back, at the end of the stream: thinking inside an unclosed block."""
+        """What was held back, at the end of the stream: thinking inside an unclosed block; or,
+        when the block was only assumed open (``opened``) and no tag came, the whole text as the
+        answer, after a Reset that takes back what passed on as thinking."""
         out: list[str | Thinking | Reset] = []
         held, self._held = self._held, ""
         self._emit(held, out)
+        if self._assumed and self._thinking:
+            text, self._thinking, self._inside, self._assumed = "".join(self._thinking), [], False, False
+            out.append(Reset())
+            self._emit(text, out)
         return out
 
+    _late = False
+
     def _content(self, text: str, out: list) -> None:
+        if self._assumed:  # a model assumed to start inside that opens a block itself after all
+            lowered = text.lower()
+            opens, closes = lowered.find(self.OPEN), lowered.find(self.CLOSE)
+            if opens >= 0 and (closes < 0 or opens < closes):
+                self._assumed = self._inside = False
         while True:
             lowered = text.lower()
             tag = self.CLOSE if self._inside else self.OPEN
             at = lowered.find(tag)
+            if at >= 0:
+                self._late = self._late or (self._assumed and tag == self.CLOSE)
+                self._assumed = False
             late = -1 if self._inside or self._closed_any else lowered.find(self.CLOSE)
             if late >= 0 and (at < 0 or late < at):
                 self._late_close(text[:late], out)
@@ -213,6 +240,7 @@ class ThinkSplitter:
 
     def _late_close(self, before: str, out: list) -> None:
         """A ``</think>`` with no ``<think>`` before it: all the content so far was thinking."""
+        self._late = True
         shown = self.answer
         if shown:
             out.append(Reset())
@@ -281,6 +309,9 @@ _QUIRKS: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
 THINKING_ROOM = 4096
 #: (base URL, model) seen thinking in this process: their capped calls get THINKING_ROOM more.
 _THINKERS: set[tuple[str, str]] = set()
+#: (base URL, model) seen answering inside a think block its chat template opened (only the
+#: ``</think>`` comes): their next streams start as thinking (``ThinkSplitter(opened=True)``).
+_OPENED: set[tuple[str, str]] = set()
 WINDOW_TTL = 600.0  # seconds a server's reported context window is trusted
 _WINDOWS: dict[tuple[str, str], tuple[float, int | None]] = {}  # (base URL, model) -> (when read, window)
 
@@ -345,7 +376,7 @@ class LLMClient:
         started = time.monotonic()
         attempt = 0
         while True:
-            split = ThinkSplitter()
+            split = ThinkSplitter(opened=(self.base_url, model) in _OPENED)
             usage = None
             finish = ""
             received = False
@@ -397,6 +428,8 @@ class LLMClient:
                                 seconds=time.monotonic() - started, dropped=tuple(dropped))
         if done.thinking:
             _THINKERS.add((self.base_url, model))
+        if split.late_closed:
+            _OPENED.add((self.base_url, model))
         if done.finish_reason == "length" and done.thinking and not done.text.strip() and max_tokens is not None \
                 and not roomy:  # a cap sized for the answer, used up by thinking: once more, with room to think
             yield Reset()

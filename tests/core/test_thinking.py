@@ -35,6 +35,7 @@ def _forget_quirks():
     yield
     llm_module._QUIRKS.clear()
     llm_module._THINKERS.clear()
+    llm_module._OPENED.clear()
 
 
 def answer_of(items: list) -> str:
@@ -117,6 +118,35 @@ async def test_a_block_opened_by_the_chat_template_is_thinking(llm):
     *items, done = await stream_items(llm)
     assert answer_of(items) == done.text == ANSWER and done.thinking == THOUGHT
     assert any(isinstance(i, Reset) for i in items), "what was shown as answer is taken back"
+
+
+async def test_a_model_seen_opening_inside_thinking_streams_its_next_thinking_as_thinking(llm):
+    """Issue 25: the "opened" style showed its thinking as answer text until the </think> came, on
+    every call; once the model is seen doing it, its calls start as thinking: nothing flashes."""
+    llm.queue(*[FakeReply(ANSWER, thinking=THOUGHT, think="opened")] * 2)
+    async with client_for(llm) as client:
+        first = [item async for item in client.stream("q", role="draft")]
+        second = [item async for item in client.stream("q", role="draft")]
+    assert any(isinstance(i, Reset) for i in first)  # the first call could not know
+    *items, done = second
+    assert not any(isinstance(i, Reset) for i in items)
+    assert not any(MARK in i for i in items if isinstance(i, str)), "no thinking shown as answer"
+    assert answer_of(items) == done.text == ANSWER and done.thinking == THOUGHT
+
+
+@pytest.mark.parametrize("content, answer, thinking", [
+    ("I ponder.</think>\n\nThe answer.", "The answer.", "I ponder."),
+    ("<think>I ponder.</think>\n\nThe answer.", "The answer.", "I ponder."),  # it opens one itself after all
+    ("A plain answer, no tag at all.", "A plain answer, no tag at all.", ""),  # all of it, after a Reset
+])
+def test_a_splitter_started_inside_loses_no_text_whatever_comes(content, answer, thinking):
+    for size in range(1, len(content) + 1):
+        splitter = ThinkSplitter(opened=True)
+        items = [i for n in range(0, len(content), size) for i in splitter.feed(content[n:n + size])]
+        items += splitter.close()
+        assert (splitter.answer, splitter.thinking) == (answer, thinking), size
+        assert answer_of(items) == answer, size
+        assert not any(isinstance(i, str) and "ponder" in i for i in items), size
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
