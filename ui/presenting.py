@@ -184,7 +184,8 @@ PANEL_JS = """() => {
     const summary = target.closest('details.rat-card > summary');
     if (summary && !summary.closest('#rat-stage')) {
       const card = summary.parentElement;
-      setTimeout(() => { if (card.open) { opened.add(card.id); } else { opened.delete(card.id); } }, 0);
+      // (a re-render may have replaced the card since the click: its new copy is opened here too)
+      setTimeout(() => { if (card.open) { opened.add(card.id); reopen(); } else { opened.delete(card.id); } }, 0);
     }
   }, true);
 
