@@ -81,11 +81,13 @@ class HistoryTab:
         playing = [replay, play]
         at = [self.replaying, self.position]
         # each cancels the replay playing now (its own listener, bound first: see stop_running)
-        moves = ((self.pause_btn.click, self.frame_at), (self.position.input, self.frame_at),
+        moves = ((self.pause_btn.click, self.frame_at), (self.position.input, self.seek),
                  (self.back_btn.click, partial(self.on_step, -1)), (self.forward_btn.click, partial(self.on_step, 1)))
         for trigger, handler in moves:
             trigger(None, None, None, cancels=playing, **PRIVATE)
-            trigger(handler, at, shown, **REPLAY)
+            # a position typed digit by digit: each seek runs after the one before, the last typed last
+            last = {"trigger_mode": "always_last"} if handler == self.seek else {}
+            trigger(handler, at, shown, **last, **REPLAY)
         cont = panel.wire()
         stop_running(self.stop_btn, panel, [*playing, cont])
 
@@ -175,6 +177,13 @@ class HistoryTab:
         view.replayed = True
         shown = self.panel.settle(self.view_of(run_id)) if position == len(events) else self.panel.frame(view)
         return {**shown, **self.control_values(run_id, position, len(events), playing=False)}
+
+    def seek(self, run_id: str, position: float) -> dict:
+        """``frame_at`` for a position the user moves or types: the position box keeps what they
+        typed (writing back the seek of "3" while they typed "35" undid their typing)."""
+        shown = self.frame_at(run_id, position)
+        total = len(self.store.events(run_id))
+        return {**shown, self.position: gr.Slider(maximum=max(total, 1))}
 
     def on_step(self, direction: int, run_id: str, position: float) -> dict:
         """To the previous (``direction`` -1) or next (+1) stop: the draft, each step's revision."""
