@@ -20,7 +20,7 @@ from annotation.service import Arena
 from common.settings import Settings
 from data import arena
 from tests.annotation.test_cli import run, write_jsonl
-from tests.ui.browser import chromium, chromium_missing, serve
+from tests.ui.browser import chromium, chromium_missing, logged_in, serve
 from ui import leaderboard
 
 SOURCED = """# Owls
@@ -203,11 +203,7 @@ def test_an_admin_sees_the_style_controlled_ranking_in_the_browser(tmp_path):
     accounts = Accounts(app.store, hasher=PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
     accounts.add("boss", "correct-horse", role="admin")
     with serve(app, accounts) as url, chromium() as browser:
-        page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-        page.goto(url + "login")
-        page.get_by_label("Name").fill("boss")
-        page.get_by_label("Password").fill("correct-horse")
-        page.get_by_role("button", name="Log in").click()
+        page = logged_in(browser, url, "boss", "correct-horse")
         page.get_by_role("tab", name="Leaderboard").click(timeout=20_000)
         page.get_by_role("button", name=re.compile("^Style control")).click(timeout=20_000)
         page.get_by_text("At equal quality, the longer answer").wait_for(timeout=20_000)

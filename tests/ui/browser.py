@@ -60,3 +60,14 @@ def article_box(panel):
     """The editable article of a run panel (Writer or History): its Edit view switched on."""
     panel.get_by_role("radio", name="Edit").check()
     return panel.get_by_role("textbox", name=re.compile("^Article"))
+
+
+def logged_in(browser, url: str, name: str, password: str, width: int = 1366, height: int = 768):
+    """A new page at width x height, logged in as ``name`` on the app's login page (the page goes
+    on to where the account's role lands)."""
+    page = browser.new_context(viewport={"width": width, "height": height}).new_page()
+    page.goto(url + "login")
+    page.get_by_label("Name").fill(name)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    return page

@@ -15,7 +15,7 @@ import app as app_module
 from annotation.accounts import Accounts
 from common.settings import Settings
 from tests.annotation.conftest import seed_outputs
-from tests.ui.browser import chromium, chromium_missing, serve
+from tests.ui.browser import chromium, chromium_missing, logged_in, serve
 from tests.ui.test_campaigns_ui import cast
 
 TIMEOUT = 20_000  # ms
@@ -35,11 +35,7 @@ def test_an_admin_reads_the_leaderboard_and_progress_of_one_campaign(tmp_path):
     assert (cast(app.arena, "ana", "tie"), cast(app.arena, "bob", "tie", most=1), cast(app.arena, "cy", "a", most=1)) \
         == (3, 1, 1)
     with serve(app, accounts) as url, chromium() as browser:
-        page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-        page.goto(url + "login")
-        page.get_by_label("Name").fill("boss")
-        page.get_by_label("Password").fill("correct-horse")
-        page.get_by_role("button", name="Log in").click()
+        page = logged_in(browser, url, "boss", "correct-horse")
         page.get_by_role("tab", name="Leaderboard").click()
         page.get_by_text("5 people votes over").wait_for(timeout=TIMEOUT)  # every vote, by default
         page.locator("#rat-campaign-pick input").click()
