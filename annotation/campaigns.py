@@ -249,6 +249,11 @@ class Campaigns:
         """``annotator``'s votes in campaign ``name`` that count now. Raises StoreError."""
         return rows.votes_of(self.store, name, annotator)
 
+    def of_battle(self, battle_id: int) -> Campaign | None:
+        """The campaign a battle was shown in (None: the open arena). Raises StoreError."""
+        name = rows.campaign_of(self.store, battle_id)
+        return self.get(name) if name else None
+
     def held(self, name: str) -> dict[frozenset[int], set[str]]:
         """Each pair of outputs shown in campaign ``name`` -> who holds it: a vote that counts, or
         the pair on their screen since less than RESERVE_SECONDS. Raises StoreError."""
@@ -259,7 +264,7 @@ class Campaigns:
         """Campaign ``name``'s progress; ``pairs``: its candidate pairs (the caller counts them from
         the outputs, ``Arena.campaign_progress``). Raises ArenaError for an unknown campaign, StoreError."""
         campaign = self.get(name)
-        voted = rows.coverage(self.store, name, "9999")  # votes that count only: no reservation is that new
+        voted = rows.coverage(self.store, name)  # votes that count only
         complete = sum(len(who) >= campaign.overlap for who in voted.values())
         people = [AnnotatorProgress(r.annotator, r.votes, r.since, r.last, campaign.quota)
                   for r in rows.annotator_counts(self.store, name, self._midnight())]

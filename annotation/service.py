@@ -324,11 +324,11 @@ class Arena:
     def _check_quota(self, battle_id: int, annotator: str) -> None:
         """Raises ArenaError when the battle belongs to a campaign whose quota ``annotator`` has
         cast already (e.g. from a second tab), StoreError for an unknown battle."""
-        name = arena.get_battle(self.store, battle_id).campaign
-        quota = self.campaigns.get(name).quota if name else None
-        if quota is not None and self.campaigns.votes_of(name, annotator) >= quota:
-            raise ArenaError(f"You have cast your {quota} votes in campaign “{name}”: this one is not counted. "
-                             "Thank you!")
+        campaign = self.campaigns.of_battle(battle_id)
+        quota = campaign.quota if campaign else None
+        if quota is not None and self.campaigns.votes_of(campaign.name, annotator) >= quota:
+            raise ArenaError(f"You have cast your {quota} votes in campaign “{campaign.name}”: this one is not "
+                             "counted. Thank you!")
 
     def _check_day(self, annotator: str) -> None:
         """Raises ArenaError when ``annotator`` has cast ``limits.per_day`` votes that count since

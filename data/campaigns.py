@@ -76,15 +76,15 @@ def history(store: Store, name: str) -> list[CampaignRow]:
     return [_row(r, rows[0][10]) for r in rows]
 
 
-def coverage(store: Store, campaign: str, reserved_since: str) -> dict[frozenset[int], set[str]]:
+def coverage(store: Store, campaign: str, reserved_since: str | None = None) -> dict[frozenset[int], set[str]]:
     """Each pair of outputs shown in ``campaign`` -> the annotators who hold it: with a vote that
     counts now, or shown it at or after ``reserved_since`` and not voted yet (a pair on someone's
-    screen is theirs for a while). Raises StoreError."""
+    screen is theirs for a while; None: votes only). Raises StoreError."""
     rows = store.db.execute(
         "select b.output_a, b.output_b, b.annotator from battles b left join votes v on v.battle_id = b.id "
         "where b.campaign = ? and b.output_a is not null and b.output_b is not null and "
-        f"(v.id is null and b.created >= ? or v.id is not null and {_CHOICE_NOW} != 'void')",
-        [campaign, reserved_since]).fetchall()
+        f"(v.id is null and ? is not null and b.created >= ? or v.id is not null and {_CHOICE_NOW} != 'void')",
+        [campaign, reserved_since, reserved_since]).fetchall()
     held: dict[frozenset[int], set[str]] = {}
     for a, b, who in rows:
         held.setdefault(frozenset((a, b)), set()).add(who)
