@@ -94,7 +94,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
             context_tokens=v["context_tokens"], min_keep=v["min_keep"], cite_threshold=v["cite_threshold"],
             max_task_chars=v["max_task_chars"], params=command_params(args, env),
         ),
-        db_path=Path(v["db"] or default_db_path(env)).expanduser(),
+        db_path=db_setting(v["db"] or default_db_path(env)),
         host=v["host"],
         port=v["port"],
         concurrency=v["concurrency"],
@@ -139,10 +139,24 @@ def command_params(args: argparse.Namespace, env: dict[str, str]) -> dict[str, s
     return params
 
 
-def default_db_path(env: dict[str, str]) -> Path:
+def default_db_path(env: dict[str, str] | None = None) -> Path:
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("rat-studio", appauthor=False)) / "rat_studio.db"
+
+
+def db_setting(value: str | Path) -> Path | str:
+    """``--db`` as the Store takes it: a PostgreSQL URL as it is, a file path expanded."""
+    from data.sql import server_url
+
+    return server_url(str(value)) or Path(value).expanduser()
+
+
+def corpus_db(store: Store) -> Path:
+    """The local corpus's index file: beside the SQLite file, or in the user data folder when
+    the database is a server."""
+    path = store.path if store.url is None else default_db_path()
+    return path.with_name(path.stem + ".corpus.db")
 
 
 @dataclass(frozen=True)
@@ -169,8 +183,7 @@ def build(settings: Settings) -> App:
 
     store = Store(settings.db_path)
     store.interrupt_orphans()  # runs whose process died become "interrupted", ready to continue
-    clients = Clients(settings, cache=store,
-                      corpus_db=store.path.with_name(store.path.stem + ".corpus.db"))
+    clients = Clients(settings, cache=store, corpus_db=corpus_db(store))
     runner = Runner(store, clients, settings, memory=ProcedureMemory(store))
     arena = Arena(store, text=settings.arena_text, style=settings.arena_style,
                   cite_threshold=settings.method.cite_threshold,

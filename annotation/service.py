@@ -89,11 +89,12 @@ class VoteLimits:
     """At most ``per_annotator`` votes a minute from one annotator and ``per_address`` from one
     client address (a script casting votes under many names still comes from one address; 0: no
     limit by address, for a lab behind one NAT), and ``per_day`` votes a day from one annotator
-    (0: no cap; ``Arena.vote`` counts the day's stored votes). Thread-safe; the clock is
-    injectable for tests."""
+    (0: no cap; ``Arena.vote`` counts the day's stored votes). Counted here, or (``stored``) from
+    the votes the database holds, so the limits hold across every process on it. Thread-safe;
+    the clock (seconds since the epoch) is injectable for tests."""
 
     def __init__(self, per_annotator: int = 10, per_address: int = 60, window: float = 60.0,
-                 clock: Callable[[], float] = time.monotonic, per_day: int = 0):
+                 clock: Callable[[], float] = time.time, per_day: int = 0):
         self.limits = {"annotator": per_annotator, "address": per_address}
         self.per_day = per_day
         self.window = window
@@ -101,22 +102,30 @@ class VoteLimits:
         self._seen: dict[tuple[str, str], deque[float]] = {}
         self._lock = threading.Lock()
 
-    def take(self, annotator: str, address: str | None) -> None:
-        """Count one vote. Raises ArenaError saying how long to wait when a limit is reached."""
+    def take(self, annotator: str, address: str | None,
+             stored: Callable[[str, str, float], list[float]] | None = None) -> None:
+        """Count one vote. ``stored(kind, key, since)``: the times of the stored votes of that
+        annotator or address since ``since``; the vote counts once it is stored (the caller stores
+        it in the same transaction). Raises ArenaError saying how long to wait when a limit is
+        reached."""
         now = self.clock()
         by_address = address and self.limits["address"] > 0
         keys = [("annotator", annotator)] + ([("address", address)] if by_address else [])
         with self._lock:
             for kind, key in keys:
-                times = self._seen.setdefault((kind, key), deque())
-                while times and now - times[0] >= self.window:
-                    times.popleft()
+                if stored is not None:
+                    times = deque(stored(kind, key, now - self.window))
+                else:
+                    times = self._seen.setdefault((kind, key), deque())
+                    while times and now - times[0] >= self.window:
+                        times.popleft()
                 if len(times) >= self.limits[kind]:
                     wait = self.window - (now - times[0]) if times else self.window
                     raise ArenaError(f"Too many votes from this {kind} in a minute (the limit is "
                                      f"{self.limits[kind]}): read both answers, then vote again in {wait:.0f} s.")
-            for kind, key in keys:
-                self._seen[(kind, key)].append(now)
+            if stored is None:
+                for kind, key in keys:
+                    self._seen[(kind, key)].append(now)
 
 
 @dataclass(frozen=True)
@@ -253,7 +262,8 @@ class Arena:
         arena.sync_run_outputs(self.store, self.text, self.render)
         done: list[NoPairLeft] = []
         for campaign in mine:
-            with self._campaign_lock:  # who holds each pair is read and a pair taken as one step
+            # who holds each pair is read and a pair taken as one step, in every process
+            with self._campaign_lock, self.store.exclusive(f"choose a pair of campaign {campaign.name}"):
                 try:
                     return next_campaign_battle(
                         self.store, annotator, self.boards.tally("people"), campaign,
@@ -314,12 +324,19 @@ class Arena:
             arena.vote_note(comment, flag)
         except ValueError as exc:
             raise ArenaError(f"Cannot record the vote: {exc}.") from None
-        self._check_day(annotator)
-        self._check_quota(battle_id, annotator)
-        self.limits.take(annotator, address)
-        arena.record_vote(self.store, battle_id, annotator, choice, comment=comment, flag=flag)
+        with self.store.exclusive("record the vote"):  # no second tab or process passes the same quota
+            self._check_day(annotator)
+            self._check_quota(battle_id, annotator)
+            self.limits.take(annotator, address, stored=self._stored_votes)
+            arena.record_vote(self.store, battle_id, annotator, choice, comment=comment, flag=flag, address=address)
         battle = arena.get_battle(self.store, battle_id)
         return Reveal(battle_id, battle.method_a, battle.method_b, battle.choice or choice)
+
+    def _stored_votes(self, kind: str, key: str, since: float) -> list[float]:
+        """The times (epoch seconds) of the stored votes of an annotator or from an address since
+        ``since``: what VoteLimits counts in every process on the database."""
+        stamp = datetime.fromtimestamp(since, UTC).isoformat(timespec="milliseconds")
+        return [datetime.fromisoformat(t).timestamp() for t in arena.vote_times(self.store, stamp, **{kind: key})]
 
     def _check_quota(self, battle_id: int, annotator: str) -> None:
         """Raises ArenaError when the battle belongs to a campaign whose quota ``annotator`` has

@@ -88,7 +88,7 @@ class Settings:
     search: SearchSettings = field(default_factory=SearchSettings)
     fetch: FetchSettings = field(default_factory=FetchSettings)
     method: MethodSettings = field(default_factory=MethodSettings)
-    db_path: Path = Path("rat_studio.db")
+    db_path: Path | str = Path("rat_studio.db")  # a str only for a postgresql:// URL
     host: str = "127.0.0.1"
     port: int = 7860
     share: bool = False
@@ -238,9 +238,11 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def _check_db(value) -> None:
-    if _URL.match(value):
-        raise ConfigError(f"--db {value.split('://')[0]}://... is a database server's URL; this version stores "
-                          "everything in one SQLite file: give a file path, e.g. --db rat_studio.db.")
+    scheme = value.split("://")[0].lower() if _URL.match(value) else ""
+    if scheme and scheme not in ("postgresql", "postgres"):
+        raise ConfigError(f"--db {scheme}://... is a URL of a database server this version cannot use: give a "
+                          "SQLite file path (e.g. --db rat_studio.db) or a PostgreSQL URL "
+                          "(e.g. --db postgresql://rat@127.0.0.1:5432/rat).")
 
 
 def _check_proxies(value) -> None:
@@ -316,7 +318,7 @@ SETTINGS: tuple[Setting, ...] = (
             "a method parameter, repeatable, e.g. --param itrg.iterations=3 (the variable: a comma list)",
             group=SEARCH_GROUP, readme_default="the papers'", metavar="KEY=VALUE"),
     # storage and server
-    Setting("--db", "RAT_STUDIO_DB", str, None, "SQLite file", _check_db, group=SERVER_GROUP,
+    Setting("--db", "RAT_STUDIO_DB", str, None, "SQLite file, or a postgresql:// URL", _check_db, group=SERVER_GROUP,
             readme_default="the user data folder (~/.local/share/rat-studio/rat_studio.db on Linux)"),
     Setting("--host", "RAT_STUDIO_HOST", str, Settings.host, "address the UI listens on", group=SERVER_GROUP),
     Setting("--port", "RAT_STUDIO_PORT", int, Settings.port, "UI port", group=SERVER_GROUP),

@@ -14,10 +14,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import sqlite3
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
+from data import sql
 from data.migrations import ACCOUNT_ROLES
 from data.store import Store, now, store_error, write_transaction
 
@@ -69,13 +69,13 @@ def _account(row: tuple | None) -> AccountRow | None:
 
 
 def _read(fn: _F) -> _F:
-    """Map what SQLite raises on a read to StoreError (``data.store.store_error``)."""
+    """Map what the database raises on a read to StoreError (``data.store.store_error``)."""
 
     @functools.wraps(fn)
     def read(store: Store, *args: Any, **kwargs: Any) -> Any:
         try:
             return fn(store, *args, **kwargs)
-        except sqlite3.Error as exc:
+        except sql.DatabaseError as exc:
             raise store_error(store.path, exc) from exc
 
     return read  # type: ignore[return-value]

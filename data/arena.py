@@ -218,8 +218,8 @@ def arena_outputs(store: Store, task_set: str | None = None, text: str = LATEST)
     one its ``text`` names (``sync_run_outputs``)."""
     shown = f"(select * from outputs where {_run_text(text)})"
     sql = (
-        f"select id, task_id, method from {shown} where task_id in "
-        f"(select task_id from {shown} group by task_id having count(distinct method) >= 2)"
+        f"select id, task_id, method from {shown} s where task_id in "
+        f"(select task_id from {shown} t group by task_id having count(distinct method) >= 2)"
     )
     args: list[Any] = []
     if task_set is not None:
@@ -280,7 +280,7 @@ def unvoted_battles(store: Store, annotator: str, task_set: str | None = None,
     ``campaign`` (None: of the open arena, no campaign). Raises StoreError."""
     sql = ("select b.id from battles b join tasks t on t.id = b.task_id where b.annotator = ? "
            "and b.source = 'arena' and b.output_a is not null and b.output_b is not null "
-           "and b.campaign is ? and not exists (select 1 from votes v where v.battle_id = b.id)")
+           "and b.campaign is not distinct from ? and not exists (select 1 from votes v where v.battle_id = b.id)")
     args: list[Any] = [annotator, campaign]
     if task_set is not None:
         sql += " and t.task_set = ?"
@@ -389,12 +389,12 @@ def get_battle(store: Store, battle_id: int) -> BattleRow:
 
 
 def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, comment: str = "",
-                flag: str | None = None) -> int:
+                flag: str | None = None, address: str | None = None) -> int:
     """Append the annotator's vote on a battle shown to them, with their optional ``comment`` (at
-    most MAX_COMMENT characters; blank: none) and ``flag`` (one of FLAGS, or None); returns the
-    vote id. Raises ValueError for a choice not in CHOICES, a flag not in FLAGS or a comment over
-    MAX_COMMENT; StoreError when the battle is unknown, was shown to someone else, or already has
-    a vote."""
+    most MAX_COMMENT characters; blank: none), ``flag`` (one of FLAGS, or None) and client
+    ``address`` (counted by ``vote_times``); returns the vote id. Raises ValueError for a choice
+    not in CHOICES, a flag not in FLAGS or a comment over MAX_COMMENT; StoreError when the battle
+    is unknown, was shown to someone else, or already has a vote."""
     if choice not in CHOICES:
         raise ValueError(f"choice must be one of {CHOICES}, not {choice!r}")
     comment, flag = vote_note(comment, flag)
@@ -407,10 +407,20 @@ def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, co
         if conn.execute("select 1 from votes where battle_id = ?", [battle_id]).fetchone():
             raise StoreError("You already voted on this pair: press Next for a new one.")
         cur = conn.execute(
-            "insert into votes (battle_id, annotator, choice, created, comment, flag) values (?, ?, ?, ?, ?, ?)",
-            [battle_id, annotator, choice, now(), comment, flag],
+            "insert into votes (battle_id, annotator, choice, created, comment, flag, address) "
+            "values (?, ?, ?, ?, ?, ?, ?)",
+            [battle_id, annotator, choice, now(), comment, flag, address],
         )
     return cur.lastrowid
+
+
+def vote_times(store: Store, since: str, *, annotator: str | None = None, address: str | None = None) -> list[str]:
+    """When the people's votes cast since ``since`` (an ISO stamp) by ``annotator``, or from
+    ``address``, were stored, oldest first: what the vote limits count, in every process on the
+    database. Raises StoreError."""
+    column, value = ("annotator", annotator) if annotator is not None else ("address", address)
+    return [r[0] for r in store.db.execute(
+        f"select created from votes where {column} = ? and created >= ? order by created", [value, since]).fetchall()]
 
 
 def vote_note(comment: str | None, flag: str | None) -> tuple[str | None, str | None]:
@@ -598,15 +608,17 @@ def export_votes(store: Store) -> Iterator[dict]:
     rows = store.db.query(
         "select v.id, t.prompt as task, t.id as task_id, t.kind, t.task_set, b.method_a, b.method_b, "
         "v.choice as winner, v.annotator, v.created, v.comment, v.flag, oa.text as output_a, ob.text as output_b, "
-        "(select json_object('choice', c.choice, 'by', c.corrected_by, 'why', c.why, 'created', c.created) "
-        " from vote_corrections c where c.vote_id = v.id order by c.id desc limit 1) as correction "
+        "c.choice as c_choice, c.corrected_by as c_by, c.why as c_why, c.created as c_created "
         "from votes v join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id "
-        "left join outputs oa on oa.id = b.output_a left join outputs ob on ob.id = b.output_b order by v.id"
+        "left join outputs oa on oa.id = b.output_a left join outputs ob on ob.id = b.output_b "
+        "left join vote_corrections c on c.id = (select max(n.id) from vote_corrections n where n.vote_id = v.id) "
+        "order by v.id"
     )
     for row in rows:
         row["vote_id"] = row.pop("id")  # what ``votes correct`` names (an import ignores it)
-        if row["correction"] is not None:
-            row["correction"] = json.loads(row["correction"])
+        correction = {key: row.pop(f"c_{key}") for key in ("choice", "by", "why", "created")}
+        if correction["choice"] is not None:
+            row["correction"] = correction
         yield {k: v for k, v in row.items() if v is not None}
 
 
@@ -731,8 +743,9 @@ class GoldPair(NamedTuple):
 
 #: The newest gold row of each pair of outputs (in either order), with the better output's id.
 _GOLD_NOW = ("select g.*, case g.better when 'a' then g.output_a else g.output_b end best from gold_pairs g "
-             "where g.id = (select max(h.id) from gold_pairs h where min(h.output_a, h.output_b) = "
-             "min(g.output_a, g.output_b) and max(h.output_a, h.output_b) = max(g.output_a, g.output_b))")
+             "where g.id = (select max(h.id) from gold_pairs h where "
+             "(h.output_a = g.output_a and h.output_b = g.output_b) or "
+             "(h.output_a = g.output_b and h.output_b = g.output_a))")
 
 
 def add_gold_pair(store: Store, output_a: int, output_b: int, better: str, added_by: str) -> int:
@@ -781,10 +794,11 @@ def gold_results(store: Store) -> list[GoldResult]:
     """One row per annotator with a counted vote on a gold pair (its newest mark), by name.
     Raises StoreError."""
     rows = store.db.execute(
-        f"select v.annotator, count(*), sum((case {_CHOICE_NOW} when 'a' then b.output_a when 'b' then b.output_b "
-        f"end) is not g.best) from votes v join battles b on b.id = v.battle_id join ({_GOLD_NOW}) g "
-        "on min(b.output_a, b.output_b) = min(g.output_a, g.output_b) "
-        "and max(b.output_a, b.output_b) = max(g.output_a, g.output_b) "
+        f"select v.annotator, count(*), sum(case when (case {_CHOICE_NOW} when 'a' then b.output_a "
+        f"when 'b' then b.output_b end) = g.best then 0 else 1 end) "  # a draw (no side) misses it too
+        f"from votes v join battles b on b.id = v.battle_id join ({_GOLD_NOW}) g "
+        "on (b.output_a = g.output_a and b.output_b = g.output_b) "
+        "or (b.output_a = g.output_b and b.output_b = g.output_a) "
         f"where {_CHOICE_NOW} != 'void' group by v.annotator order by v.annotator").fetchall()
     return [GoldResult(*r) for r in rows]
 
@@ -815,7 +829,8 @@ def annotator_rows(store: Store, only: Iterable[str] | None = None) -> list[Anno
         "r as (select a, s, row_number() over (partition by a order by s) k, count(*) over (partition by a) n "
         "from t where s is not null) "
         "select g.a, g.votes, g.na, g.nb, m.s from "
-        "(select a, count(*) votes, sum(c = 'a') na, sum(c = 'b') nb from t group by a) g "
+        "(select a, count(*) votes, sum(case when c = 'a' then 1 else 0 end) na, "
+        "sum(case when c = 'b' then 1 else 0 end) nb from t group by a) g "
         "left join (select a, s from r where k = n / 2 + 1) m on m.a = g.a order by g.a", names or []
     ).fetchall()
     return [AnnotatorRow(*r) for r in rows]
@@ -835,7 +850,7 @@ def voter_activity(store: Store, since: str) -> list[VoterActivity]:
     """One row per annotator of people's votes, by name, with the votes that count now and those
     cast at or after ``since`` (an ISO time, as votes store theirs). Raises StoreError."""
     rows = store.db.execute(
-        f"select v.annotator, count(*), sum(v.created >= ?), max(v.created) from votes v "
+        f"select v.annotator, count(*), sum(case when v.created >= ? then 1 else 0 end), max(v.created) from votes v "
         f"where {_CHOICE_NOW} != 'void' group by v.annotator order by v.annotator", [since]).fetchall()
     return [VoterActivity(*r) for r in rows]
 

@@ -111,7 +111,7 @@ def annotator_counts(store: Store, campaign: str, since: str, only: str | None =
     """One row per annotator with a vote that counts in ``campaign`` (only ``only``'s, when
     given), by name. Raises StoreError."""
     rows = store.db.execute(
-        "select v.annotator, count(*), sum(v.created >= ?), max(v.created) from votes v "
+        "select v.annotator, count(*), sum(case when v.created >= ? then 1 else 0 end), max(v.created) from votes v "
         f"join battles b on b.id = v.battle_id where b.campaign = ? and (? is null or v.annotator = ?) "
         f"and {_CHOICE_NOW} != 'void' group by v.annotator order by v.annotator",
         [since, campaign, only, only]).fetchall()

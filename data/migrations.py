@@ -2,6 +2,10 @@
 sqlite_utils.Database; the names of applied ones are kept in ``_migrations``. Never edit a
 migration that has shipped: add a new one.
 
+On PostgreSQL (``db.dialect``), a migration's PostgreSQL form is applied instead: the script of
+the same name in ``data.pg_migrations.PG``, which leaves the same tables, constraints and
+append-only refusals; two processes starting at once take turns on an advisory lock.
+
 Before applying anything, ``apply`` refuses a file it must not write to: one written by a newer
 version (a migration it does not know) or one that is not ours (tables it needs are missing or
 are something else), with a message that names the file and what to do."""
@@ -15,6 +19,8 @@ from pathlib import Path
 import sqlite_utils
 
 from common.errors import StoreError
+from data.pg_migrations import PG
+from data.schema import ACCOUNT_ROLES, M011_ACTIONS, VERSION_ACTIONS  # noqa: F401 (data.accounts, data.versions)
 
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = []
 
@@ -42,24 +48,40 @@ def apply(db: sqlite_utils.Database, path: str | Path = "the database") -> list[
     """Apply the migrations not yet applied; returns their names. Raises StoreError, naming
     ``path``, for a database of a newer version or a foreign one (see :func:`check`)."""
     check(db, path)
-    db.execute("create table if not exists _migrations (name text primary key, applied text)")
+    server = getattr(db, "dialect", "sqlite") == "postgresql"
+    if server:
+        with db.conn:  # two processes may start on a new database at once
+            db.execute("select pg_advisory_xact_lock(?)", [_MIGRATION_LOCK])
+            db.execute("create table if not exists _migrations (name text primary key, applied text)")
+    else:
+        db.execute("create table if not exists _migrations (name text primary key, applied text)")
     done = {row[0] for row in db.execute("select name from _migrations").fetchall()}
     applied = []
     for name, fn in MIGRATIONS:
         if name in done:
             continue
         with db.conn:  # one transaction per migration: it lands whole or not at all
-            if not db.conn.in_transaction:
+            if server:
+                db.execute("select pg_advisory_xact_lock(?)", [_MIGRATION_LOCK])
+            elif not db.conn.in_transaction:
                 db.execute("begin immediate")  # the write lock first: two processes may open a new file
             if db.execute("select 1 from _migrations where name = ?", [name]).fetchone():
                 continue  # another process applied it while we waited for the lock
-            fn(db)
+            if server:
+                db.conn.raw.execute(PG[name])
+            else:
+                fn(db)
             db.execute(
                 "insert into _migrations (name, applied) values (?, ?)",
                 [name, datetime.now(UTC).isoformat()],
             )
         applied.append(name)
+    if server and applied:
+        db.refresh_tables()  # inserts into the new tables return their ids
     return applied
+
+
+_MIGRATION_LOCK = 0x5241_544D  # "RATM": PostgreSQL's advisory lock for applying migrations
 
 
 def check(db: sqlite_utils.Database, path: str | Path = "the database") -> None:
@@ -342,8 +364,6 @@ def m010_votes_annotator(db: sqlite_utils.Database) -> None:
 
 #: What an author did to make a version of a run's article (``data.versions``): m011's five, and
 #: (m015) a step's revision regenerated, a step searched again, a source excluded from a step.
-_M011_ACTIONS = ("edit", "undo", "take", "draft", "restore")
-VERSION_ACTIONS = (*_M011_ACTIONS, "regenerate", "search", "exclude")
 
 
 @migration
@@ -357,7 +377,7 @@ def m011_versions(db: sqlite_utils.Database) -> None:
     the run's next number."""
     if not db.conn.in_transaction:
         db.execute("begin")
-    for sql in _versions_schema(_M011_ACTIONS):
+    for sql in _versions_schema(M011_ACTIONS):
         db.execute(sql)
 
 
@@ -414,7 +434,6 @@ def m012_output_versions(db: sqlite_utils.Database) -> None:
 
 
 #: An account's roles (``annotation.accounts``): an annotator votes, an admin also runs the study.
-ACCOUNT_ROLES = ("annotator", "admin")
 
 
 @migration
@@ -603,3 +622,14 @@ def m017_campaigns(db: sqlite_utils.Database) -> None:
         db.execute("begin")
     for sql in statements:
         db.execute(sql)
+
+
+
+@migration
+def m018_vote_address(db: sqlite_utils.Database) -> None:
+    """The client address each people's vote came from (None: not known, e.g. imported), so the
+    vote limits per address hold across the processes of one database (issue 26,
+    ``data.arena.vote_times``). Never exported."""
+    db.execute("alter table votes add column address text")
+    db.execute("create index votes_address on votes (address, created) where address is not null")
+    db.execute("create index votes_annotator_created on votes (annotator, created)")

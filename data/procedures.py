@@ -1,7 +1,7 @@
 """Procedure memory queries (AAG, paper 002): the only SQL of the ``procedures`` table (schema in
-migration ``m003_procedures``) and of its FTS5 index ``procedures_fts`` (migration
-``m004_procedures_fts``, kept in step with the table by triggers). A procedure is an input, an
-output and a list of steps.
+migration ``m003_procedures``) and of its full-text index ``procedures_fts`` (migration
+``m004_procedures_fts``, kept in step with the table by triggers: FTS5 on SQLite, a tsvector
+with a GIN index on PostgreSQL). A procedure is an input, an output and a list of steps.
 
 Rows come back as dicts with ``steps`` decoded to a list of strings.
 """
@@ -10,13 +10,30 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 
 from common.errors import StoreError
+from data import sql
 from data.fts import fts_query
 from data.store import Store, now
 
 SOURCES = ("run", "import", "task", "manual")
+
+#: The search of :func:`search` by the store's dialect, with the FTS query (``fts_query``) and
+#: ``k`` as parameters. PostgreSQL's ``procedures_fts`` (data.pg_migrations, m004) holds each
+#: procedure's ``document``, a tsvector; ``websearch_to_tsquery`` reads the quoted, OR-ed words.
+SEARCH = {
+    "sqlite": """select procedures.*, -bm25(procedures_fts) as score
+             from procedures_fts join procedures on procedures.id = procedures_fts.rowid
+             where procedures_fts match ?
+             order by bm25(procedures_fts), procedures.id
+             limit ?""",
+    "postgresql": """select procedures.*, ts_rank(f.document, q.query)::double precision as score
+             from procedures_fts f join procedures on procedures.id = f.rowid
+             cross join websearch_to_tsquery('english', ?) as q(query)
+             where f.document @@ q.query
+             order by score desc, procedures.id
+             limit ?""",
+}
 
 
 def digest(input: str, output: str, steps: list[str]) -> str:
@@ -42,7 +59,7 @@ def add(store: Store, input: str, output: str, steps: list[str], *, source: str,
                 "values (?, ?, ?, ?, ?, ?, ?)",
                 [input, output, json.dumps(list(steps), ensure_ascii=False), source, run_id, key, now()],
             )
-    except sqlite3.Error as exc:
+    except sql.DatabaseError as exc:
         raise StoreError(f"Could not store the procedure: {exc}.") from exc
     return cur.lastrowid, True
 
@@ -72,9 +89,10 @@ def count(store: Store) -> int:
 
 
 def search(store: Store, query: str, k: int) -> list[dict]:
-    """The ``k`` procedures that best match ``query`` by BM25 over their input, output and
-    steps (FTS5, Porter stemming), best first, each with ``score`` (higher is better, always
-    above zero). Any text is accepted: it is reduced to quoted words OR-ed together (see
+    """The ``k`` procedures that best match ``query`` over their input, output and steps, best
+    first, each with ``score`` (higher is better, always above zero): BM25 of FTS5 with Porter
+    stemming on SQLite, ``ts_rank`` with English stemming on PostgreSQL (:data:`SEARCH`). Any
+    text is accepted: it is reduced to quoted words OR-ed together (see
     :func:`data.fts.fts_query`); a procedure sharing no word with it is not returned, and a
     query without a word returns []. Ties keep the oldest first.
 
@@ -82,14 +100,10 @@ def search(store: Store, query: str, k: int) -> list[dict]:
     match = fts_query(query)
     if not match or k < 1:
         return []
-    sql = """select procedures.*, -bm25(procedures_fts) as score
-             from procedures_fts join procedures on procedures.id = procedures_fts.rowid
-             where procedures_fts match ?
-             order by bm25(procedures_fts), procedures.id
-             limit ?"""
+    statement = SEARCH[store.dialect]
     try:
-        return [_decode(r) for r in store.db.query(sql, [match, k])]
-    except sqlite3.Error as exc:
+        return [_decode(r) for r in store.db.query(statement, [match, k])]
+    except sql.DatabaseError as exc:
         raise StoreError(f"Could not search the procedure memory in {store.path}: {exc}.") from exc
 
 

@@ -36,7 +36,7 @@ import sqlite_utils
 from common.errors import ConfigError, RunLive, RunNotFound, StoreBusy, StoreError, StoreFull
 from common.events import Event, event_from_dict
 from common.types import RunStatus
-from data import migrations
+from data import migrations, sql
 
 
 def now() -> str:
@@ -161,12 +161,15 @@ _SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_FULL = 5, 6, 13  # sqlite's primary result
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def store_error(path: Path, exc: BaseException, run_id: str | None = None, *,
+def store_error(path: Path | str, exc: BaseException, run_id: str | None = None, *,
                 waited: float = BUSY_SECONDS) -> StoreError:
-    """Our error for what sqlite or the file system raised on the database ``path``: StoreFull
-    (the disk is full), StoreBusy (still locked by another writer after ``waited`` seconds) or
-    StoreError. Each names the cause and the fix; with ``run_id``, how to continue that run."""
+    """Our error for what sqlite, PostgreSQL or the file system raised on the database ``path``
+    (a file, or a server's URL with its password masked): StoreFull (the disk is full), StoreBusy
+    (still locked by another writer after ``waited`` seconds) or StoreError. Each names the cause
+    and the fix; with ``run_id``, how to continue that run."""
     then = f"then continue the run: python app.py resume {run_id}" if run_id else "then try again"
+    if isinstance(exc, sql.psycopg.Error):
+        return _server_error(str(path), exc, then, waited)
     code = getattr(exc, "sqlite_errorcode", None)
     code = code & 0xFF if isinstance(code, int) else None
     text = str(exc) or type(exc).__name__
@@ -181,6 +184,24 @@ def store_error(path: Path, exc: BaseException, run_id: str | None = None, *,
                       f"{then}.")
 
 
+_PG_FULL = ("53100", "53200")  # disk_full, out_of_memory
+_PG_BUSY = ("55P03", "40P01", "40001", "57014")  # lock not available, deadlock, serialization, timeout
+
+
+def _server_error(url: str, exc: BaseException, then: str, waited: float) -> StoreError:
+    """store_error for what PostgreSQL (or the way to it) raised."""
+    state = getattr(exc, "sqlstate", None) or ""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if state in _PG_FULL:
+        return StoreFull(f"The database server of {url} is out of space ({text}): free space on its disk, {then}.")
+    if state in _PG_BUSY:
+        return StoreBusy(f"The database {url} stayed locked by another writer for {waited:g} s ({text}): {then}.")
+    if isinstance(exc, sql.psycopg.OperationalError) and not state:
+        return StoreError(f"Cannot reach the database server {url} ({text}): start PostgreSQL, or pass another "
+                          f"URL or a file path with --db or RAT_STUDIO_DB, {then}.")
+    return StoreError(f"The database {url} could not be used ({text}): check the server's log, {then}.")
+
+
 def _mapped(method: _F) -> _F:
     """Map sqlite's and the file system's errors of a Store method to ours (``store_error``),
     after rolling back what its transaction had written; a method whose first argument is
@@ -191,7 +212,7 @@ def _mapped(method: _F) -> _F:
     def mapped(self: Store, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except (sqlite3.Error, OSError) as exc:
+        except (*sql.DatabaseError, OSError) as exc:
             self._roll_back()
             run_id = kwargs.get("run_id", args[0] if names_run and args else None)
             raise store_error(self.path, exc, run_id, waited=self.busy_timeout) from exc
@@ -200,11 +221,16 @@ def _mapped(method: _F) -> _F:
 
 
 class Store:
-    """``busy_timeout``: seconds a write waits for another writer's lock (then StoreBusy).
-    Raises StoreError when the file cannot be opened or created (StoreFull when its disk is full)."""
+    """``path``: a SQLite file, or a PostgreSQL URL (``postgresql://user@host:port/database``;
+    ``dialect`` says which). ``busy_timeout``: seconds a write waits for another writer's lock
+    (then StoreBusy). Raises StoreError when the file cannot be opened or created (StoreFull when
+    its disk is full) or the server cannot be reached; ConfigError for another database's URL."""
 
     def __init__(self, path: str | Path, *, busy_timeout: float = BUSY_SECONDS):
-        self.path = Path(path)
+        self.url = sql.server_url(str(path))
+        self.dialect = sql.POSTGRESQL if self.url else sql.SQLITE
+        #: Where it is, for messages: the file, or the server's URL with its password masked.
+        self.path: Path = Path(path) if self.url is None else sql.mask(self.url)  # type: ignore[assignment]
         self.busy_timeout = busy_timeout
         self._local = threading.local()
         self._trails: dict[str, _Trail] = {}  # run id -> what its next StepRevised may be stored against
@@ -215,14 +241,18 @@ class Store:
         #: that found SQLite's write lock taken would sleep in its busy handler (1, 2, 5, ... up to
         #: 100 ms a try) well past the moment the lock is free; waiting here wakes it at that moment.
         self._writer = threading.RLock()
+        self._servers: list[sql.PgDatabase] = []  # every thread's connection to PostgreSQL
+        self._servers_lock = threading.Lock()
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.url is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self.db
-            db.enable_wal()
+            if self.url is None:
+                db.enable_wal()
             migrations.apply(db, self.path)
-        except (sqlite3.Error, OSError) as exc:
+        except (*sql.DatabaseError, OSError) as exc:
             error = store_error(self.path, exc, waited=busy_timeout)
-            if isinstance(error, StoreFull | StoreBusy):
+            if isinstance(error, StoreFull | StoreBusy) or self.url:
                 raise error from exc
             raise StoreError(
                 f"Cannot open the database {self.path}: {exc}. Pass another path with --db or RAT_STUDIO_DB."
@@ -230,21 +260,39 @@ class Store:
 
     @property
     def db(self) -> sqlite_utils.Database:
-        """This thread's connection."""
+        """This thread's connection (a ``data.sql.PgDatabase`` on PostgreSQL)."""
         db = getattr(self._local, "db", None)
-        if db is None:
-            conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout, check_same_thread=True)
-            conn.execute(f"pragma busy_timeout = {int(self.busy_timeout * 1000)}")
-            conn.execute("pragma foreign_keys = on")
-            db = sqlite_utils.Database(conn)
-            db.writer = self._writer  # type: ignore[attr-defined] (write_transaction takes it)
+        if db is None or (self.url and db.closed):
+            db = self._connect()
             self._local.db = db
         return db
 
+    def _connect(self) -> sqlite_utils.Database:
+        if self.url:
+            server = sql.PgDatabase(self.url, writer=self._writer, connect_timeout=self.busy_timeout)
+            with self._servers_lock:
+                self._servers.append(server)
+            return server  # type: ignore[return-value] (the same surface, see data.sql)
+        conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout, check_same_thread=True)
+        conn.execute(f"pragma busy_timeout = {int(self.busy_timeout * 1000)}")
+        conn.execute("pragma foreign_keys = on")
+        db = sqlite_utils.Database(conn)
+        db.writer = self._writer  # type: ignore[attr-defined] (write_transaction takes it)
+        db.dialect = sql.SQLITE  # type: ignore[attr-defined]
+        return db
+
     def close(self) -> None:
-        """Close this thread's connection, after folding the WAL back into the file and emptying
-        it (``checkpoint``; skipped, not waited for, while another connection reads)."""
+        """Close this thread's connection (it opens a new one if it goes on), after folding the
+        WAL back into the file and emptying it (``checkpoint``; skipped, not waited for, while
+        another connection reads)."""
         db = getattr(self._local, "db", None)
+        if self.url:
+            if db is not None:
+                with self._servers_lock:
+                    self._servers = [s for s in self._servers if s is not db]
+                db.close()
+                self._local.db = None
+            return
         if db is not None:
             try:
                 self.checkpoint()
@@ -253,11 +301,22 @@ class Store:
             db.close()
             self._local.db = None
 
+    def close_all(self) -> None:
+        """Close every thread's connection to PostgreSQL (a thread that goes on opens a new one);
+        on SQLite, this thread's (see ``close``)."""
+        with self._servers_lock:
+            servers, self._servers = self._servers, []
+        for server in servers:
+            server.close()
+        self.close()
+
     def checkpoint(self) -> tuple[int, int, int]:
         """Fold the WAL into the database file and truncate it (``wal_checkpoint(TRUNCATE)``),
         without waiting: when another connection is reading or writing, as much as can be is
-        folded in now and the rest later. Returns sqlite's (busy, WAL pages, pages folded in).
-        Raises StoreError (StoreFull, ...)."""
+        folded in now and the rest later. Returns sqlite's (busy, WAL pages, pages folded in);
+        (0, 0, 0) on PostgreSQL, whose server does its own. Raises StoreError (StoreFull, ...)."""
+        if self.url:
+            return (0, 0, 0)
         conn = self.db.conn
         try:
             conn.execute("pragma busy_timeout = 0")
@@ -274,7 +333,7 @@ class Store:
         if db is not None and db.conn.in_transaction:
             try:
                 db.conn.rollback()
-            except sqlite3.Error:  # the connection is gone: nothing of it was committed
+            except sql.DatabaseError:  # the connection is gone: nothing of it was committed
                 pass
 
     def _event_stored(self) -> None:
@@ -289,6 +348,14 @@ class Store:
                 self.checkpoint()
             except StoreError:  # the next one will try again; the event itself is stored
                 pass
+
+    @contextmanager
+    def exclusive(self, what: str) -> Iterator[None]:
+        """Reads and writes that must be one step for every process on the database (a campaign's
+        pair chosen and started; a quota checked and the vote stored): one write transaction
+        (``write_transaction``), which the data/ writes inside it join. Raises StoreError."""
+        with write_transaction(self.db, what):
+            yield
 
     # -- tasks -----------------------------------------------------------------------------
     @_mapped
@@ -345,9 +412,7 @@ class Store:
     def claim_run(self, run_id: str, owner: str) -> None:
         """Make ``owner`` the one runner of the run and mark it running, in one transaction.
         Raises RunLive when another runner that is still alive drives it, RunNotFound."""
-        conn = self.db.conn
-        try:
-            conn.execute("begin immediate")  # no other writer between the check and the claim
+        with write_transaction(self.db, f"claim run {run_id}") as conn:  # no writer between check and claim
             row = conn.execute("select status, owner, heartbeat from runs where id = ?", [run_id]).fetchone()
             if row is None:
                 raise RunNotFound(f"No run {run_id!r} in {self.path}. `python app.py history` lists the runs.")
@@ -358,11 +423,6 @@ class Store:
             stamp = now()
             conn.execute("update runs set status = ?, error = '', owner = ?, heartbeat = ?, updated = ? where id = ?",
                          [RunStatus.RUNNING.value, owner, stamp, stamp, run_id])
-            conn.execute("commit")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("rollback")
-            raise
 
     @_mapped
     def beat(self, run_id: str, owner: str) -> None:
@@ -605,22 +665,36 @@ def _decode_run(row: dict) -> RunRow:
 
 @contextmanager
 def write_transaction(db: sqlite_utils.Database, what: str) -> Iterator[sqlite3.Connection]:
-    """One write transaction, holding the write lock from its start (``begin immediate``), for the
-    data/ modules that write several rows at once (arena, versions); the Store's threads take
-    their turn on its ``writer`` lock first. Raises StoreError (naming ``what``) when SQLite
-    refuses it."""
+    """One write transaction, holding the write lock from its start, for the data/ modules that
+    write several rows at once (arena, versions): SQLite's ``begin immediate``; on PostgreSQL a
+    transaction that first takes the writers' advisory lock (``data.sql.WRITE_LOCK``), so writers
+    take turns across processes as they do on one SQLite file. The Store's threads take their turn
+    on its ``writer`` lock first. One inside another (``Store.exclusive`` around a write) joins
+    it. Raises StoreError (naming ``what``) when the database refuses it."""
     conn = db.conn
+    if getattr(db, "writing", False):  # this thread's connection is in one already
+        yield conn
+        return
+    server = getattr(db, "dialect", sql.SQLITE) == sql.POSTGRESQL
     with getattr(db, "writer", None) or contextlib.nullcontext():  # a Store's threads queue here, not in SQLite
         try:
-            conn.execute("begin immediate")
-        except sqlite3.Error as exc:
-            raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database file.") from exc
+            if server:
+                conn.begin()
+                conn.execute("select pg_advisory_xact_lock(?)", [sql.WRITE_LOCK])
+            else:
+                conn.execute("begin immediate")
+        except sql.DatabaseError as exc:
+            conn.rollback()
+            raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database.") from exc
+        db.writing = True  # type: ignore[attr-defined]
         try:
             yield conn
-        except sqlite3.Error as exc:
+        except sql.DatabaseError as exc:
             conn.rollback()
             raise StoreError(f"Could not {what}: {exc}.") from exc
         except BaseException:
             conn.rollback()
             raise
+        finally:
+            db.writing = False  # type: ignore[attr-defined]
         conn.commit()

@@ -19,6 +19,15 @@ if [ ! -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 
+# The tests of data/ and annotation/ run on SQLite and on a throwaway PostgreSQL (tests/pg.py),
+# from Debian's server package.
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  echo "Installing Debian's postgresql for the database tests..." >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql >/dev/null
+fi
+
 # Fixture pages live beside the project in ../shared/fixtures/web.
 if [ ! -f ../shared/fixtures/web/manifest.json ]; then
   echo "error: ../shared/fixtures/web is missing: clone the project next to its shared/ folder." >&2

@@ -1,13 +1,21 @@
 """Shared fixtures: the two stand-ins (a fake OpenAI-compatible server and a local web with a
 SearXNG-style search), and the app wired to them over real HTTP, with a real SQLite file
-(``app``: app.py's composition root, the same ``App`` the CLI and the UI get)."""
+(``app``: app.py's composition root, the same ``App`` the CLI and the UI get).
+
+The tests of data/ and annotation/ whose Store comes from ``open_store`` (the ``store``
+fixtures) run twice: on a SQLite file and on a database of a throwaway PostgreSQL
+(``pg_cluster``, started once per session when a test asks for it; tests/pg.py)."""
 
 from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
 
 import pytest
 
 import app as app_module
 from common.settings import FetchSettings, LLMSettings, MethodSettings, SearchSettings, Settings
+from data.sql import POSTGRESQL, SQLITE
 from data.store import Store
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.web_server import FakeWeb
@@ -33,12 +41,64 @@ def shared_web(_session_web) -> FakeWeb:
     return _session_web
 
 
+#: Test folders whose Store runs on both databases (see the module's docstring).
+BOTH_DATABASES = ("data", "annotation")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run each test of BOTH_DATABASES that opens its Store through ``backend`` on both."""
+    both = Path(metafunc.definition.path).parent.name in BOTH_DATABASES \
+        or metafunc.definition.get_closest_marker("both_databases")
+    if "backend" in metafunc.fixturenames and both and not metafunc.definition.get_closest_marker("sqlite_only"):
+        metafunc.parametrize("backend", [SQLITE, POSTGRESQL], indirect=True)
+
+
 @pytest.fixture
-def store(tmp_path):
-    """A Store on a fresh SQLite file in tmp_path, closed after the test."""
-    s = Store(tmp_path / "store.db")
+def backend(request) -> str:
+    """The database a test's Store is on: SQLite unless pytest_generate_tests asks for both."""
+    return getattr(request, "param", SQLITE)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    from tests.pg import PgCluster
+
+    with PgCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> str:
+    """The URL of a fresh, empty PostgreSQL database."""
+    return pg_cluster.new_database()
+
+
+def open_store(request: pytest.FixtureRequest, tmp_path: Path, name: str = "store.db") -> Store:
+    """A Store on the test's ``backend``: a fresh SQLite file in tmp_path, or a fresh database."""
+    if request.getfixturevalue("backend") == POSTGRESQL:
+        return Store(request.getfixturevalue("pg_url"))
+    return Store(tmp_path / name)
+
+
+def outside(store: Store):
+    """A connection of its own to the store's database, as another program would open it (a plain
+    sqlite3 one; on PostgreSQL, data.sql's, which takes the same ``?`` SQL): what the database
+    itself refuses, it refuses there too. A context manager commits as sqlite3's does."""
+    if store.url:
+        from data.sql import PgDatabase
+
+        return PgDatabase(store.url).conn
+    import sqlite3
+
+    return sqlite3.connect(store.path)
+
+
+@pytest.fixture
+def store(request, tmp_path, backend):
+    """A Store on a fresh database (see open_store), closed after the test."""
+    s = open_store(request, tmp_path)
     yield s
-    s.close()
+    s.close_all()
 
 
 @pytest.fixture
@@ -59,8 +119,13 @@ def make_settings(tmp_path, llm: FakeLLM, web: FakeWeb, **method) -> Settings:
 
 
 @pytest.fixture
-def settings(tmp_path, llm, web) -> Settings:
-    return make_settings(tmp_path, llm, web)
+def settings(request, tmp_path, llm, web, backend) -> Settings:
+    """The app's settings for the stand-ins, on the test's ``backend`` (its database's URL on
+    PostgreSQL)."""
+    base = make_settings(tmp_path, llm, web)
+    if backend == POSTGRESQL:
+        return dataclasses.replace(base, db_path=request.getfixturevalue("pg_url"))
+    return base
 
 
 @pytest.fixture
@@ -69,9 +134,10 @@ def app(settings) -> app_module.App:
 
 
 @pytest.fixture
-def db(tmp_path):
-    """The database file of the ``cli`` fixture (a test module may give its own, seeded)."""
-    return tmp_path / "x.db"
+def db(request, tmp_path, backend):
+    """The database of the ``cli`` fixture: a file, or a fresh PostgreSQL database's URL on that
+    backend (a test module may give its own, seeded)."""
+    return request.getfixturevalue("pg_url") if backend == POSTGRESQL else tmp_path / "x.db"
 
 
 @pytest.fixture

@@ -224,8 +224,9 @@ BAD = {
     "--votes-per-address": (-1, "--votes-per-address must be at least 0, not -1."),
     "--votes-per-day": (-1, "--votes-per-day must be at least 0, not -1."),
     # issue 26: a server URL once made a folder "postgresql:" in the working directory
-    "--db": ("postgresql://lee@db/rat", "--db postgresql://... is a database server's URL; this version stores "
-                                        "everything in one SQLite file: give a file path, e.g. --db rat_studio.db."),
+    "--db": ("mysql://lee@db/rat", "--db mysql://... is a URL of a database server this version cannot use: give a "
+                                   "SQLite file path (e.g. --db rat_studio.db) or a PostgreSQL URL "
+                                   "(e.g. --db postgresql://rat@127.0.0.1:5432/rat)."),
     "--trusted-proxies": ("127.0.0.1,proxy.lan", "--trusted-proxies takes the addresses of your reverse proxies, "
                                                  "comma separated (e.g. --trusted-proxies 127.0.0.1,10.0.0.0/8), "
                                                  "not 'proxy.lan'."),

@@ -7,20 +7,24 @@ import pytest
 import app as app_module
 from common.settings import Settings
 from data import arena
+from data.sql import POSTGRESQL
 from data.store import Store
+from tests.conftest import open_store
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "arena.db")
+def store(request, tmp_path, backend):
+    """A Store on a fresh database, SQLite and PostgreSQL (tests.conftest.open_store)."""
+    s = open_store(request, tmp_path, "arena.db")
     yield s
-    s.close()
+    s.close_all()
 
 
 @pytest.fixture
-def local_app(tmp_path) -> app_module.App:
-    """The app on a tmp database, no network: what app.py builds for the CLI."""
-    return app_module.build(Settings(db_path=tmp_path / "cli.db"))
+def local_app(request, tmp_path, backend) -> app_module.App:
+    """The app on a fresh database (SQLite and PostgreSQL), no network: what app.py builds for the CLI."""
+    db = request.getfixturevalue("pg_url") if backend == POSTGRESQL else tmp_path / "cli.db"
+    return app_module.build(Settings(db_path=db))
 
 
 def seed_outputs(store: Store, tasks: dict[str, dict[str, str]], task_set: str = "") -> None:

@@ -9,7 +9,6 @@ try is refused, not about the hash's cost."""
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
 
 import pytest
@@ -19,7 +18,7 @@ from annotation import accounts as accounts_mod
 from annotation.accounts import ADMIN, ANNOTATOR, BAD_INVITE, DISABLED, WRONG, Account, Accounts, SharedLogin
 from annotation.errors import AccountError, LoginRefused
 from data import accounts as rows
-from data import migrations
+from data import migrations, sql
 from data.store import Store
 
 FAST = {"time_cost": 1, "memory_cost": 8, "parallelism": 1}
@@ -105,9 +104,13 @@ def test_the_password_is_stored_as_an_argon2_hash_only(accounts, store):
     assert stored != PASSWORD and stored.startswith("$argon2id$")
     assert PasswordHasher().verify(stored, PASSWORD)
     assert rows.get_account(store, "ana").password_hash == stored
-    store.checkpoint()
-    files = [store.path, *store.path.parent.glob(store.path.name + "-*")]
-    assert not any(PASSWORD.encode() in f.read_bytes() for f in files), "the password itself is in the file"
+    if store.dialect == sql.SQLITE:  # and in its file, write-ahead log included
+        store.checkpoint()
+        files = [store.path, *store.path.parent.glob(store.path.name + "-*")]
+        assert not any(PASSWORD.encode() in f.read_bytes() for f in files), "the password itself is in the file"
+    else:
+        dump = store.db.execute("select string_agg(t::text, ' ') from accounts t").fetchone()[0]
+        assert PASSWORD not in dump, "the password itself is in the table"
 
 
 @pytest.mark.parametrize("name, password, role, fix", [
@@ -453,22 +456,25 @@ def test_the_schema_keeps_accounts_sessions_and_invites(accounts, store):
         "delete from accounts where name = 'ana'": "never deleted",
         "update accounts set name = 'anna' where name = 'ana'": "never renamed",
         "insert into accounts (name, role, created) values ('ana', 'annotator', 'now')": "exists",
-        "insert or replace into accounts (id, name, role, created) values (1, 'zed', 'annotator', 'now')": "replaced",
-        "insert into accounts (name, role, created) values ('zed', 'owner', 'now')": "CHECK",
-        "insert into accounts (name, role, password_hash, created) values ('zed', 'admin', 'plain', 'now')": "CHECK",
+        "insert into accounts (name, role, created) values ('zed', 'owner', 'now')": "(?i)check",
+        "insert into accounts (name, role, password_hash, created) "
+        "values ('zed', 'admin', 'plain', 'now')": "(?i)check",
         "delete from sessions": "never deleted",
         "update sessions set ended = 'later'": "only ends, once",
         "update sessions set account = 'ana', address = 'elsewhere'": "only ends, once",
         f"insert into sessions (token_hash, account, created) values ('{hashed}', 'ana', 'now')": "replaced",
         "delete from invites": "never deleted",
         "update invites set account = null, study = 'pilot'": "only gets disabled",
-        "insert into invites (token_hash, study, created) values ('" + "0" * 64 + "', 'pilot', 'now')": "CHECK",
-        "insert into invites (token_hash, created) values ('" + "1" * 64 + "', 'now')": "CHECK",
+        "insert into invites (token_hash, study, created) values ('" + "0" * 64 + "', 'pilot', 'now')": "(?i)check",
+        "insert into invites (token_hash, created) values ('" + "1" * 64 + "', 'now')": "(?i)check",
     }
-    for sql, why in refused.items():
-        with pytest.raises(sqlite3.IntegrityError, match=why):
+    if store.dialect == sql.SQLITE:  # PostgreSQL has no replacing insert
+        refused["insert or replace into accounts (id, name, role, created) "
+                "values (1, 'zed', 'annotator', 'now')"] = "replaced"
+    for statement, why in refused.items():
+        with pytest.raises(sql.IntegrityError, match=why):
             with db.conn:
-                db.execute(sql)
+                db.execute(statement)
     assert [a.name for a in accounts.list()] == ["ana"]
     assert db.execute("select count(*), count(ended) from sessions").fetchone() == (1, 1)
     assert db.execute("select count(*) from invites where token_hash = ? and disabled = 0",

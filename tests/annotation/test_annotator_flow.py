@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
 
 import pytest
 import sqlite_utils
@@ -14,7 +13,7 @@ import sqlite_utils
 from annotation import pairing
 from annotation.errors import ArenaError, ImportFormatError, NoPairLeft
 from annotation.service import UNDO_SECONDS, Arena, Progress
-from data import arena, migrations
+from data import arena, migrations, sql
 from data.store import Store
 from tests.annotation.conftest import seed_outputs
 
@@ -238,9 +237,9 @@ def test_m014_adds_comment_and_flag_to_votes_that_stay_append_only(tmp_path, mon
     assert migrations.apply(db) == ["m014_vote_notes"]
     assert {"comment", "flag"} <= set(db["votes"].columns_dict)
     assert db.execute("select comment, flag from votes").fetchall() == [(None, None)]
-    for sql in ("update votes set comment = 'later'", "update votes set flag = 'a_empty'", "delete from votes"):
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-            db.execute(sql)
+    for statement in ("update votes set comment = 'later'", "update votes set flag = 'a_empty'", "delete from votes"):
+        with pytest.raises(sql.IntegrityError, match="append-only"):
+            db.execute(statement)
 
 
 # -- the admin's view of the annotators ---------------------------------------------------------

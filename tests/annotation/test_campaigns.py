@@ -4,7 +4,6 @@ and who may vote; pairs assigned so each gets its overlap; progress and a leader
 from __future__ import annotations
 
 import random
-import sqlite3
 import threading
 import time
 from collections import Counter
@@ -15,7 +14,8 @@ from annotation import campaigns as campaigns_mod
 from annotation.errors import ArenaError, NoPairLeft
 from annotation.service import Arena, VoteLimits
 from data import accounts as account_rows
-from data import arena
+from data import arena, sql
+from data.store import Store
 from tests.annotation.conftest import seed_outputs
 
 TASKS = 6
@@ -155,24 +155,30 @@ def test_settings_are_checked_with_the_flag_to_fix_and_kept_append_only(service)
     c.change("pilot", quota=20, by="kim")
     assert [(h.quota, h.changed_by) for h in c.history("pilot")] == [(10, "lee"), (20, "kim")]
     assert c.get("pilot").quota == 20 and c.get("pilot").started == c.history("pilot")[0].created
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(sql.IntegrityError, match="append-only"):
         service.store.db.execute("update campaigns set quota = 99")
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(sql.IntegrityError, match="append-only"):
         service.store.db.execute("delete from campaigns")
     assert service.next_pair("ana").campaign == "pilot"
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(sql.IntegrityError, match="append-only"):
         service.store.db.execute("update battles set campaign = 'other'")
 
 
-def test_annotators_asking_at_once_never_push_a_pair_past_its_overlap(service):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_annotators_asking_at_once_never_push_a_pair_past_its_overlap(service, store, processes):
+    """Five annotators at once, on one process or on two (two services with connections of their
+    own, as two app processes on one database are)."""
     service.campaigns.create("one", task_set="s", overlap=1)  # 18 pairs (3 methods, 6 tasks)
+    others = [Store(store.url or store.path) for _ in range(processes - 1)]
+    services = [service, *(Arena(o, rng=random.Random(k), limits=service.limits) for k, o in enumerate(others))]
     got: list[int] = []
     errors: list[BaseException] = []
 
     def annotator(name: str) -> None:
+        mine = services[int(name[1:]) % processes]
         try:
             for _ in range(6):
-                got.append(service.next_pair(name).battle_id)
+                got.append(mine.next_pair(name).battle_id)
         except NoPairLeft:
             pass
         except BaseException as exc:  # noqa: BLE001 (reported below)
@@ -183,6 +189,8 @@ def test_annotators_asking_at_once_never_push_a_pair_past_its_overlap(service):
         t.start()
     for t in threads:
         t.join()
+    for other in others:
+        other.close_all()
     assert not errors
     pairs = pairs_of(service, sorted(set(got)))  # (one with nothing new left is shown her own skipped one again)
     assert len(pairs) == len(set(pairs)) == 18  # every pair held by one annotator, none by two

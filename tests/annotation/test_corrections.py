@@ -5,15 +5,15 @@ corrections themselves are append-only, whoever writes to the file."""
 from __future__ import annotations
 
 import json
-import sqlite3
 
 import pytest
 
 from annotation.errors import ArenaError
 from annotation.service import Arena
 from common.errors import StoreError
-from data import arena
+from data import arena, sql
 from tests.annotation.test_cli import VOTES, run, write_jsonl
+from tests.conftest import outside
 
 
 @pytest.fixture
@@ -60,13 +60,15 @@ def test_a_correction_names_who_why_and_a_known_vote(voted):
 def test_corrections_are_append_only_for_any_writer(voted):
     vote_id = arena.vote_rows(voted)[0].id
     Arena(voted).correct(vote_id, "tie", "carol", "a reason")
-    conn = sqlite3.connect(voted.path)
+    conn = outside(voted)
+    changes = ["update vote_corrections set choice = 'a'", "delete from vote_corrections"]
+    if voted.dialect == sql.SQLITE:  # PostgreSQL has no replacing insert
+        changes.append("insert or replace into vote_corrections (id, vote_id, choice, corrected_by, why, created) "
+                       "values (1, 1, 'a', 'x', 'y', 'z')")
     try:
-        for sql in ("update vote_corrections set choice = 'a'", "delete from vote_corrections",
-                    "insert or replace into vote_corrections (id, vote_id, choice, corrected_by, why, created) "
-                    "values (1, 1, 'a', 'x', 'y', 'z')"):
-            with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-                conn.execute(sql)
+        for statement in changes:
+            with pytest.raises(sql.DatabaseError, match="append-only"), conn:
+                conn.execute(statement)
     finally:
         conn.close()
     assert [c.choice for c in Arena(voted).corrections()] == ["tie"]

@@ -4,6 +4,7 @@ per annotator and per address; voters who cannot have read flagged, and a leader
 from __future__ import annotations
 
 import random
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import gradio as gr
@@ -11,7 +12,8 @@ import pytest
 
 from annotation.errors import ArenaError
 from annotation.service import FLAG_MIN_VOTES, Arena, VoteLimits
-from data import arena
+from data import arena, sql
+from data.store import Store
 from tests.annotation.conftest import seed_outputs
 from ui.arena import annotator_of
 
@@ -62,6 +64,32 @@ def test_a_lab_behind_one_address_can_turn_the_address_limit_off():
         limits.take("ana", "10.0.0.1")
 
 
+def test_the_vote_limits_hold_across_processes_on_one_database(store):
+    """Two Arena services on their own connections to one database, as two app processes behind a
+    balancer are: the limits count the votes the database holds, not what each process saw."""
+    seed_outputs(store, {f"Task {t}": {m: f"{m} on task {t}." for m in ("rat", "cot", "direct")} for t in range(4)})
+    other = Store(store.url or store.path)
+    try:
+        limits = {"per_annotator": 2, "per_address": 3}
+        one, two = Arena(store, limits=VoteLimits(**limits)), Arena(other, limits=VoteLimits(**limits))
+
+        def vote(service: Arena, annotator: str, address: str) -> None:
+            service.vote(service.next_pair(annotator).battle_id, annotator, "a", address=address)
+
+        vote(one, "ana", "10.0.0.1")
+        vote(two, "ana", "10.0.0.2")
+        with pytest.raises(ArenaError, match="from this annotator"):
+            vote(one, "ana", "10.0.0.3")
+        vote(two, "bob", "10.0.0.9")
+        vote(one, "cy", "10.0.0.9")
+        vote(two, "dee", "10.0.0.9")
+        with pytest.raises(ArenaError, match="from this address"):
+            vote(one, "eve", "10.0.0.9")
+        assert len(arena.vote_rows(store)) == 5, "a refused vote is not stored"
+    finally:
+        other.close_all()
+
+
 def test_a_refused_vote_is_not_stored(store):
     seed_outputs(store, {"Describe owls": {"rat": "Owls are birds.", "cot": "Owls hunt."}})
     service = Arena(store, rng=random.Random(0), limits=VoteLimits(per_annotator=0))
@@ -77,12 +105,17 @@ def _votes(store, annotator: str, choices: list[str], seconds: float) -> None:
         ids = [o.id for o in arena.arena_outputs(store)]
         battle = arena.create_battle(store, ids[0], ids[1], annotator)
         arena.record_vote(store, battle, annotator, choice)
-        with store.db.conn:
-            store.db.conn.execute("drop trigger if exists battles_append_only_update")  # test setup only: age it
-            store.db.conn.execute(
-                "update battles set created = strftime('%Y-%m-%dT%H:%M:%f', "
-                "julianday((select created from votes where battle_id = ?)) - ? / 86400.0) where id = ?",
-                [battle, seconds, battle])
+        cast = datetime.fromisoformat(store.db.execute("select created from votes where battle_id = ?",
+                                                       [battle]).fetchone()[0])
+        with store.db.conn:  # test setup only: age the battle, past the table's append-only trigger
+            if store.dialect == sql.SQLITE:
+                store.db.execute("drop trigger if exists battles_append_only_update")
+            else:
+                store.db.execute("alter table battles disable trigger user")
+            store.db.execute("update battles set created = ? where id = ?",
+                             [(cast - timedelta(seconds=seconds)).isoformat(timespec="milliseconds"), battle])
+            if store.dialect != sql.SQLITE:
+                store.db.execute("alter table battles enable trigger user")
 
 
 def test_flags_name_voters_too_fast_or_always_on_one_side_and_the_board_can_leave_them_out(store):

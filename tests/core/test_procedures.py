@@ -13,6 +13,8 @@ from core.procedures import ProcedureMemory
 from data import procedures as table
 from tests.fakes.method_scripts import MethodAuthor, collect
 
+pytestmark = pytest.mark.both_databases
+
 
 @pytest.fixture
 def memory(app):

@@ -33,6 +33,8 @@ TASK = Task("Write a short history of Python 3 and its ecosystem.")
 
 
 
+pytestmark = pytest.mark.both_databases
+
 
 @pytest.fixture
 def author(llm):

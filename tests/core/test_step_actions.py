@@ -28,6 +28,8 @@ from ui import runview
 
 TASK = Task("Write a short history of Python 3 and its ecosystem.")
 
+pytestmark = pytest.mark.both_databases
+
 
 @pytest.fixture
 def model(app, monkeypatch):
@@ -187,6 +189,7 @@ async def test_the_live_runs_follow_a_redo(app, model):
     assert app.store.get_run(run_id).status == "done"
 
 
+@pytest.mark.sqlite_only
 def test_m015_keeps_the_versions_and_lets_step_actions_make_new_ones(tmp_path, monkeypatch):
     import sqlite3
 

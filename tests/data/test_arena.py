@@ -8,15 +8,8 @@ import threading
 import pytest
 
 from common.errors import StoreError
-from data import arena
+from data import arena, sql
 from data.store import Store
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "arena.db")
-    yield s
-    s.close()
 
 
 def outputs(store, prompt="Write about owls", methods=("rat", "cot"), task_set=""):
@@ -86,10 +79,10 @@ def test_unknown_battle_and_choice_are_refused(store):
 def test_votes_are_append_only(store):
     ids = outputs(store)
     arena.record_vote(store, arena.create_battle(store, ids["rat"], ids["cot"], "ana"), "ana", "a")
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(sql.IntegrityError, match="append-only"):
         with store.db.conn:
             store.db.execute("update votes set choice = 'b'")
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+    with pytest.raises(sql.IntegrityError, match="append-only"):
         with store.db.conn:
             store.db.execute("delete from votes")
 

@@ -3,21 +3,12 @@ method's own text (``model``); a newer version is a new output and battles keep 
 
 from __future__ import annotations
 
-import sqlite3
-
 import pytest
 
 from common.errors import StoreError
-from data import arena
-from data.store import Store
+from data import arena, sql
 from data.versions import Versions
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = Store(tmp_path / "arena.db")
-    yield s
-    s.close()
+from tests.conftest import outside
 
 
 def run(store, method, text, prompt="Write about owls"):
@@ -88,8 +79,8 @@ def test_a_battle_keeps_the_text_it_showed(store):
 def test_outputs_stay_append_only_per_version(store):
     rat = run(store, "rat", "The model's owls.")
     arena.sync_run_outputs(store)
-    conn = sqlite3.connect(store.path)
-    with pytest.raises(sqlite3.DatabaseError, match="append-only"), conn:
+    conn = outside(store)
+    with pytest.raises(sql.DatabaseError, match="append-only"), conn:
         conn.execute("update outputs set text = 'rigged' where run_id = ?", [rat])
     with conn:  # a second output for the same run and version is skipped, as before
         conn.execute("insert into outputs (task_id, method, text, digest, source, run_id, version, created) "

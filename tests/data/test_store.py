@@ -135,13 +135,13 @@ def test_a_current_database_opens_again(tmp_path):
     assert store.list_runs() == []
 
 
-def test_processes_opening_a_new_file_at_once_migrate_it_once(tmp_path):
+def test_processes_opening_a_new_file_at_once_migrate_it_once(tmp_path, request, backend):
     import subprocess
     import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    db = tmp_path / "fresh.db"
+    db = request.getfixturevalue("pg_url") if backend == "postgresql" else tmp_path / "fresh.db"
     code = f"from data.store import Store; Store({str(db)!r}).list_runs()"
     procs = [subprocess.Popen([sys.executable, "-c", code], cwd=root, stderr=subprocess.PIPE, text=True)
              for _ in range(4)]

@@ -23,6 +23,8 @@ from data.store import Store, store_error
 from tests.fakes.scripts import RatAuthor, draft_steps
 from tests.test_app import ROOT, cli
 
+pytestmark = pytest.mark.sqlite_only  # SQLite's own faults: a full disk, a locked file
+
 
 @pytest.fixture
 def run(tmp_path):

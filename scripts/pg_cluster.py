@@ -1,0 +1,85 @@
+"""A throwaway PostgreSQL, for the tests (started the way they start chromium) and for a try-out of
+several arena workers (``scripts/arena_cluster.py --postgres``): Debian's server binaries
+(``/usr/lib/postgresql/*/bin``, installed by ``scripts/test.sh`` when missing), a cluster made
+with ``initdb`` in a temp folder, listening on a free port of 127.0.0.1 only, stopped and removed
+at the end of the session. ``initdb`` refuses to run as root, so as root the cluster belongs to
+Debian's ``postgres`` user.
+
+``PgCluster.new_database()`` gives a fresh empty database and its URL; databases are made from
+one template, so each costs a file copy, not a server start."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import psycopg
+
+
+def server_bin() -> Path:
+    """The folder of Debian's PostgreSQL server binaries (the newest version installed).
+    Raises RuntimeError naming the fix when none is installed."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parts[4]))
+    if not found:
+        raise RuntimeError("PostgreSQL's server is not installed: run `bash scripts/test.sh` (it installs "
+                           "Debian's postgresql package) or `apt-get install postgresql`.")
+    return Path(found[-1]).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PgCluster:
+    """A PostgreSQL cluster in a temp folder; a context manager (started on enter, removed on
+    exit). ``max_connections`` is high: every thread of a Store keeps its own connection."""
+
+    def __init__(self, *, max_connections: int = 400) -> None:
+        self.bin = server_bin()
+        self.folder = Path(tempfile.mkdtemp(prefix="rat-pg-"))
+        self.data = self.folder / "data"
+        self.port = free_port()
+        self.max_connections = max_connections
+        self.user = "postgres" if os.geteuid() == 0 else None
+
+    def _run(self, *args: str) -> None:
+        cmd = [str(self.bin / args[0]), *args[1:]]
+        if self.user:
+            cmd = ["runuser", "-u", self.user, "--", *cmd]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
+
+    def __enter__(self) -> PgCluster:
+        if self.user:
+            shutil.chown(self.folder, self.user)
+        self._run("initdb", "-D", str(self.data), "-U", "rat", "--auth=trust", "-E", "UTF8", "--no-sync")
+        options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.folder} "
+                   f"-c max_connections={self.max_connections} -c fsync=off -c synchronous_commit=off "
+                   f"-c full_page_writes=off -c shared_buffers=64MB")
+        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start")
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute("create database rat_template")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def url(self, database: str) -> str:
+        return f"postgresql://rat@127.0.0.1:{self.port}/{database}"
+
+    def new_database(self) -> str:
+        """The URL of a new, empty database."""
+        name = "t_" + uuid.uuid4().hex[:12]
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute(f"create database {name} template rat_template")
+        return self.url(name)
