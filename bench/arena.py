@@ -38,12 +38,18 @@ TASKS = 40
 UNLIMITED = VoteLimits(per_annotator=10**9, per_address=10**9)
 
 
+def seed_outputs(store: Store) -> None:
+    """Add TASKS tasks answered by every one of METHODS to the arena (through the data layer, so
+    on any database it supports). Raises StoreError."""
+    arena.import_outputs(store, [{"prompt": f"Task {t}", "kind": "writing", "task_set": "", "method": m,
+                                  "text": f"{m} on task {t}. " * 40} for t in range(TASKS) for m in METHODS])
+
+
 def seeded_store(path: Path, votes: int, seed: int = 0) -> Store:
     """A store with TASKS tasks answered by every method, and ``votes`` votes on random pairs
     (written straight into the tables, as an import of that size would leave them)."""
     store = Store(path)
-    arena.import_outputs(store, [{"prompt": f"Task {t}", "kind": "writing", "task_set": "", "method": m,
-                                  "text": f"{m} on task {t}. " * 40} for t in range(TASKS) for m in METHODS])
+    seed_outputs(store)
     outputs = arena.arena_outputs(store)
     by_task: dict[int, list] = {}
     for o in outputs:
@@ -84,26 +90,49 @@ def in_process(votes: int, rounds: int, tmp: Path) -> dict:
     return {"first": first, "next": nexts, "vote": casts}
 
 
-class QueueClient:
-    """One browser session talking to Gradio's queue (join, then read the event's stream)."""
+def browser_client(base: str = "", timeout: float = 60) -> httpx.Client:
+    """An HTTP client that sends as a browser does: TCP_NODELAY, as browsers set it (without it the
+    request's body waits for the ACK of its headers: Nagle's algorithm against the server's delayed
+    ACK, 40-100 ms a call after a pause), and a cookie jar."""
+    nodelay = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+    return httpx.Client(base_url=base, timeout=timeout, transport=nodelay)
 
-    def __init__(self, base: str, fns: dict[str, tuple[int, int]]):
-        # TCP_NODELAY, as browsers set it: without it the request's body waits for the ACK of its
-        # headers (Nagle's algorithm against the server's delayed ACK), 40-100 ms a call after a pause
-        nodelay = httpx.HTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
-        self.http = httpx.Client(base_url=base + "gradio_api", timeout=60, transport=nodelay)
+
+class QueueClient:
+    """One browser session calling the events of the Gradio app at ``base`` (e.g.
+    "http://127.0.0.1:7860/" or a mounted app's ".../arena/") as its page does: through Gradio's
+    queue (join, then read the event's stream), or, for an event the app takes off the queue, one
+    POST to /run (``fns``: name -> (fn index, trigger id, off the queue)), with ``http`` (a
+    logged-in client's cookies; default: a new ``browser_client``)."""
+
+    def __init__(self, base: str, fns: dict[str, tuple[int, int, bool]], http: httpx.Client | None = None):
+        self.http = http or browser_client()
+        self.api = base + "gradio_api"
         self.session = uuid.uuid4().hex
         self.fns = fns
 
     def call(self, name: str, *data):
-        fn, trigger = self.fns[name]
-        self.http.post("/queue/join", json={"data": list(data), "fn_index": fn, "trigger_id": trigger,
-                                            "session_hash": self.session, "event_data": None}).raise_for_status()
-        with self.http.stream("GET", "/queue/data", params={"session_hash": self.session}) as stream:
+        """The event ``name``'s output data. Raises RuntimeError when the event fails or its stream
+        ends without a result, httpx.HTTPError when a request does."""
+        fn, trigger, direct = self.fns[name]
+        body = {"data": list(data), "fn_index": fn, "trigger_id": trigger, "session_hash": self.session,
+                "event_data": None}
+        if direct:
+            answer = self.http.post(self.api + "/run/predict", json=body)
+            if answer.status_code != 200:
+                raise RuntimeError(f"{name} failed ({answer.status_code}): {answer.text[:200]}")
+            return answer.json()["data"]
+        self.http.post(self.api + "/queue/join", json=body).raise_for_status()
+        with self.http.stream("GET", self.api + "/queue/data", params={"session_hash": self.session}) as stream:
+            if stream.status_code == 404:  # the queue's answer to a session it does not hold
+                raise RuntimeError(f"{name}: session not found (404 on /queue/data: not the worker it joined)")
+            stream.raise_for_status()
             for line in stream.iter_lines():
                 if not line.startswith("data:"):
                     continue
                 msg = json.loads(line[5:])
+                if msg.get("msg") == "unexpected_error":
+                    raise RuntimeError(f"{name}: {msg.get('message')}")
                 if msg.get("msg") == "process_completed":
                     if not msg.get("success"):
                         raise RuntimeError(f"{name} failed: {msg.get('output')}")
@@ -122,7 +151,7 @@ def _serve(path: str, votes: int, ready) -> None:
     app_ui.queue(demo, Settings().concurrency)  # as the app serves it
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
-    ready.put((port, {blk.fn.__name__: (i, blk.targets[0][0]) for i, blk in demo.fns.items()
+    ready.put((port, {blk.fn.__name__: (i, blk.targets[0][0], not blk.queue) for i, blk in demo.fns.items()
                       if getattr(blk.fn, "__name__", "") in ("start", "next", "on_vote")}))
     threading.Event().wait()
 

@@ -40,14 +40,17 @@ def free_port() -> int:
 
 class PgCluster:
     """A PostgreSQL cluster in a temp folder; a context manager (started on enter, removed on
-    exit). ``max_connections`` is high: every thread of a Store keeps its own connection."""
+    exit). ``max_connections`` is high: every thread of a Store keeps its own connection.
+    ``durable``: a commit waits for the disk, as on a real server (the bench and the try-out);
+    without it (the tests), nothing waits for the disk."""
 
-    def __init__(self, *, max_connections: int = 400) -> None:
+    def __init__(self, *, max_connections: int = 400, durable: bool = False) -> None:
         self.bin = server_bin()
         self.folder = Path(tempfile.mkdtemp(prefix="rat-pg-"))
         self.data = self.folder / "data"
         self.port = free_port()
         self.max_connections = max_connections
+        self.durable = durable
         self.user = "postgres" if os.geteuid() == 0 else None
 
     def _run(self, *args: str) -> None:
@@ -61,8 +64,9 @@ class PgCluster:
             shutil.chown(self.folder, self.user)
         self._run("initdb", "-D", str(self.data), "-U", "rat", "--auth=trust", "-E", "UTF8", "--no-sync")
         options = (f"-c listen_addresses=127.0.0.1 -c port={self.port} -c unix_socket_directories={self.folder} "
-                   f"-c max_connections={self.max_connections} -c fsync=off -c synchronous_commit=off "
-                   f"-c full_page_writes=off -c shared_buffers=64MB")
+                   f"-c max_connections={self.max_connections} -c shared_buffers=64MB")
+        if not self.durable:
+            options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start")
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
             conn.execute("create database rat_template")

@@ -11,21 +11,19 @@ PYTHON=${PYTHON:-python3}
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 "$PYTHON" -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 
-# The browser tests drive Debian's Chromium through Playwright (no browser download is possible).
-if [ ! -x /usr/bin/chromium ]; then
+# Debian packages the tests use, installed with apt when missing: Chromium (the browser tests drive
+# it through Playwright; no browser download is possible), PostgreSQL's server (the tests of data/
+# and annotation/ run on SQLite and on a throwaway cluster, tests/pg.py) and HAProxy (the balancer
+# of scripts/arena_cluster.py).
+missing=()
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
+if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  echo "Installing Debian's chromium for the browser tests..." >&2
+  echo "Installing Debian's ${missing[*]} for the tests..." >&2
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
-fi
-
-# The tests of data/ and annotation/ run on SQLite and on a throwaway PostgreSQL (tests/pg.py),
-# from Debian's server package.
-if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
-  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
-  echo "Installing Debian's postgresql for the database tests..." >&2
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq postgresql >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
 # Fixture pages live beside the project in ../shared/fixtures/web.
