@@ -33,6 +33,7 @@ annotators disable``, within that time) and ``any`` for ``ANY_TTL`` seconds.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import hmac
 import math
@@ -114,9 +115,16 @@ class Throttle:
     not counted (it was not verified). A key's failures are forgotten ``window`` seconds after
     its last hold-back ended (or, before any, as they leave the window).
 
-    A try is counted as failed when it starts (``start``), so a burst of tries at once cannot
-    slip past the count while their passwords are verified; ``settle`` then takes it back
-    (``neutral``), or clears the first key (``success``). Thread-safe; the clock is injectable."""
+    A try of an account is counted as failed when it starts (``start``), so a burst of tries at
+    one account cannot slip past the count while their passwords are verified; ``settle`` then
+    takes it back (``neutral``), or clears the first key (``success``). A try from an address
+    counts once it has failed: a lab behind one address logging in at once, 200 people in the
+    same second, is not held back by its own logins in flight (a burst of guesses at many names
+    from one address is held back as soon as its first ``free`` have failed). Thread-safe; the
+    clock is injectable."""
+
+    #: The kinds of key a try counts against from its start, not from its failure.
+    IN_FLIGHT = ("account",)
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, free: int = FREE_FAILURES,
                  window: float = FAILURE_WINDOW, first: float = FIRST_DELAY, cap: float = MAX_DELAY,
@@ -169,7 +177,8 @@ class Throttle:
             if wait > 0:
                 raise LoginRefused(message.format(wait=math.ceil(wait)))
             for key in keys:
-                self._failures.setdefault(key, deque()).append(now)
+                if key[0] in self.IN_FLIGHT:
+                    self._failures.setdefault(key, deque()).append(now)
             if len(self._failures) > self._sweep_above:
                 for key in list(self._failures):
                     self._times(key, now)
@@ -180,11 +189,15 @@ class Throttle:
         """What the try ``start`` counted at ``stamp`` came to: ``failed`` (it stays counted),
         ``neutral`` (not a guess: taken back) or ``success`` (the first key's failures are
         cleared, the others' try taken back)."""
-        if outcome == "failed":
-            return
         keys = list(keys)
         with self._lock:
             for i, key in enumerate(keys):
+                if key[0] not in self.IN_FLIGHT:  # counted now, if it failed, in time order
+                    if outcome == "failed":
+                        bisect.insort(self._failures.setdefault(key, deque()), stamp)
+                    continue
+                if outcome == "failed":
+                    continue
                 if outcome == "success" and i == 0:
                     self._failures.pop(key, None)
                     continue

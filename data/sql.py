@@ -173,6 +173,11 @@ class PgConnection:
         if not self.in_transaction:
             self.raw.execute("begin")
 
+    def begin_writing(self) -> None:
+        """Begin a transaction that holds the writers' lock (WRITE_LOCK) from its start: one round
+        trip to the server."""
+        self.raw.execute(f"begin; select pg_advisory_xact_lock({WRITE_LOCK})")
+
     def commit(self) -> None:
         if self.in_transaction:
             self.raw.execute("commit")

@@ -679,8 +679,7 @@ def write_transaction(db: sqlite_utils.Database, what: str) -> Iterator[sqlite3.
     with getattr(db, "writer", None) or contextlib.nullcontext():  # a Store's threads queue here, not in SQLite
         try:
             if server:
-                conn.begin()
-                conn.execute("select pg_advisory_xact_lock(?)", [sql.WRITE_LOCK])
+                conn.begin_writing()
             else:
                 conn.execute("begin immediate")
         except sql.DatabaseError as exc:

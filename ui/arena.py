@@ -205,7 +205,7 @@ class ArenaTab:
             revealed = self.arena.vote(state["battle"], state["annotator"], choice,
                                        address=getattr(client, "host", None), comment=comment or "", flag=flag or None)
         except ArenaError as exc:  # over the rate limit, or a bad note: not counted, nothing went wrong
-            gr.Warning(str(exc))
+            # said in the page (a direct event has no stream to carry a toast)
             return {self.reveal: f"**Not counted.** {safe_markdown(str(exc))}"}
         except StoreError as exc:
             raise gr.Error(str(exc)) from exc
@@ -222,8 +222,7 @@ class ArenaTab:
             raise gr.Error("There is no vote to undo.", print_exception=False)
         try:
             shown = self.arena.undo(state["annotator"], state.get("battle"))
-        except ArenaError as exc:  # too late, or not the last vote: say so, nothing went wrong
-            gr.Warning(str(exc))
+        except ArenaError as exc:  # too late, or not the last vote: said in the page, nothing went wrong
             return {self.undo_btn: gr.update(interactive=False), self.reveal: safe_markdown(str(exc))}
         except StoreError as exc:
             raise gr.Error(str(exc)) from exc
@@ -303,16 +302,21 @@ class ArenaTab:
         view = [self.state, self.task, self.out_a, self.out_b, self.reveal, self.next_btn, self.undo_btn, self.comment,
                 self.flag, self.progress, *self.buttons.values()]
         private = {"api_visibility": "private", "queue": True, "concurrency_limit": None}
+        #: An annotator's clicks (next pair, vote, undo) skip Gradio's queue: one short HTTP POST
+        #: each, answered when the handler returns (a few ms of our work), where the queue's join,
+        #: event stream and status messages cost about as much CPU again as the whole event
+        #: (bench/arena_scale.py). The queue's limits do not apply to them; nothing here runs long.
+        direct = {"api_visibility": "private", "queue": False}
         to_top = {"fn": None, "js": TO_TOP_JS, "api_visibility": "private"}
         gr.on(None, None, js=ARENA_JS, api_visibility="private")  # on page load, in the browser only
         gr.on(None, self.load, outputs=[*view, self.name_row, self.name], **private).then(**to_top)
         gr.on([self.start_btn.click, self.name.submit], self.start, inputs=self.name, outputs=[*view, self.name_row],
               **private).then(**to_top)
-        self.next_btn.click(self.next, inputs=self.state, outputs=view, **private).then(**to_top)
-        self.undo_btn.click(self.undo, inputs=self.state, outputs=view, **private).then(**to_top)
+        self.next_btn.click(self.next, inputs=self.state, outputs=view, **direct).then(**to_top)
+        self.undo_btn.click(self.undo, inputs=self.state, outputs=view, **direct).then(**to_top)
         voted = [self.reveal, self.rules, self.undo_btn, self.progress, *self.buttons.values()]
         for choice, button in self.buttons.items():
-            button.click(self.voter(choice), inputs=[self.state, self.comment, self.flag], outputs=voted, **private)
+            button.click(self.voter(choice), inputs=[self.state, self.comment, self.flag], outputs=voted, **direct)
 
     def voter(self, choice: str):
         """The click handler of one vote button (a function, not a partial: Gradio hands a

@@ -40,6 +40,7 @@ import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from annotation.accounts import ADMIN, ANNOTATOR, Accounts, SharedLogin
 from annotation.errors import LoginRefused
@@ -140,6 +141,9 @@ def with_session(response: Response, token: str, request: Request) -> Response:
     return response
 
 
+#: Seconds an idle browser connection stays open (nginx's default; browsers keep theirs longer).
+KEEP_ALIVE_SECONDS = 75
+
 # -- the app ----------------------------------------------------------------------------------------
 def same_origin(request: Request) -> bool:
     """Whether a state-changing request comes from our own pages: no Origin header (not a browser's
@@ -186,11 +190,11 @@ def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "
             return RedirectResponse("/", status_code=303)
         form = await request.form()
         name, password = str(form.get("name") or "").strip(), str(form.get("password") or "")
-        try:
-            token = gate.login(name, password, address(request))
+        try:  # in a worker thread: hashing the password must not stop the event loop, and every page with it
+            token = await run_in_threadpool(gate.login, name, password, address(request))
         except LoginRefused as exc:
             return login_page(str(exc), name, status=401)
-        account = gate.session(token)
+        account = await run_in_threadpool(gate.session, token)
         who = Who(name, account.role if account else ANNOTATOR)
         return with_session(RedirectResponse(home(who), status_code=303), token, request)
 
@@ -252,7 +256,10 @@ def start(app: FastAPI, host: str, port: int, trusted_proxies: tuple[str, ...] =
     networks, --trusted-proxies), what its X-Forwarded-For says: uvicorn trusts the header from
     loopback by default, which let anyone on the machine pick the address the per-address vote
     limit counts. Raises ConfigError when it does not start (the port is taken)."""
+    # keep-alive: an annotator reads a pair for seconds between two clicks; with uvicorn's 5 s, a
+    # click sent on the connection just as the server closed it came back as "connection reset"
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3,
+                            timeout_keep_alive=KEEP_ALIVE_SECONDS,
                             ws="none", lifespan="on", proxy_headers=bool(trusted_proxies),
                             forwarded_allow_ips=list(trusted_proxies))
     server = uvicorn.Server(config)

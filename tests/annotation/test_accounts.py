@@ -15,7 +15,17 @@ import pytest
 from argon2 import PasswordHasher
 
 from annotation import accounts as accounts_mod
-from annotation.accounts import ADMIN, ANNOTATOR, BAD_INVITE, DISABLED, WRONG, Account, Accounts, SharedLogin
+from annotation.accounts import (
+    ADMIN,
+    ANNOTATOR,
+    BAD_INVITE,
+    DISABLED,
+    FREE_FAILURES,
+    WRONG,
+    Account,
+    Accounts,
+    SharedLogin,
+)
 from annotation.errors import AccountError, LoginRefused
 from data import accounts as rows
 from data import migrations, sql
@@ -304,6 +314,41 @@ def test_tries_at_once_cannot_slip_past_the_count(store, clock, hasher):
     for t in threads:
         t.join()
     assert sorted(outcomes) == ["held back"] * 15 + ["verified"] * 5 and hasher.verified == 5
+
+
+def test_a_lab_behind_one_address_logs_in_at_once_and_a_burst_of_guesses_from_it_is_held_back(store, clock,
+                                                                                                hasher):
+    """Thirty people behind one address log in in the same instant: none is held back by the
+    others' logins in flight. Guesses at many names from that address count as they fail."""
+    names = [f"ann{k}" for k in range(30)]
+    setup = Accounts(store, hasher=hasher)
+    for name in names:
+        setup.add(name, PASSWORD)
+    shared = Accounts(store, clock=clock, hasher=hasher)
+    start = threading.Barrier(len(names))
+    outcomes: list[str] = []
+
+    def log_in(name: str) -> None:
+        start.wait()
+        try:
+            shared.login(name, PASSWORD, "10.0.0.7")
+            outcomes.append("in")
+        except LoginRefused as exc:
+            outcomes.append(str(exc))
+        finally:
+            store.close()
+
+    threads = [threading.Thread(target=log_in, args=(n,)) for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert outcomes == ["in"] * len(names)
+    for k in range(FREE_FAILURES):
+        with pytest.raises(LoginRefused, match=WRONG):
+            shared.login(names[k], "wrong-password", "10.0.0.7")
+    with pytest.raises(LoginRefused, match=HELD_BACK):
+        shared.login(names[-1], "wrong-password", "10.0.0.7")
 
 
 # -- invite links -----------------------------------------------------------------------------
