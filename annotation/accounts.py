@@ -20,7 +20,9 @@ Failed tries are throttled (``Throttle``) per account name and per client addres
 password is verified: once a key has ``FREE_FAILURES`` failures within ``FAILURE_WINDOW``, every
 further try is refused until ``FIRST_DELAY`` seconds after the last failure, a delay that
 doubles with each further failure up to ``MAX_DELAY``. A success clears the account's failures
-(not the address's). Invite links that fail count against the address the same way.
+(not the address's). Invite links that fail count against the address the same way. The
+failures are kept in the database (m019's login_failures), so every app process on it counts
+the same tries.
 
 ``SharedLogin`` is the same door for one shared name and password (``--auth``), with its
 sessions in memory, for a deployment without accounts.
@@ -33,7 +35,7 @@ annotators disable``, within that time) and ``any`` for ``ANY_TTL`` seconds.
 
 from __future__ import annotations
 
-import bisect
+import contextlib
 import hashlib
 import hmac
 import math
@@ -42,7 +44,7 @@ import secrets
 import string
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -108,6 +110,61 @@ def _public(row: rows.AccountRow) -> Account:
                    dict(row.participant))
 
 
+Key = tuple[str, str]  # ("account", name) or ("address", ip)
+
+
+class MemoryFailures:
+    """A Throttle's ledger in this process's memory (one process: the shared login)."""
+
+    def __init__(self, max_keys: int = 100_000):
+        self._times: dict[Key, list[float]] = {}
+        self._sweep_above = max_keys
+
+    def get(self, key: Key) -> list[float]:
+        return list(self._times.get(key, ()))
+
+    def put(self, key: Key, times: list[float]) -> None:
+        if times:
+            self._times[key] = list(times)
+        else:
+            self._times.pop(key, None)
+
+    def transaction(self) -> contextlib.AbstractContextManager:
+        return contextlib.nullcontext()
+
+    def sweep(self, last_before: float) -> None:
+        """Forget the keys whose last failure is older than ``last_before`` (once there are many)."""
+        if len(self._times) > self._sweep_above:
+            for key in [k for k, t in self._times.items() if t[-1] < last_before]:
+                del self._times[key]
+            self._sweep_above = max(self._sweep_above, 2 * len(self._times))
+
+
+class StoredFailures:
+    """A Throttle's ledger in the database (``data.accounts``' login_failures): every process on
+    it counts the same failed tries. Raises StoreError."""
+
+    SWEEP_EVERY = 500  # tries between two sweeps of forgotten keys
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._tries = 0
+
+    def get(self, key: Key) -> list[float]:
+        return rows.failure_times(self.store, *key)
+
+    def put(self, key: Key, times: list[float]) -> None:
+        rows.put_failure_times(self.store, *key, times)
+
+    def transaction(self) -> contextlib.AbstractContextManager:
+        return self.store.exclusive("count a login try")
+
+    def sweep(self, last_before: float) -> None:
+        self._tries += 1
+        if self._tries % self.SWEEP_EVERY == 0:
+            rows.forget_failures(self.store, last_before)
+
+
 class Throttle:
     """Failed tries per key (("account", name), ("address", ip)). Once a key has ``free``
     failures within ``window`` seconds, a try is held back until ``first`` seconds after its
@@ -120,20 +177,22 @@ class Throttle:
     takes it back (``neutral``), or clears the first key (``success``). A try from an address
     counts once it has failed: a lab behind one address logging in at once, 200 people in the
     same second, is not held back by its own logins in flight (a burst of guesses at many names
-    from one address is held back as soon as its first ``free`` have failed). Thread-safe; the
-    clock is injectable."""
+    from one address is held back as soon as its first ``free`` have failed).
+
+    The failures are kept in ``ledger``: this process's memory, or the database
+    (``StoredFailures``), where every process on it counts the same tries (the clock is then
+    wall-clock time). Thread-safe; the clock is injectable."""
 
     #: The kinds of key a try counts against from its start, not from its failure.
     IN_FLIGHT = ("account",)
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, free: int = FREE_FAILURES,
                  window: float = FAILURE_WINDOW, first: float = FIRST_DELAY, cap: float = MAX_DELAY,
-                 max_keys: int = 100_000):
+                 ledger: MemoryFailures | StoredFailures | None = None):
         self.clock = clock
         self.free, self.window, self.first, self.cap = free, window, first, cap
-        self._failures: dict[tuple[str, str], deque[float]] = {}
+        self.ledger = ledger or MemoryFailures()
         self._lock = threading.Lock()
-        self._sweep_above = max_keys
 
     def delay(self, failures: int) -> float:
         """Seconds a key with ``failures`` failures is held back after its last one."""
@@ -141,83 +200,79 @@ class Throttle:
             return 0.0
         return min(self.first * 2 ** (failures - self.free), self.cap)
 
-    def _times(self, key: tuple[str, str], now: float) -> deque[float] | None:
-        """The key's failures that still count at ``now`` (forgotten ones are dropped)."""
-        times = self._failures.get(key)
-        if times and len(times) >= self.free:
+    def _times(self, key: Key, now: float) -> list[float]:
+        """The key's failures that still count at ``now`` (forgotten ones leave the ledger)."""
+        stored = self.ledger.get(key)
+        times = list(stored)
+        if len(times) >= self.free:
             if now - (times[-1] + self.delay(len(times))) >= self.window:
-                times.clear()
+                times = []
         else:
             while times and now - times[0] >= self.window:
-                times.popleft()
-        if not times:
-            self._failures.pop(key, None)
-            return None
+                times.pop(0)
+        if times != stored:
+            self.ledger.put(key, times)
         return times
 
-    def wait(self, key: tuple[str, str]) -> float:
+    def wait(self, key: Key) -> float:
         """Seconds until ``key`` may try again (0: now)."""
-        with self._lock:
+        with self._lock, self.ledger.transaction():
             return self._wait(key, self.clock())
 
-    def _wait(self, key: tuple[str, str], now: float) -> float:
+    def _wait(self, key: Key, now: float) -> float:
         times = self._times(key, now)
-        if times is None or len(times) < self.free:
+        if len(times) < self.free:
             return 0.0
         return max(0.0, times[-1] + self.delay(len(times)) - now)
 
-    def start(self, keys: Iterable[tuple[str, str]], message: str = HELD_BACK) -> float:
+    def start(self, keys: Iterable[Key], message: str = HELD_BACK) -> float:
         """Count one try of ``keys`` as failed and return its time stamp (for ``settle``).
         Raises LoginRefused (``message`` with ``{wait}``, the whole seconds to wait) when any key
         is held back; nothing is counted then."""
         keys = list(keys)
         now = self.clock()
-        with self._lock:
+        with self._lock, self.ledger.transaction():
             wait = max((self._wait(k, now) for k in keys), default=0.0)
             if wait > 0:
                 raise LoginRefused(message.format(wait=math.ceil(wait)))
             for key in keys:
                 if key[0] in self.IN_FLIGHT:
-                    self._failures.setdefault(key, deque()).append(now)
-            if len(self._failures) > self._sweep_above:
-                for key in list(self._failures):
-                    self._times(key, now)
-                self._sweep_above = max(self._sweep_above, 2 * len(self._failures))
+                    self.ledger.put(key, [*self.ledger.get(key), now])
+            self.ledger.sweep(now - self.window - self.cap)
         return now
 
-    def settle(self, keys: Iterable[tuple[str, str]], stamp: float, outcome: str) -> None:
+    def settle(self, keys: Iterable[Key], stamp: float, outcome: str) -> None:
         """What the try ``start`` counted at ``stamp`` came to: ``failed`` (it stays counted),
         ``neutral`` (not a guess: taken back) or ``success`` (the first key's failures are
         cleared, the others' try taken back)."""
         keys = list(keys)
-        with self._lock:
+        with self._lock, self.ledger.transaction():
             for i, key in enumerate(keys):
+                times = self.ledger.get(key)
                 if key[0] not in self.IN_FLIGHT:  # counted now, if it failed, in time order
                     if outcome == "failed":
-                        bisect.insort(self._failures.setdefault(key, deque()), stamp)
-                    continue
-                if outcome == "failed":
-                    continue
-                if outcome == "success" and i == 0:
-                    self._failures.pop(key, None)
-                    continue
-                times = self._failures.get(key)
-                if times and stamp in times:
+                        self.ledger.put(key, sorted([*times, stamp]))
+                elif outcome == "success" and i == 0:
+                    if times:
+                        self.ledger.put(key, [])
+                elif outcome != "failed" and stamp in times:
                     times.remove(stamp)
-                    if not times:
-                        del self._failures[key]
+                    self.ledger.put(key, times)
 
 
 class Accounts:
-    """The accounts in ``store``'s file. ``clock`` times the throttle and the caches; ``hasher``
+    """The accounts in ``store``'s database. ``clock`` times the throttle and the caches (default:
+    the wall clock for the throttle, whose failures every process shares, and a monotonic one for
+    the caches); ``hasher``
     hashes passwords (Argon2 with the library's defaults; tests pass cheaper parameters)."""
 
-    def __init__(self, store: Store, *, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, store: Store, *, clock: Callable[[], float] | None = None,
                  hasher: PasswordHasher | None = None):
         self.store = store
-        self.clock = clock
+        self.clock = clock or time.monotonic
         self.hasher = hasher or PasswordHasher()
-        self.throttle = Throttle(clock)
+        # failed tries are counted in the database, on the wall clock: every process on it counts them
+        self.throttle = Throttle(clock or time.time, ledger=StoredFailures(store))
         self._lock = threading.Lock()
         self._dummy_hash: str | None = None
         self._any: tuple[float, bool] | None = None  # (when, answer)

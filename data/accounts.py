@@ -238,3 +238,28 @@ def open_sessions(store: Store, account: str) -> int:
     return store.db.execute("select count(*) from sessions where account = ? and ended is null",
                             [account]).fetchone()[0]
 
+
+
+# -- failed login tries (the throttle's ledger, shared by every process on the database) ------------
+@_read
+def failure_times(store: Store, kind: str, key: str) -> list[float]:
+    """When the counted failed tries of ``(kind, key)`` happened, oldest first. Raises StoreError."""
+    return [r[0] for r in store.db.execute(
+        "select at from login_failures where kind = ? and key = ? order by at", [kind, key]).fetchall()]
+
+
+def put_failure_times(store: Store, kind: str, key: str, times: list[float]) -> None:
+    """Make ``times`` the counted failed tries of ``(kind, key)``, inside the caller's write
+    transaction (``Store.exclusive``). Raises StoreError."""
+    with write_transaction(store.db, "count the login try") as conn:
+        conn.execute("delete from login_failures where kind = ? and key = ?", [kind, key])
+        if times:
+            conn.executemany("insert into login_failures (kind, key, at) values (?, ?, ?)",
+                             [(kind, key, t) for t in times])
+
+
+def forget_failures(store: Store, last_before: float) -> None:
+    """Forget the keys whose last failed try happened before ``last_before``. Raises StoreError."""
+    with write_transaction(store.db, "forget old login tries") as conn:
+        conn.execute("delete from login_failures where (kind || ':' || key) in (select kind || ':' || key "
+                     "from login_failures group by kind, key having max(at) < ?)", [last_before])

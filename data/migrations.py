@@ -41,6 +41,7 @@ TABLES = {
     "m013_accounts": ("accounts", "invites", "sessions"),
     "m016_gold_pairs": ("gold_pairs",),
     "m017_campaigns": ("campaigns",),
+    "m019_login_failures": ("login_failures",),
 }
 
 
@@ -633,3 +634,14 @@ def m018_vote_address(db: sqlite_utils.Database) -> None:
     db.execute("alter table votes add column address text")
     db.execute("create index votes_address on votes (address, created) where address is not null")
     db.execute("create index votes_annotator_created on votes (annotator, created)")
+
+
+@migration
+def m019_login_failures(db: sqlite_utils.Database) -> None:
+    """Failed login tries by key (an account name, a client address), with when they happened on
+    the throttle's clock: every process on the database throttles the same tries (issue 26,
+    ``data.accounts.failure_times``). Not people's work: rows are forgotten as the throttle
+    forgets them."""
+    db.execute("create table login_failures (id integer primary key, kind text not null, key text not null, "
+               "at real not null)")
+    db.execute("create index login_failures_key on login_failures (kind, key, at)")

@@ -20,6 +20,7 @@ from annotation.accounts import (
     ANNOTATOR,
     BAD_INVITE,
     DISABLED,
+    FIRST_DELAY,
     FREE_FAILURES,
     WRONG,
     Account,
@@ -349,6 +350,25 @@ def test_a_lab_behind_one_address_logs_in_at_once_and_a_burst_of_guesses_from_it
             shared.login(names[k], "wrong-password", "10.0.0.7")
     with pytest.raises(LoginRefused, match=HELD_BACK):
         shared.login(names[-1], "wrong-password", "10.0.0.7")
+
+
+def test_failed_tries_are_counted_by_every_process_on_the_database(store, clock, hasher):
+    """Two services with connections of their own on one database, as two app processes behind a
+    balancer are: guesses spread over both are held back as guesses at one would be."""
+    Accounts(store, hasher=hasher).add("ana", PASSWORD)
+    other = Store(store.url or store.path)
+    try:
+        one, two = Accounts(store, clock=clock, hasher=hasher), Accounts(other, clock=clock, hasher=hasher)
+        for k in range(FREE_FAILURES):
+            with pytest.raises(LoginRefused, match=WRONG):
+                (one, two)[k % 2].login("ana", "wrong-password", f"10.0.0.{k}")
+        for service in (one, two):
+            with pytest.raises(LoginRefused, match=HELD_BACK):
+                service.login("ana", PASSWORD, "10.0.0.99")
+        clock.now += FIRST_DELAY + 0.1
+        assert two.login("ana", PASSWORD, "10.0.0.99"), "the hold-back ends for both"
+    finally:
+        other.close_all()
 
 
 # -- invite links -----------------------------------------------------------------------------
