@@ -20,7 +20,7 @@ import sqlite_utils
 
 from common.errors import StoreError
 from data.pg_migrations import PG
-from data.schema import ACCOUNT_ROLES, M011_ACTIONS, VERSION_ACTIONS  # noqa: F401 (data.accounts, data.versions)
+from data.schema import ACCOUNT_ROLES, M011_ACTIONS, VERSION_ACTIONS
 
 MIGRATIONS: list[tuple[str, Callable[[sqlite_utils.Database], None]]] = []
 
@@ -48,13 +48,14 @@ TABLES = {
 def apply(db: sqlite_utils.Database, path: str | Path = "the database") -> list[str]:
     """Apply the migrations not yet applied; returns their names. Raises StoreError, naming
     ``path``, for a database of a newer version or a foreign one (see :func:`check`)."""
-    check(db, path)
     server = getattr(db, "dialect", "sqlite") == "postgresql"
     if server:
-        with db.conn:  # two processes may start on a new database at once
+        with db.conn:  # two processes may start on a new database at once: read it while none migrates
             db.execute("select pg_advisory_xact_lock(?)", [_MIGRATION_LOCK])
+            check(db, path)
             db.execute("create table if not exists _migrations (name text primary key, applied text)")
     else:
+        check(db, path)
         db.execute("create table if not exists _migrations (name text primary key, applied text)")
     done = {row[0] for row in db.execute("select name from _migrations").fetchall()}
     applied = []
