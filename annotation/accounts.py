@@ -220,7 +220,10 @@ class Throttle:
             return self._wait(key, self.clock())
 
     def _wait(self, key: Key, now: float) -> float:
-        times = self._times(key, now)
+        return self._held(self._times(key, now), now)
+
+    def _held(self, times: list[float], now: float) -> float:
+        """Seconds a key whose counted failures are ``times`` is held back at ``now``."""
         if len(times) < self.free:
             return 0.0
         return max(0.0, times[-1] + self.delay(len(times)) - now)
@@ -232,12 +235,13 @@ class Throttle:
         keys = list(keys)
         now = self.clock()
         with self._lock, self.ledger.transaction():
-            wait = max((self._wait(k, now) for k in keys), default=0.0)
+            counted = {key: self._times(key, now) for key in keys}
+            wait = max((self._held(times, now) for times in counted.values()), default=0.0)
             if wait > 0:
                 raise LoginRefused(message.format(wait=math.ceil(wait)))
-            for key in keys:
+            for key, times in counted.items():
                 if key[0] in self.IN_FLIGHT:
-                    self.ledger.put(key, [*self.ledger.get(key), now])
+                    self.ledger.put(key, [*times, now])
             self.ledger.sweep(now - self.window - self.cap)
         return now
 

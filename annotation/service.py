@@ -236,7 +236,6 @@ class Arena:
         self._suspects_kept: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
         self._style_features = style_control.FeatureCache(style)  # each shown output's style, once
         self.campaigns = Campaigns(store, clock=lambda: self.clock())
-        self._campaign_lock = threading.Lock()  # a campaign's pair is chosen and started by one thread at a time
         self._campaign_now: dict[str, str | None] = {}  # annotator -> the campaign of the battle last shown
 
     # -- annotators -------------------------------------------------------------------------
@@ -263,7 +262,7 @@ class Arena:
         done: list[NoPairLeft] = []
         for campaign in mine:
             # who holds each pair is read and a pair taken as one step, in every process
-            with self._campaign_lock, self.store.exclusive(f"choose a pair of campaign {campaign.name}"):
+            with self.store.exclusive(f"choose a pair of campaign {campaign.name}"):
                 try:
                     return next_campaign_battle(
                         self.store, annotator, self.boards.tally("people"), campaign,

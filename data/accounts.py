@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from data import sql
-from data.migrations import ACCOUNT_ROLES
+from data.schema import ACCOUNT_ROLES
 from data.store import Store, now, store_error, write_transaction
 
 ROLES = ACCOUNT_ROLES  # annotator, admin

@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from common.errors import RunNotFound, StoreError, VersionNotFound
-from data.migrations import VERSION_ACTIONS
+from data.schema import VERSION_ACTIONS
 from data.store import Store, now, write_transaction
 
 ACTIONS = VERSION_ACTIONS  # edit, undo, take, draft, restore; regenerate, search, exclude (a step done again)
