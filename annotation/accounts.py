@@ -104,6 +104,10 @@ class Account:
     def is_admin(self) -> bool:
         return self.role == ADMIN
 
+    def code_after(self, votes: int) -> str | None:
+        """The completion code once ``votes`` >= the quota; None before, or without a quota or code."""
+        return self.completion_code if self.quota is not None and votes >= self.quota else None
+
 
 def _public(row: rows.AccountRow) -> Account:
     return Account(row.name, row.role, row.disabled, row.quota, row.completion_code, row.study,
@@ -477,10 +481,8 @@ class Accounts:
     def completion_code(self, name: str, votes: int) -> str | None:
         """The account's completion code once it has cast ``votes`` >= its quota; None before,
         without a quota or code, or for an unknown account. Raises StoreError."""
-        row = rows.get_account(self.store, name)
-        if row is None or row.quota is None or votes < row.quota:
-            return None
-        return row.completion_code
+        account = self.get(name)
+        return account.code_after(votes) if account is not None else None
 
     # -- inside -----------------------------------------------------------------------------------
     def _study_account(self, invite: rows.InviteRow, params: Mapping[str, str]) -> rows.AccountRow:

@@ -271,7 +271,7 @@ class Outcome:
     records: list[Record]
     stored: Counter
     client_cpu: float
-    server_cpu: float
+    cpu: WindowCpu
     started: float = 0.0
     killed: str = ""
     kill_at: float = 0.0
@@ -315,6 +315,42 @@ class Outcome:
         return on_killed, continued
 
 
+def postgres_cpu() -> float:
+    """CPU seconds used so far by the live PostgreSQL processes of this machine (the bench's
+    throwaway cluster: its server and a backend per connection), from /proc."""
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if stat.read_text().split(" (", 1)[1].startswith("postgres)"):
+                total += cpu_seconds(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, all) CPU seconds of the whole machine since boot, every core, from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
+
+
+@dataclass
+class WindowCpu:
+    """CPU used in the measured window (after the warm-up): by the workers and HAProxy, by
+    PostgreSQL, by the whole machine (busy cores), over ``seconds`` of wall time."""
+
+    workers: float = 0.0
+    postgres: float = 0.0
+    machine: float = 0.0
+    seconds: float = 0.0
+
+    def share(self, what: str) -> float:
+        """``what``'s CPU as a percentage of one core."""
+        return 100 * getattr(self, what) / max(1e-9, self.seconds)
+
+
 def run_setup(setup: Setup, args: argparse.Namespace, db: str) -> Outcome:
     """Prepare ``db``, start the setup's workers (and HAProxy), run the annotators for
     ``args.duration`` seconds from ``args.clients`` processes, stop everything, count the votes.
@@ -333,30 +369,38 @@ def run_setup(setup: Setup, args: argparse.Namespace, db: str) -> Outcome:
         procs = [multiprocessing.Process(target=client_process,
                                          args=(url, fns, group, args.think, deadline, k, results, args.arrive))
                  for k, group in enumerate(groups) if group]
-        cpu_before = {pid: cpu_seconds(pid) for pid in cluster.pids()}
         for proc in procs:
             proc.start()
-        killed, kill_at, server_cpu = "", 0.0, 0.0
+        # the CPU of the measured window only: the crowd's logins (a password hash each) are the warm-up's
+        time.sleep(max(0.0, started + args.warmup - time.time()))
+        cpu = WindowCpu(postgres=-postgres_cpu(), machine=-machine_busy()[0], seconds=-time.time())
+        cpu_before = {pid: cpu_seconds(pid) for pid in cluster.pids()}
+        killed, kill_at = "", 0.0
         if args.kill_one and setup.workers > 1:
-            time.sleep(args.warmup + args.duration / 2)
+            time.sleep(max(0.0, started + args.warmup + args.duration / 2 - time.time()))
             pid = cluster.workers[0].pid
-            server_cpu += cpu_seconds(pid) - cpu_before.pop(pid)
+            cpu.workers += cpu_seconds(pid) - cpu_before.pop(pid)
             killed, kill_at = cluster.kill(0), time.time()
+        time.sleep(max(0.0, deadline - time.time()))
+        cpu.workers += sum(cpu_seconds(pid) - before for pid, before in cpu_before.items())
+        cpu.postgres += postgres_cpu()
+        cpu.machine += machine_busy()[0]
+        cpu.seconds += time.time()
         parts = [results.get(timeout=args.warmup + args.duration + 600) for _ in procs]
         wall = time.time() - started
-        server_cpu += sum(cpu_seconds(pid) - before for pid, before in cpu_before.items())
         for proc in procs:
             proc.join()
         exited = [line for line in cluster.exited() if not (killed and line.startswith(f"{killed} exited (-9)"))]
     finally:
         cluster.stop()
     return Outcome(setup, args.annotators, wall, [r for recs, _ in parts for r in recs], stored_votes(db),
-                   sum(cpu for _, cpu in parts), server_cpu, started, killed, kill_at, exited, args.warmup)
+                   sum(cpu for _, cpu in parts), cpu, started, killed, kill_at, exited, args.warmup)
 
 
 # -- the table ----------------------------------------------------------------------------------
 HEADER = (f"{'setup':<8} {'workers':>7} {'annotators':>10} {'votes/min':>9} {'vote p50':>8} {'p95':>6} {'p99':>6} "
-          f"{'next p50':>8} {'p95':>6} {'p99':>6} {'errors':>6} {'cast':>6} {'stored':>6} {'lost':>5} {'srv CPU':>7}")
+          f"{'next p50':>8} {'p95':>6} {'p99':>6} {'errors':>6} {'cast':>6} {'stored':>6} {'lost':>5} {'workers':>7} "
+          f"{'pg':>5} {'machine':>7}")
 
 
 def quantiles(values: list[float]) -> list[str]:
@@ -370,7 +414,8 @@ def row(o: Outcome) -> str:
     per_minute = 60 * o.steady_cast / max(1e-9, o.wall - o.warmup)
     return (f"{o.setup.name:<8} {o.setup.workers:>7} {o.annotators:>10} {per_minute:>9.0f} "
             f"{votes[0]:>8} {votes[1]:>6} {votes[2]:>6} {nexts[0]:>8} {nexts[1]:>6} {nexts[2]:>6} "
-            f"{len(o.joined('errors')):>6} {o.cast:>6} {stored:>6} {o.lost:>5} {100 * o.server_cpu / o.wall:>6.0f}%")
+            f"{len(o.joined('errors')):>6} {o.cast:>6} {stored:>6} {o.lost:>5} {o.cpu.share('workers'):>6.0f}% "
+            f"{o.cpu.share('postgres'):>4.0f}% {o.cpu.share('machine'):>6.0f}%")
 
 
 def notes(o: Outcome, cores: int) -> list[str]:
@@ -381,8 +426,8 @@ def notes(o: Outcome, cores: int) -> list[str]:
              f"p95 {first[1]} ms; login p50 {login[0]} ms, p95 {login[1]} ms), {voted} voted; "
              f"{sum(r.refused for r in o.records)} "
              f"votes refused (rate limit); {sum(o.stored.values()) - o.cast + o.lost} stored without a counted "
-             f"answer; clients took {100 * o.client_cpu / o.wall:.0f}% of one core ({cores} cores here), "
-             f"the workers and HAProxy {100 * o.server_cpu / o.wall:.0f}%"]
+             f"answer; clients took {100 * o.client_cpu / o.wall:.0f}% of one core over the whole run "
+             f"({cores} cores here)"]
     kinds = Counter(re.sub(r"rat-vote-\w+", "vote", e)[:110] for e in o.joined("errors"))  # the 4 buttons as one
     lines += [f"    error x{n}: {kind}" for kind, n in kinds.most_common(4)]
     lines += [f"    worker {line}" for line in o.exited]
@@ -450,7 +495,8 @@ def main(argv: list[str] | None = None) -> dict[str, Outcome | str]:
     print("\n".join(lines))
     print("(a vote's and a next pair's time run from the request to its result, the queue's wait included; "
           "votes/min and latencies: of the measured time, after the warm-up; errors, cast, stored, lost: of the "
-          "whole run)")
+          "whole run; workers, pg, machine: CPU of the measured time in % of one core: the workers and HAProxy, "
+          "PostgreSQL's processes, and every busy core of the machine, the clients' included)")
     return results
 
 

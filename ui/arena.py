@@ -79,6 +79,19 @@ CAMPAIGN_DONE = "### Your part is done\n"  # above the service's words, which na
 UNDONE = "Your vote was undone: the same pair is shown again, vote again."
 FLAG_CHOICES = [("Flag an output: none", ""), *((label, value) for value, label in FLAG_LABELS.items())]
 
+#: The page's modes and which buttons each has on (the rest off): "start" before the first pair,
+#: "pair" with a pair to vote on, "voted" after a vote counted (Undo on), "closed" with no pair to
+#: vote on (none left, or a vote that can no longer be undone). The server says the mode; the
+#: page's script turns the buttons on and off (``ARENA_JS``), and the service refuses a vote on a
+#: pair voted already whatever a page sends.
+VOTE_IDS = [f"rat-vote-{c}" for c in CHOICE_LABELS]
+MODES = {
+    "start": {**dict.fromkeys(VOTE_IDS, False), "rat-next": False, "rat-undo": False},
+    "pair": {**dict.fromkeys(VOTE_IDS, True), "rat-next": True, "rat-undo": False},
+    "voted": {**dict.fromkeys(VOTE_IDS, False), "rat-next": True, "rat-undo": True},
+    "closed": {**dict.fromkeys(VOTE_IDS, False), "rat-next": True, "rat-undo": False},
+}
+
 #: The element each key clicks (keys as ``KeyboardEvent.key`` gives them, letters in lower case).
 _KEYS = {
     **{k.lower(): f"rat-vote-{c}" for c, keys in CHOICE_KEYS.items() for k in keys},
@@ -93,6 +106,7 @@ _KEYS = {
 ARENA_JS = """() => {
   if (window.ratArena) { window.ratArena.fit(); return; }
   const KEYS = __KEYS__;
+  const MODES = __MODES__;
   const byId = (id) => document.getElementById(id);
   const visible = (el) => !!el && el.offsetParent !== null;
   const button = (id) => {
@@ -127,8 +141,19 @@ ARENA_JS = """() => {
       if (other !== pane && Math.abs(other.scrollTop - target) > 2) other.scrollTop = target;
     }
   }, true);
+  // Which buttons are on, by the page's mode: set here from the mode each event returns, not by
+  // updating the buttons from the server (Gradio rebuilds a component for each such update).
+  let mode = "start";
+  const apply = () => {
+    const on = MODES[mode] || MODES.start;
+    for (const [id, enabled] of Object.entries(on)) {
+      const b = button(id);
+      if (b && b.disabled === enabled) b.disabled = !enabled;
+    }
+  };
   const root = document.documentElement;
   const fit = () => {
+    apply();
     const arena = byId("rat-arena");
     if (!visible(arena)) return;
     const top = Math.round(arena.getBoundingClientRect().top + window.scrollY) + "px";
@@ -136,11 +161,18 @@ ARENA_JS = """() => {
   };
   new ResizeObserver(fit).observe(document.body);
   window.addEventListener("resize", fit);
-  window.ratArena = { fit, top: () => { for (const p of panes()) p.scrollTop = 0; fit(); } };
+  window.ratArena = {
+    fit,
+    top: () => { for (const p of panes()) p.scrollTop = 0; fit(); },
+    mode: (m) => { if (m) mode = m; apply(); },
+  };
   fit();
-}""".replace("__KEYS__", json.dumps(_KEYS))
+}""".replace("__KEYS__", json.dumps(_KEYS)).replace("__MODES__", json.dumps(MODES))
 
-TO_TOP_JS = "() => { if (window.ratArena) window.ratArena.top(); }"
+#: After an event: the buttons of the mode it returned.
+MODE_JS = "(mode) => { if (window.ratArena) window.ratArena.mode(mode); }"
+#: After an event that shows a pair: the same, and both panes back at the top.
+SHOWN_JS = "(mode) => { if (window.ratArena) { window.ratArena.mode(mode); window.ratArena.top(); } }"
 
 
 # -- handlers ---------------------------------------------------------------------------------
@@ -209,12 +241,13 @@ class ArenaTab:
             return {self.reveal: f"**Not counted.** {safe_markdown(str(exc))}"}
         except StoreError as exc:
             raise gr.Error(str(exc)) from exc
-        # (the comment and flag stay on screen as sent until Next clears them: each output costs
-        # every vote Gradio's processing)
-        return {self.reveal: reveal_text(revealed), self.rules: gr.Accordion(open=False),
-                self.undo_btn: gr.update(interactive=True),
-                self.progress: self._progress(state["annotator"], _one_fewer(state.get("left")))[0],
-                **{b: gr.update(interactive=False) for b in self.buttons.values()}}
+        # (the comment and flag stay on screen as sent until Next clears them, and the guidelines
+        # fold once, at the first vote: each output costs every vote Gradio's processing)
+        out = {self.reveal: reveal_text(revealed), self.mode: "voted",
+               self.progress: self._progress(state["annotator"], _one_fewer(state.get("left")))[0]}
+        if state.get("rules", True):
+            out.update({self.rules: gr.Accordion(open=False), self.state: {**state, "rules": False}})
+        return out
 
     def undo(self, state: dict | None) -> dict:
         """Take back the vote just cast (``Arena.undo``) and show its pair again to vote anew."""
@@ -223,7 +256,7 @@ class ArenaTab:
         try:
             shown = self.arena.undo(state["annotator"], state.get("battle"))
         except ArenaError as exc:  # too late, or not the last vote: said in the page, nothing went wrong
-            return {self.undo_btn: gr.update(interactive=False), self.reveal: safe_markdown(str(exc))}
+            return {self.mode: "closed", self.reveal: safe_markdown(str(exc))}
         except StoreError as exc:
             raise gr.Error(str(exc)) from exc
         return self._show(state, shown, UNDONE)
@@ -239,9 +272,7 @@ class ArenaTab:
         line, left = self._progress(state["annotator"])
         return {
             self.state: {**state, "left": left}, self.task: task, self.out_a: a, self.out_b: b, self.reveal: reveal,
-            self.next_btn: gr.update(interactive=True), self.undo_btn: gr.update(interactive=False),
-            self.comment: "", self.flag: "", self.progress: line,
-            **{btn: gr.update(interactive=voting) for btn in self.buttons.values()},
+            self.comment: "", self.flag: "", self.progress: line, self.mode: "pair" if voting else "closed",
         }
 
     def _progress(self, annotator: str, left: int | None = None) -> tuple[str, int | None]:
@@ -252,7 +283,7 @@ class ArenaTab:
             account = self.accounts.get(annotator) if self.accounts is not None else None
             quota = account.quota if account is not None else None
             progress = self.arena.progress(annotator, quota, left=left)
-            code = self.accounts.completion_code(annotator, progress.total) if account is not None else None
+            code = account.code_after(progress.total) if account is not None else None
         except StoreError as exc:
             return f"*Progress unavailable: {safe_markdown(str(exc))}*", None
         line = progress_text(progress)
@@ -283,14 +314,15 @@ class ArenaTab:
                 self.sync = gr.Checkbox(label="Scroll A and B together", value=False, container=False, scale=2,
                                         elem_id="rat-sync")
             with gr.Row(elem_id="rat-votebar"):
-                self.buttons = {c: gr.Button(button_label(label, CHOICE_KEYS[c]), interactive=False,
-                                             elem_id=f"rat-vote-{c}", min_width=80)
+                # (on and off by the page's mode: MODES, ARENA_JS)
+                self.buttons = {c: gr.Button(button_label(label, CHOICE_KEYS[c]), elem_id=f"rat-vote-{c}",
+                                             min_width=80)
                                 for c, label in CHOICE_LABELS.items()}
-                self.next_btn = gr.Button(button_label("Next", NEXT_KEYS), interactive=False, variant="primary",
-                                          elem_id="rat-next", min_width=80)
-                self.undo_btn = gr.Button(button_label("Undo", UNDO_KEYS), interactive=False, elem_id="rat-undo",
+                self.next_btn = gr.Button(button_label("Next", NEXT_KEYS), variant="primary", elem_id="rat-next",
                                           min_width=80)
+                self.undo_btn = gr.Button(button_label("Undo", UNDO_KEYS), elem_id="rat-undo", min_width=80)
             self.reveal = gr.Markdown(elem_id="rat-reveal")
+            self.mode = gr.Textbox("start", visible=False, elem_id="rat-mode")  # MODES: what the page shows
 
     @staticmethod
     def _pane(side: str) -> gr.Markdown:
@@ -299,24 +331,28 @@ class ArenaTab:
             return gr.Markdown(elem_id=f"rat-pane-{side.lower()}", elem_classes="rat-pane")
 
     def wire(self) -> None:
-        view = [self.state, self.task, self.out_a, self.out_b, self.reveal, self.next_btn, self.undo_btn, self.comment,
-                self.flag, self.progress, *self.buttons.values()]
-        private = {"api_visibility": "private", "queue": True, "concurrency_limit": None}
+        view = [self.state, self.task, self.out_a, self.out_b, self.reveal, self.comment, self.flag, self.progress,
+                self.mode]
+        # (postprocess off: the values go out as the handlers make them, without Gradio's per-output
+        # pass in a worker thread; Markdown's would only dedent them)
+        private = {"api_visibility": "private", "queue": True, "concurrency_limit": None, "postprocess": False}
         #: An annotator's clicks (next pair, vote, undo) skip Gradio's queue: one short HTTP POST
         #: each, answered when the handler returns (a few ms of our work), where the queue's join,
         #: event stream and status messages cost about as much CPU again as the whole event
         #: (bench/arena_scale.py). The queue's limits do not apply to them; nothing here runs long.
-        direct = {"api_visibility": "private", "queue": False}
-        to_top = {"fn": None, "js": TO_TOP_JS, "api_visibility": "private"}
+        direct = {"api_visibility": "private", "queue": False, "postprocess": False}
+        shown = {"fn": None, "js": SHOWN_JS, "inputs": self.mode, "api_visibility": "private"}
+        moded = {"fn": None, "js": MODE_JS, "inputs": self.mode, "api_visibility": "private"}
         gr.on(None, None, js=ARENA_JS, api_visibility="private")  # on page load, in the browser only
-        gr.on(None, self.load, outputs=[*view, self.name_row, self.name], **private).then(**to_top)
+        gr.on(None, self.load, outputs=[*view, self.name_row, self.name], **private).then(**shown)
         gr.on([self.start_btn.click, self.name.submit], self.start, inputs=self.name, outputs=[*view, self.name_row],
-              **private).then(**to_top)
-        self.next_btn.click(self.next, inputs=self.state, outputs=view, **direct).then(**to_top)
-        self.undo_btn.click(self.undo, inputs=self.state, outputs=view, **direct).then(**to_top)
-        voted = [self.reveal, self.rules, self.undo_btn, self.progress, *self.buttons.values()]
+              **private).then(**shown)
+        self.next_btn.click(self.next, inputs=self.state, outputs=view, **direct).then(**shown)
+        self.undo_btn.click(self.undo, inputs=self.state, outputs=view, **direct).then(**shown)
+        voted = [self.reveal, self.mode, self.progress, self.rules, self.state]
         for choice, button in self.buttons.items():
-            button.click(self.voter(choice), inputs=[self.state, self.comment, self.flag], outputs=voted, **direct)
+            button.click(self.voter(choice), inputs=[self.state, self.comment, self.flag], outputs=voted,
+                         **direct).then(**moded)
 
     def voter(self, choice: str):
         """The click handler of one vote button (a function, not a partial: Gradio hands a

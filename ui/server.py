@@ -154,27 +154,48 @@ def same_origin(request: Request) -> bool:
     return urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()
 
 
-def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "") -> FastAPI:
-    """The FastAPI app: our routes first, then the Arena app at ARENA_PATH and the whole app at /."""
-    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    # Our own CORS policy (no origin but ours): Gradio then adds none of its own.
-    app.add_middleware(CORSMiddleware, allow_origins=[], allow_credentials=False)
+class Guard:
+    """Pure ASGI middleware in front of every route (Starlette's ``@app.middleware("http")`` runs
+    each request through a task group and memory streams, a large share of the CPU a click costs):
+    a state-changing request from another origin is refused; a page of the app (``/``, the Arena)
+    is shown only to whom ``doors`` lets in, the others are sent to the login page or their own."""
 
-    @app.middleware("http")
-    async def guard(request: Request, call_next):
+    def __init__(self, app, doors: Doors):
+        self.app = app
+        self.doors = doors
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            refusal = self.refusal(Request(scope))
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def refusal(self, request: Request) -> Response | None:
+        """The answer to a request that does not go on to the app, or None."""
         if request.method not in SAFE_METHODS and not same_origin(request):
             return JSONResponse({"error": "A request from another site was refused: use the app's own page."},
                                 status_code=403)
         path = request.url.path
         if request.method == "GET" and path in ("/", ARENA_PATH, ARENA_PATH + "/"):
-            who = doors.who(request)
+            who = self.doors.who(request)
             if who is None:
                 return RedirectResponse("/login", status_code=303)
             if path == "/" and who.role != ADMIN:
                 return RedirectResponse(home(who), status_code=303)
             if path == ARENA_PATH:
                 return RedirectResponse(ARENA_PATH + "/", status_code=307)
-        return await call_next(request)
+        return None
+
+
+def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "") -> FastAPI:
+    """The FastAPI app: our routes first, then the Arena app at ARENA_PATH and the whole app at /."""
+    app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    # Our own CORS policy (no origin but ours): Gradio then adds none of its own.
+    app.add_middleware(CORSMiddleware, allow_origins=[], allow_credentials=False)
+
+    app.add_middleware(Guard, doors=doors)
 
     @app.get("/login")
     def login_form(request: Request):
@@ -256,6 +277,7 @@ def start(app: FastAPI, host: str, port: int, trusted_proxies: tuple[str, ...] =
     networks, --trusted-proxies), what its X-Forwarded-For says: uvicorn trusts the header from
     loopback by default, which let anyone on the machine pick the address the per-address vote
     limit counts. Raises ConfigError when it does not start (the port is taken)."""
+    # (http and loop: uvicorn's "auto", httptools and uvloop from requirements.txt where installed)
     # keep-alive: an annotator reads a pair for seconds between two clicks; with uvicorn's 5 s, a
     # click sent on the connection just as the server closed it came back as "connection reset"
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=3,

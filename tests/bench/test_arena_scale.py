@@ -39,7 +39,7 @@ def test_bench_prints_a_row_per_setup_that_agrees_with_the_database(capsys):
     assert list(table) == ["sqlite1", "sqlite2"]
     for name, cells in table.items():
         outcome = results[name]
-        workers, annotators, per_min, *latencies, errors, cast, stored, lost, cpu = cells
+        workers, annotators, per_min, *latencies, errors, cast, stored, lost, worker_cpu, pg_cpu, machine = cells
         assert (int(workers), int(annotators)) == (outcome.setup.workers, 6)
         assert int(cast) == outcome.cast >= 6, name  # every annotator voted at least once
         assert int(stored) == sum(outcome.stored.values()) >= int(cast), name
@@ -48,7 +48,9 @@ def test_bench_prints_a_row_per_setup_that_agrees_with_the_database(capsys):
         assert abs(float(per_min) - 60 * outcome.steady_cast / (outcome.wall - outcome.warmup)) <= 1, name
         vote, nxt = [float(x) for x in latencies[:3]], [float(x) for x in latencies[3:]]
         assert 0 < vote[0] <= vote[1] <= vote[2] and 0 < nxt[0] <= nxt[1] <= nxt[2], name
-        assert int(errors) == len(outcome.joined("errors")) and cpu.endswith("%")
+        assert int(errors) == len(outcome.joined("errors"))
+        assert 0 < float(worker_cpu.rstrip("%")) <= float(machine.rstrip("%")), name  # the window's CPU
+        assert float(pg_cpu.rstrip("%")) >= 0 and 11 < outcome.cpu.seconds <= 13, name  # the measured 12 s
         assert outcome.exited == [], name  # no worker ended but the one killed
     assert results["sqlite1"].joined("errors") == []  # one worker, nothing killed: no error at all
     on_killed, went_on = results["sqlite2"].continued()

@@ -207,6 +207,92 @@ def test_undo_with_u_shows_the_same_pair_again_to_vote_anew(annotator_page):
     assert app.arena.leaderboard(bootstrap=2).votes == 1
 
 
+def enabled(page) -> dict[str, bool]:
+    """Which of the vote bar's buttons are on, by element id."""
+    return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll("#rat-votebar button")]
+        .map(b => [b.closest("[id^=rat-]").id, !b.disabled]))""")
+
+
+def wait_mode(page, mode: str) -> None:
+    """Until the vote bar's buttons are those of ``mode`` (arena_tab.MODES); fails after TIMEOUT."""
+    page.wait_for_function("""(want) => [...document.querySelectorAll("#rat-votebar button")]
+        .every(b => !b.disabled === want[b.closest("[id^=rat-]").id])""", arg=arena_tab.MODES[mode], timeout=TIMEOUT)
+    assert enabled(page) == arena_tab.MODES[mode]
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_the_buttons_follow_the_page_through_start_vote_undo_and_the_end(tmp_path):
+    """The page turns the buttons on and off (the server sends a mode, not six button updates):
+    before Start none; with a pair the votes and Next; after a vote Next and Undo; with no pair left
+    Next only. A key for a button that is off does nothing; in the whole app the Arena tab keeps
+    its mode when the annotator visits another tab and comes back."""
+    app = app_module.build(Settings(db_path=tmp_path / "modes.db"))
+    seed_outputs(app.store, {f"Task {k}": {METHODS[0]: essay("X", k, 50), METHODS[1]: essay("Y", k, 50)}
+                             for k in range(2)})
+    with serve(app) as url, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.goto(url)
+        page.get_by_role("tab", name="Arena").click()
+        page.get_by_label("Your name").wait_for(timeout=TIMEOUT)
+        wait_mode(page, "start")
+        page.keyboard.press("n")
+        page.get_by_label("Your name").press_sequentially("ana")
+        page.get_by_role("button", name="Start").click()
+        wait_mode(page, "pair")
+        page.mouse.click(683, 5)
+        page.keyboard.press("u")  # Undo is off: nothing to undo
+        page.keyboard.press("1")
+        page.get_by_text("was written by").wait_for(timeout=TIMEOUT)
+        wait_mode(page, "voted")
+        page.keyboard.press("2")  # the votes are off: no second vote on this pair
+        page.get_by_role("tab", name="Writer").click()
+        page.get_by_role("tab", name="Arena").click()
+        wait_mode(page, "voted")
+        page.keyboard.press("u")
+        page.get_by_text("Your vote was undone").wait_for(timeout=TIMEOUT)
+        wait_mode(page, "pair")
+        for _ in range(2):
+            page.keyboard.press("t")
+            page.get_by_text("was written by").wait_for(timeout=TIMEOUT)
+            wait_mode(page, "voted")
+            page.keyboard.press("n")
+            page.wait_for_function("() => !document.getElementById('rat-reveal').innerText.includes('written by')",
+                                   timeout=TIMEOUT)
+        page.get_by_text("every pair there is").wait_for(timeout=TIMEOUT)
+        wait_mode(page, "closed")
+        page.wait_for_timeout(300)
+    choices = [row[1] for row in vote_rows(app)]
+    assert choices == ["a", "tie", "tie"], choices
+    assert [c.choice for c in arena.vote_corrections(app.store)] == [arena.VOID]
+    app.store.close()
+
+
+def test_each_event_says_the_mode_and_folds_the_rules_once(tmp_path):
+    app = app_module.build(Settings(db_path=tmp_path / "m.db", arena_only=True))
+    seed_outputs(app.store, {"owls": {"rat": "r", "cot": "c"}, "bats": {"rat": "r2", "cot": "c2"}})
+    with gr.Blocks():
+        tab = arena_tab.build(app.arena)
+    shown = tab.next({"annotator": "ana", "battle": None})
+    assert shown[tab.mode] == "pair"
+    voted = tab.vote("a", shown[tab.state])
+    assert voted[tab.mode] == "voted" and voted[tab.rules].open is False and voted[tab.state]["rules"] is False
+    undone = tab.undo(voted[tab.state])
+    assert undone[tab.mode] == "pair"
+    again = tab.vote("b", undone[tab.state])
+    assert again[tab.mode] == "voted" and tab.rules not in again and tab.state not in again, "folded once"
+    twice = tab.undo(undone[tab.state])
+    assert twice[tab.mode] == "pair"
+    refused = tab.undo(twice[tab.state])
+    assert refused[tab.mode] == "closed" and "undone" in refused[tab.reveal]
+    tab.vote("tie", twice[tab.state])
+    second = tab.next(twice[tab.state])
+    tab.vote("tie", second[tab.state])
+    assert tab.next(second[tab.state])[tab.mode] == "closed", "no pair left"
+    assert set(arena_tab.MODES) == {"start", "pair", "voted", "closed"}
+    app.store.close()
+
+
 @pytest.mark.browser
 @needs_chromium
 def test_a_vote_over_the_rate_limit_is_refused_without_a_traceback(tmp_path, capfd):
