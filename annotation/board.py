@@ -28,19 +28,36 @@ class Boards:
         self._voters: dict[str, arena.AnnotatorRow] = {}
         self._voters_last = 0  # the newest vote _voters has seen
         self._lock = threading.Lock()
+        self._published: dict[tuple[str, str | None], Tally] = {}  # the last refreshed tallies, never changed
+        self._published_lock = threading.Lock()  # (held only to look one up or replace it)
 
     def battle_counts(self) -> arena.BattleCounts:
         """How often each method and output pair was shown, up to date: only the battles since
-        the last call are read, so choosing a pair costs the same at 200,000 votes as at none."""
+        the last call are read, so choosing a pair costs the same at 200,000 votes as at none.
+        (Read without the lock: threads choosing pairs at once do not queue for it; the newest
+        counts are kept.)"""
         with self._lock:
-            self._counts = arena.battle_counts(self.store, self._counts)
+            since = self._counts
+        counts = arena.battle_counts(self.store, since)  # a new object; ``since`` is left as it was
+        with self._lock:
+            if self._counts is None or counts.last_id > self._counts.last_id:
+                self._counts = counts
             return self._counts
 
-    def tally(self, source: str = "people", task_set: str | None = None) -> Tally:
+    def tally(self, source: str = "people", task_set: str | None = None, *, wait: bool = True) -> Tally:
         """A private copy of the up-to-date tally of ``source`` ('people' or 'judge') over the
-        tasks of ``task_set`` (None: all). Raises ValueError for another source, StoreError."""
-        with self._lock:
-            key = (source, task_set)
+        tasks of ``task_set`` (None: all). ``wait`` False: while another thread brings it up to
+        date, the tally of the last time it was (what choosing a pair needs: many annotators ask
+        at once, and one vote more or less does not change which pair teaches most). Raises
+        ValueError for another source, StoreError."""
+        key = (source, task_set)
+        if not self._lock.acquire(blocking=wait):
+            with self._published_lock:
+                last = self._published.get(key)
+            if last is not None:
+                return last.copy()
+            self._lock.acquire()
+        try:
             current = self._tallies.get(key)
             corrected = arena.last_correction_id(self.store) if source == "people" else 0
             if current is not None and self._corrections.get(key, 0) != corrected:
@@ -56,7 +73,12 @@ class Boards:
                 current.last_id = new[-1].id
             self._tallies[key] = current
             self._corrections[key] = corrected
-            return current.copy()
+            published = current.copy()
+            with self._published_lock:
+                self._published[key] = published
+            return published.copy()
+        finally:
+            self._lock.release()
 
     def agreement(self, task_set: str | None = None) -> Agreement:
         """People's votes against the judge's verdicts over ``task_set`` (None: all), up to date:

@@ -23,6 +23,7 @@ no reading happened (too fast, or always the same side) or that go against the o
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import random
@@ -102,6 +103,15 @@ class VoteLimits:
         self._seen: dict[tuple[str, str], deque[float]] = {}
         self._lock = threading.Lock()
 
+    def keys(self, annotator: str, address: str | None) -> list[tuple[str, str]]:
+        """What a vote counts against: its annotator, and its address where that has a limit."""
+        by_address = address and self.limits["address"] > 0
+        return [("annotator", annotator)] + ([("address", address)] if by_address else [])
+
+    def lock_keys(self, annotator: str, address: str | None) -> list[str]:
+        """``keys`` as the keys of a write transaction (``Store.exclusive``)."""
+        return [f"{kind}:{key}" for kind, key in self.keys(annotator, address)]
+
     def take(self, annotator: str, address: str | None,
              stored: Callable[[str, str, float], list[float]] | None = None) -> None:
         """Count one vote. ``stored(kind, key, since)``: the times of the stored votes of that
@@ -109,9 +119,9 @@ class VoteLimits:
         it in the same transaction). Raises ArenaError saying how long to wait when a limit is
         reached."""
         now = self.clock()
-        by_address = address and self.limits["address"] > 0
-        keys = [("annotator", annotator)] + ([("address", address)] if by_address else [])
-        with self._lock:
+        keys = self.keys(annotator, address)
+        # (counted from the database: the caller's transaction holds these keys, ``lock_keys``)
+        with self._lock if stored is None else contextlib.nullcontext():
             for kind, key in keys:
                 if stored is not None:
                     times = deque(stored(kind, key, now - self.window))
@@ -249,8 +259,9 @@ class Arena:
         mine = self.campaigns.for_annotator(annotator) if task_set is None else []
         if mine:
             return self._show(annotator, self._next_in_campaigns(annotator, mine, shown))
-        battle_id = next_battle(self.store, annotator, self.boards.tally("people"), rng=self.rng, task_set=task_set,
-                                counts=self.boards.battle_counts(), text=self.text, shown=shown,
+        # (wait=False: annotators asking at once do not queue for the tally; ``Boards.tally``)
+        battle_id = next_battle(self.store, annotator, self.boards.tally("people", wait=False), rng=self.rng,
+                                task_set=task_set, counts=self.boards.battle_counts(), text=self.text, shown=shown,
                                 render=self.render, outputs_of=self._outputs)
         return self._show(annotator, battle_id)
 
@@ -265,7 +276,7 @@ class Arena:
             with self.store.exclusive(f"choose a pair of campaign {campaign.name}"):
                 try:
                     return next_campaign_battle(
-                        self.store, annotator, self.boards.tally("people"), campaign,
+                        self.store, annotator, self.boards.tally("people", wait=False), campaign,
                         held=self.campaigns.held(campaign.name), outputs=self._outputs(campaign.task_set,
                                                                                        methods=campaign.methods),
                         voted=self.campaigns.votes_of(campaign.name, annotator), rng=self.rng,
@@ -323,11 +334,14 @@ class Arena:
             arena.vote_note(comment, flag)
         except ValueError as exc:
             raise ArenaError(f"Cannot record the vote: {exc}.") from None
-        with self.store.exclusive("record the vote"):  # no second tab or process passes the same quota
+        # no second tab or process passes the same quota or limit: what is checked is this
+        # annotator's votes (and this address's, when it has a limit), held for the check and the vote
+        with self.store.exclusive("record the vote", keys=self.limits.lock_keys(annotator, address)):
             self._check_day(annotator)
             self._check_quota(battle_id, annotator)
             self.limits.take(annotator, address, stored=self._stored_votes)
-            arena.record_vote(self.store, battle_id, annotator, choice, comment=comment, flag=flag, address=address)
+            arena.record_vote(self.store, battle_id, annotator, choice, comment=comment, flag=flag, address=address,
+                              last=True)  # (committed with the vote: one round trip)
         battle = arena.get_battle(self.store, battle_id)
         return Reveal(battle_id, battle.method_a, battle.method_b, battle.choice or choice)
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from common.errors import StoreError
-from data.store import Store, now, write_transaction
+from data.store import Store, now, write_and_commit, write_transaction
 
 CHOICES = ("a", "b", "tie", "both_bad")
 #: What an annotator may flag about an output with their vote (``votes.flag``, m014_vote_notes).
@@ -355,14 +355,15 @@ def battle_counts(store: Store, since: BattleCounts | None = None) -> BattleCoun
 def create_battle(store: Store, output_a: int, output_b: int, annotator: str, campaign: str | None = None) -> int:
     """Record that ``annotator`` is shown outputs A and B (A first), in ``campaign`` (None: the
     open arena). Raises StoreError."""
-    with write_transaction(store.db, "start a battle") as conn:
+    with write_transaction(store.db, "start a battle", keys=()) as conn:  # (outputs are never changed)
         rows = conn.execute(
             "select id, task_id, method from outputs where id in (?, ?)", [output_a, output_b]
         ).fetchall()
         found = {r[0]: r for r in rows}
         if output_a not in found or output_b not in found:
             raise StoreError(f"Output {output_a} or {output_b} is not in {store.path}.")
-        cur = conn.execute(
+        cur = write_and_commit(
+            store.db,
             "insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, source, created, "
             "campaign) values (?, ?, ?, ?, ?, ?, 'arena', ?, ?)",
             [found[output_a][1], output_a, output_b, found[output_a][2], found[output_b][2], annotator, now(),
@@ -389,16 +390,20 @@ def get_battle(store: Store, battle_id: int) -> BattleRow:
 
 
 def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, comment: str = "",
-                flag: str | None = None, address: str | None = None) -> int:
+                flag: str | None = None, address: str | None = None, last: bool = False) -> int:
     """Append the annotator's vote on a battle shown to them, with their optional ``comment`` (at
     most MAX_COMMENT characters; blank: none), ``flag`` (one of FLAGS, or None) and client
-    ``address`` (counted by ``vote_times``); returns the vote id. Raises ValueError for a choice
+    ``address`` (counted by ``vote_times``); returns the vote id. ``last``: inside a transaction
+    of the caller's (``Store.exclusive``) that ends with this vote, commit it with the vote
+    (``write_and_commit``). Raises ValueError for a choice
     not in CHOICES, a flag not in FLAGS or a comment over MAX_COMMENT; StoreError when the battle
     is unknown, was shown to someone else, or already has a vote."""
     if choice not in CHOICES:
         raise ValueError(f"choice must be one of {CHOICES}, not {choice!r}")
     comment, flag = vote_note(comment, flag)
-    with write_transaction(store.db, "record the vote") as conn:
+    # (a battle's annotator never changes; a second vote on it is refused by the database itself,
+    # under the writers' lock: these reads need no lock to hold)
+    with write_transaction(store.db, "record the vote", keys=()) as conn:
         row = conn.execute("select annotator from battles where id = ?", [battle_id]).fetchone()
         if row is None:
             raise StoreError(f"No battle {battle_id}: press Next to get a new pair.")
@@ -406,10 +411,11 @@ def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, co
             raise StoreError("This pair was shown to another annotator: press Next to get your own.")
         if conn.execute("select 1 from votes where battle_id = ?", [battle_id]).fetchone():
             raise StoreError("You already voted on this pair: press Next for a new one.")
-        cur = conn.execute(
+        cur = write_and_commit(
+            store.db,
             "insert into votes (battle_id, annotator, choice, created, comment, flag, address) "
             "values (?, ?, ?, ?, ?, ?, ?)",
-            [battle_id, annotator, choice, now(), comment, flag, address],
+            [battle_id, annotator, choice, now(), comment, flag, address], ends_joined=last,
         )
     return cur.lastrowid
 

@@ -48,6 +48,9 @@ IntegrityError: tuple[type[BaseException], ...] = (sqlite3.IntegrityError, psyco
 #: The advisory lock every write transaction on PostgreSQL takes first: writers take turns, as
 #: SQLite's ``begin immediate`` makes them, across every process on the database.
 WRITE_LOCK = 0x5241_5453  # "RATS"
+#: The space of the advisory locks a keyed write transaction takes, one per key (two-int locks:
+#: apart from WRITE_LOCK's one-bigint lock).
+KEY_LOCKS = 0x5241_544B  # "RATK"
 
 
 def server_url(text: str) -> str | None:
@@ -122,6 +125,11 @@ class _BoolAsInt(adapt.Dumper):
         return b"1" if obj else b"0"
 
 
+def _writes(text: str) -> bool:
+    """Whether a statement may change rows (anything but a select)."""
+    return not text.lstrip()[:6].lower() == "select"
+
+
 class PgCursor:
     """A cursor that reads like sqlite3's: fetchone, fetchall, iteration, rowcount, lastrowid."""
 
@@ -155,13 +163,34 @@ class PgConnection:
         self.raw = raw
         self.id_tables = id_tables
         self._depth = 0
+        self._lock_at_write = False  # a keyed write transaction that has not written yet
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
         text, returns_id = translate(sql, self.id_tables)
+        if self._lock_at_write and _writes(text):  # the writers' lock and the write: one round trip
+            self._lock_at_write = False
+            cursor = self.raw.execute(f"select pg_advisory_xact_lock({WRITE_LOCK}); {text}", list(params or ()))
+            cursor.nextset()
+            return PgCursor(cursor, returns_id)
         return PgCursor(self.raw.execute(text, list(params or ())), returns_id)
+
+    def execute_and_commit(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
+        """The transaction's last statement and its commit in one round trip (with the writers'
+        lock first, when the transaction has not taken it yet): the lock is then held only inside
+        the server, never while a reply travels to this process and waits for its turn at Python."""
+        text, returns_id = translate(sql, self.id_tables)
+        lock = f"select pg_advisory_xact_lock({WRITE_LOCK}); " if self._lock_at_write else ""
+        self._lock_at_write = False
+        cursor = self.raw.execute(f"{lock}{text}; commit", list(params or ()))
+        if lock:
+            cursor.nextset()
+        return PgCursor(cursor, returns_id)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         text, _ = translate(sql, frozenset())
+        if self._lock_at_write:
+            self._lock_at_write = False
+            self.raw.execute(f"select pg_advisory_xact_lock({WRITE_LOCK})")
         with self.raw.cursor() as cur:
             cur.executemany(text, [list(r) for r in rows])
 
@@ -173,16 +202,33 @@ class PgConnection:
         if not self.in_transaction:
             self.raw.execute("begin")
 
-    def begin_writing(self) -> None:
-        """Begin a transaction that holds the writers' lock (WRITE_LOCK) from its start: one round
-        trip to the server."""
-        self.raw.execute(f"begin; select pg_advisory_xact_lock({WRITE_LOCK})")
+    def begin_writing(self, keys: Sequence[str] | None = None) -> None:
+        """Begin a write transaction, in one round trip to the server.
+
+        ``keys`` None: it holds the writers' lock (WRITE_LOCK) from its start, so whatever it reads
+        stays as read until it commits, in every process (SQLite's ``begin immediate``).
+
+        ``keys`` given: what it reads depends only on these keys (e.g. one annotator's votes). It
+        holds a lock of its own for each key from its start, and takes the writers' lock with its
+        first write, in that write's round trip, until it commits. Writers still commit ids in the
+        order they take them (readers of "rows after the last id seen" miss none); a writer about
+        other keys waits only for this one's writes, not for its reads. (Key locks are taken
+        sorted, and the writers' lock after them: no two transactions wait on each other.)"""
+        if keys is None:
+            self.raw.execute(f"begin; select pg_advisory_xact_lock({WRITE_LOCK})")
+            return
+        names = sorted(set(keys))
+        self.raw.execute("begin;" + "".join(f" select pg_advisory_xact_lock({KEY_LOCKS}, hashtext(%s));"
+                                            for _ in names), names)
+        self._lock_at_write = True
 
     def commit(self) -> None:
+        self._lock_at_write = False
         if self.in_transaction:
             self.raw.execute("commit")
 
     def rollback(self) -> None:
+        self._lock_at_write = False
         if self.in_transaction:
             self.raw.execute("rollback")
 

@@ -24,7 +24,7 @@ import socket
 import sqlite3
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -350,11 +350,12 @@ class Store:
                 pass
 
     @contextmanager
-    def exclusive(self, what: str) -> Iterator[None]:
+    def exclusive(self, what: str, keys: Sequence[str] | None = None) -> Iterator[None]:
         """Reads and writes that must be one step for every process on the database (a campaign's
         pair chosen and started; a quota checked and the vote stored): one write transaction
-        (``write_transaction``), which the data/ writes inside it join. Raises StoreError."""
-        with write_transaction(self.db, what):
+        (``write_transaction``), which the data/ writes inside it join. ``keys``: what the reads
+        depend on, when less than the whole database (``write_transaction``). Raises StoreError."""
+        with write_transaction(self.db, what, keys):
             yield
 
     # -- tasks -----------------------------------------------------------------------------
@@ -664,28 +665,40 @@ def _decode_run(row: dict) -> RunRow:
 
 
 @contextmanager
-def write_transaction(db: sqlite_utils.Database, what: str) -> Iterator[sqlite3.Connection]:
+def write_transaction(db: sqlite_utils.Database, what: str,
+                      keys: Sequence[str] | None = None) -> Iterator[sqlite3.Connection]:
     """One write transaction, holding the write lock from its start, for the data/ modules that
     write several rows at once (arena, versions): SQLite's ``begin immediate``; on PostgreSQL a
     transaction that first takes the writers' advisory lock (``data.sql.WRITE_LOCK``), so writers
     take turns across processes as they do on one SQLite file. The Store's threads take their turn
     on its ``writer`` lock first. One inside another (``Store.exclusive`` around a write) joins
-    it. Raises StoreError (naming ``what``) when the database refuses it."""
+    it. Raises StoreError (naming ``what``) when the database refuses it.
+
+    ``keys``: what its reads depend on, when that is less than the whole database (e.g. one
+    annotator's and one address's votes). On PostgreSQL it then holds a lock per key from its
+    start and the writers' lock only from its first write (``PgConnection.begin_writing``), and
+    takes no turn on the Store's ``writer`` lock: transactions about other keys read at the same
+    time, in this process and in others. On SQLite it is as without keys."""
     conn = db.conn
     if getattr(db, "writing", False):  # this thread's connection is in one already
-        yield conn
+        db.write_depth += 1  # type: ignore[attr-defined]
+        try:
+            yield conn
+        finally:
+            db.write_depth -= 1  # type: ignore[attr-defined]
         return
     server = getattr(db, "dialect", sql.SQLITE) == sql.POSTGRESQL
-    with getattr(db, "writer", None) or contextlib.nullcontext():  # a Store's threads queue here, not in SQLite
+    turn = None if server and keys is not None else getattr(db, "writer", None)
+    with turn or contextlib.nullcontext():  # a Store's threads queue here, not in SQLite
         try:
             if server:
-                conn.begin_writing()
+                conn.begin_writing(keys)
             else:
                 conn.execute("begin immediate")
         except sql.DatabaseError as exc:
             conn.rollback()
             raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database.") from exc
-        db.writing = True  # type: ignore[attr-defined]
+        db.writing, db.write_depth = True, 1  # type: ignore[attr-defined]
         try:
             yield conn
         except sql.DatabaseError as exc:
@@ -695,5 +708,23 @@ def write_transaction(db: sqlite_utils.Database, what: str) -> Iterator[sqlite3.
             conn.rollback()
             raise
         finally:
-            db.writing = False  # type: ignore[attr-defined]
-        conn.commit()
+            db.writing, db.write_depth = False, 0  # type: ignore[attr-defined]
+        conn.commit()  # (nothing left to commit after ``write_and_commit``)
+
+
+def write_and_commit(db: sqlite_utils.Database, statement: str, params: Sequence[Any], *,
+                     ends_joined: bool = False) -> Any:
+    """The last write of the ``write_transaction`` it runs in, and the commit, returning the
+    write's cursor: on PostgreSQL in one round trip, so the writers' lock is held only inside the
+    server (``PgConnection.execute_and_commit``); on SQLite a write, then the commit. In a
+    transaction joined into another (``Store.exclusive`` around it) the write alone, unless
+    ``ends_joined`` says the outer one has nothing left to do after it. Outside any, the write."""
+    depth = getattr(db, "write_depth", 0)
+    conn = db.conn
+    if depth == 0 or (depth > 1 and not ends_joined):
+        return conn.execute(statement, params)
+    if getattr(db, "dialect", sql.SQLITE) == sql.POSTGRESQL:
+        return conn.execute_and_commit(statement, params)
+    cursor = conn.execute(statement, params)
+    conn.commit()
+    return cursor

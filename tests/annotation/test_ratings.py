@@ -165,6 +165,29 @@ def test_board_adds_new_votes_and_equals_a_rebuild(store):
         assert cached.record == fresh.record and cached.total == k + 1
 
 
+def test_choosing_a_pair_does_not_wait_for_another_threads_refresh(store):
+    """``tally(wait=False)``: while another thread holds the board (bringing it up to date), the
+    tally of the last refresh, a private copy; with nobody refreshing, the up-to-date one."""
+    seed_outputs(store, {"t": {"rat": "r", "cot": "c"}})
+    ids = {o.method: o.id for o in arena.arena_outputs(store)}
+    boards = Boards(store)
+
+    def vote(k: int) -> None:
+        arena.record_vote(store, arena.create_battle(store, ids["rat"], ids["cot"], f"ann{k}"), f"ann{k}", "a")
+
+    vote(0)
+    assert boards.tally("people", wait=False).total == 1
+    vote(1)
+    with boards._lock:  # another thread is refreshing
+        last = boards.tally("people", wait=False)
+        assert last.total == 1, "the last refresh's tally, at once"
+        last.add_all(arena.vote_rows(store))  # a private copy: changing it changes nothing kept
+        assert boards.tally("people", wait=False).total == 1
+    assert boards.tally("people", wait=False).total == 2, "nobody refreshing: up to date"
+    assert boards.tally("people").total == 2
+    assert boards.battle_counts().last_id == 2
+
+
 @pytest.mark.parametrize("first, second", [((25, 25 / 3), (25, 25 / 3)), ((30, 2), (18, 5)), ((10, 8), (40, 1))])
 def test_match_quality_in_closed_form_equals_trueskills(first, second):
     import trueskill
