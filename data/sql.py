@@ -127,7 +127,7 @@ class _BoolAsInt(adapt.Dumper):
 
 def _writes(text: str) -> bool:
     """Whether a statement may change rows (anything but a select)."""
-    return not text.lstrip()[:6].lower() == "select"
+    return text.lstrip()[:6].lower() != "select"
 
 
 class PgCursor:
@@ -166,24 +166,25 @@ class PgConnection:
         self._lock_at_write = False  # a keyed write transaction that has not written yet
 
     def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
-        text, returns_id = translate(sql, self.id_tables)
-        if self._lock_at_write and _writes(text):  # the writers' lock and the write: one round trip
-            self._lock_at_write = False
-            cursor = self.raw.execute(f"select pg_advisory_xact_lock({WRITE_LOCK}); {text}", list(params or ()))
-            cursor.nextset()
-            return PgCursor(cursor, returns_id)
-        return PgCursor(self.raw.execute(text, list(params or ())), returns_id)
+        return self._run(sql, params, commit=False)
 
     def execute_and_commit(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
         """The transaction's last statement and its commit in one round trip (with the writers'
         lock first, when the transaction has not taken it yet): the lock is then held only inside
         the server, never while a reply travels to this process and waits for its turn at Python."""
+        return self._run(sql, params, commit=True)
+
+    def _run(self, sql: str, params: Sequence[Any] | None, *, commit: bool) -> PgCursor:
+        """One statement (then ``commit``), in one round trip with the writers' lock when it is
+        a keyed transaction's first write (``begin_writing``)."""
         text, returns_id = translate(sql, self.id_tables)
-        lock = f"select pg_advisory_xact_lock({WRITE_LOCK}); " if self._lock_at_write else ""
-        self._lock_at_write = False
-        cursor = self.raw.execute(f"{lock}{text}; commit", list(params or ()))
+        lock = self._lock_at_write and (commit or _writes(text))
         if lock:
-            cursor.nextset()
+            self._lock_at_write = False
+            text = f"select pg_advisory_xact_lock({WRITE_LOCK}); {text}"
+        cursor = self.raw.execute(f"{text}; commit" if commit else text, list(params or ()))
+        if lock:
+            cursor.nextset()  # to the statement's own result
         return PgCursor(cursor, returns_id)
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:

@@ -315,9 +315,8 @@ class ArenaTab:
                                         elem_id="rat-sync")
             with gr.Row(elem_id="rat-votebar"):
                 # (on and off by the page's mode: MODES, ARENA_JS)
-                self.buttons = {c: gr.Button(button_label(label, CHOICE_KEYS[c]), elem_id=f"rat-vote-{c}",
-                                             min_width=80)
-                                for c, label in CHOICE_LABELS.items()}
+                self.buttons = {c: gr.Button(button_label(label, CHOICE_KEYS[c]), elem_id=elem_id, min_width=80)
+                                for (c, label), elem_id in zip(CHOICE_LABELS.items(), VOTE_IDS, strict=True)}
                 self.next_btn = gr.Button(button_label("Next", NEXT_KEYS), variant="primary", elem_id="rat-next",
                                           min_width=80)
                 self.undo_btn = gr.Button(button_label("Undo", UNDO_KEYS), elem_id="rat-undo", min_width=80)
