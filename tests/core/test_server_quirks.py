@@ -14,9 +14,10 @@ from common.settings import LLMSettings
 from common.types import Task
 from core import llm as llm_module
 from core.llm import Completion, Dropped, LLMClient
+from core.methods import METHODS
 from tests.annotation.conftest import seed_outputs
 from tests.fakes.llm_server import REFUSALS, FakeReply
-from tests.fakes.method_scripts import MethodAuthor, method_context, run_method
+from tests.fakes.method_scripts import MethodAuthor, every_method_author, method_context, run_method
 from tests.fakes.model import FakeModel
 from tests.helpers import collect, of
 
@@ -161,3 +162,28 @@ async def test_a_judge_reply_that_is_all_thinking_says_so_and_names_the_fix(app,
     other = await judge.judge_store(app.store, app.clients.llm, "fake-model", n=2)
     # (the owls pair, with no verdict stored, is asked again): answers, unreadable, not all thinking
     assert other.unparsed == 4 and "were all thinking" not in other.summary()
+
+
+# -- every method against each refusing server (issue 25, item 5) ------------------------------
+
+
+@pytest.mark.parametrize("param", ["temperature", "max_tokens"])
+async def test_every_method_finishes_on_a_server_refusing_a_parameter_with_at_most_one_note(app, llm, param):
+    """Each method's run ends with its article on a server that refuses ``param`` for the model;
+    the refusal is said in at most one Note per run (exactly one where the run sent it), and the
+    server sees the refused parameter once in the whole process: what it refused is remembered."""
+    llm.refuse = {param}
+    llm.reply(every_method_author())
+    said = {}
+    for name in METHODS:
+        events = await collect(app.runner.start(name, TASK))
+        assert isinstance(events[-1], Final), (name, [n.text for n in of(events, Note)][-3:])
+        notes = [n for n in of(app.store.events(events[0].run_id), Note) if f"refused {param}" in n.text]
+        assert len(notes) <= 1, (name, [n.text for n in notes])
+        said[name] = len(notes)
+    assert sum(param in body for body in llm.requests) == 1, "refused once, then never sent again"
+    if param == "max_tokens":  # every method's calls carry a cap: every run says it went under the new name
+        assert said == dict.fromkeys(METHODS, 1)
+        assert all("max_completion_tokens" in body for body in llm.requests[1:])
+    else:
+        assert said["furepa"] == 1, said

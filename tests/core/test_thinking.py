@@ -20,9 +20,8 @@ from core.methods import METHODS
 from core.methods.helpers import generate, write_draft
 from core.text.tokens import count_tokens as estimate
 from tests.fakes.llm_server import THINK_STYLES, THOUGHT, FakeReply, count_tokens, with_thinking
-from tests.fakes.method_scripts import MethodAuthor, method_context
+from tests.fakes.method_scripts import every_method_author, method_context
 from tests.fakes.model import FakeModel
-from tests.fakes.scripts import kind_of, rat_reply
 from tests.helpers import collect, of
 
 MARK = "PONDERING-XYZ"  # in every line of THOUGHT
@@ -240,12 +239,6 @@ def test_stored_calls_from_before_thinking_still_load():
 # -- every method against every stand-in --------------------------------------------------------
 
 
-def author() -> MethodAuthor:
-    """MethodAuthor, with rat-step's revision answered too."""
-    steps = MethodAuthor().steps
-    return MethodAuthor(steps, handlers={"revise": lambda prompt, body, n: rat_reply(kind_of(prompt), prompt, steps)})
-
-
 def strings(value) -> list[str]:
     if isinstance(value, str):
         return [value]
@@ -266,7 +259,7 @@ def leaks(event) -> list[str]:
 
 @pytest.mark.parametrize("think", THINK_STYLES)
 async def test_no_method_stores_thinking_in_any_text(app, llm, web, think):
-    llm.reply(with_thinking(author(), think))
+    llm.reply(with_thinking(every_method_author(), think))
     ended = {}
     for name in METHODS:
         events = await collect(app.runner.start(name, TASK))

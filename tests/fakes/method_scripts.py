@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from tests.fakes.llm_server import message_text
 from tests.fakes.scripts import draft_steps, rat_reply
+from tests.fakes.scripts import kind_of as prompt_kind
 
 MARKERS = (  # (kind, phrase of the prompt), tried in order
     ("draft", "Try to answer this question/instruction with step-by-step thoughts"),
@@ -184,3 +185,11 @@ def runner_with(app, *, params: dict | None = None, memory=None):
     if params:
         settings = replace(settings, method=replace(settings.method, params=dict(params)))
     return Runner(app.store, app.clients, settings, memory=app.runner.memory if memory is None else memory)
+
+
+def every_method_author() -> MethodAuthor:
+    """A MethodAuthor that also answers rat-step's revision prompt ("##Existing Text in Wiki Web:"),
+    so that every registered method runs to its end against it."""
+    steps = MethodAuthor().steps
+    revise = lambda prompt, body, n: rat_reply(prompt_kind(prompt), prompt, steps)  # noqa: E731
+    return MethodAuthor(steps, handlers={"revise": revise})
