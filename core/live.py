@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from common.errors import RatStudioError
 from common.events import Event, Failed, RunStarted
@@ -39,21 +41,34 @@ class Queued:
     persist: bool = False
 
 
+@dataclass(frozen=True)
+class Timed:
+    """An item of a followed run with ``at``, when it happened (epoch seconds; None: not known),
+    as ``LiveRuns.follow(..., timed=True)`` gives them: a follower that joins late times the run
+    and its steps from these, not from when it was shown them."""
+
+    item: Event | Queued
+    at: float | None
+
+
 @dataclass(eq=False)
 class _Live:
     ticket: int
     run_id: str = ""
     history: list = field(default_factory=list)  # what a new follower is shown first
+    stamps: list = field(default_factory=list)  # when each of ``history`` happened (None: not known)
     followers: set = field(default_factory=set)  # one asyncio.Queue per follower
     task: asyncio.Task | None = None
     error: Exception | None = None  # what kept the run from starting (raised to its followers)
     ended: bool = False  # its followers were told the end
 
     def publish(self, item, *, keep: bool = True) -> None:
+        at = time.time()
         if keep and item is not _END:
             self.history.append(item)
+            self.stamps.append(at)
         for queue in self.followers:
-            queue.put_nowait(item)
+            queue.put_nowait((item, at))
 
 
 class LiveRuns:
@@ -83,7 +98,7 @@ class LiveRuns:
         """Launch the continuation of a stored run (``Runner.resume``) and follow it, from the
         run's stored events on. Raises (when followed) what ``Runner.resume`` raises."""
         live = self._launch(lambda: self.runner.resume(run_id, draft=draft, providers=providers),
-                            prior=self.runner.store.events(run_id))
+                            prior=self._stored(run_id))
         return self._follow(live)
 
     def redo(self, run_id: str, i: int, *, action: str, query: str = "",
@@ -91,11 +106,24 @@ class LiveRuns:
         """Launch the redo of step ``i`` of a stored run (``Runner.redo``) and follow it, from the
         run's stored events on. Raises (when followed) what ``Runner.redo`` raises."""
         live = self._launch(lambda: self.runner.redo(run_id, i, action=action, query=query, exclude=exclude),
-                            prior=self.runner.store.events(run_id))
+                            prior=self._stored(run_id))
         return self._follow(live)
 
-    def _launch(self, events: Callable[[], AsyncIterator[Event]], *, prior: list | None = None) -> _Live:
-        live = _Live(ticket=next(self._tickets), history=list(prior or []))
+    def _stored(self, run_id: str) -> tuple[list[Event], list[float | None]]:
+        """The run's stored events and when each was stored (None where that is not known)."""
+        events = self.runner.store.events(run_id)
+        stamps: list[float | None] = []
+        for row in self.runner.store.event_rows(run_id):
+            try:
+                stamps.append(datetime.fromisoformat(row.ts).timestamp())
+            except (TypeError, ValueError):
+                stamps.append(None)
+        return events, stamps if len(stamps) == len(events) else [None] * len(events)
+
+    def _launch(self, events: Callable[[], AsyncIterator[Event]], *,
+                prior: tuple[list[Event], list[float | None]] | None = None) -> _Live:
+        history, stamps = prior or ([], [])
+        live = _Live(ticket=next(self._tickets), history=list(history), stamps=list(stamps))
         self._line.append(live)
         live.task = asyncio.get_running_loop().create_task(self._drive(live, events))
         # the end is told when the task is done, however it ends: a run stopped while it waited
@@ -163,27 +191,30 @@ class LiveRuns:
     def is_live(self, run_id: str) -> bool:
         return run_id in self._runs
 
-    def follow(self, run_id: str) -> AsyncIterator[Event | Queued]:
+    def follow(self, run_id: str, *, timed: bool = False) -> AsyncIterator[Event | Queued | Timed]:
         """Join a run going on: its events so far (a resumed run's stored ones first), then
-        each as it happens, until it ends. Nothing when it is not live."""
+        each as it happens, until it ends; ``timed``: each as a ``Timed``, with when it happened.
+        Nothing when it is not live."""
         live = self._runs.get(run_id)
-        return self._follow(live) if live is not None else _nothing()
+        return self._follow(live, timed=timed) if live is not None else _nothing()
 
-    async def _follow(self, live: _Live) -> AsyncIterator[Event | Queued]:
+    async def _follow(self, live: _Live, *, timed: bool = False) -> AsyncIterator[Event | Queued | Timed]:
         queue: asyncio.Queue = asyncio.Queue()
-        seen = list(live.history)  # taken as the queue joins: on one loop, nothing comes in between
+        # taken as the queue joins: on one loop, nothing comes in between
+        seen = list(zip(live.history, live.stamps, strict=True))
         ended = live.task is None or live.task.done()
         live.followers.add(queue)
         try:
             if live in self._line and self._places is not None and self._places.locked():
-                yield Queued(ahead=self._line.index(live), limit=self.limit, ticket=live.ticket)
-            for item in seen:
-                yield item
+                queued = Queued(ahead=self._line.index(live), limit=self.limit, ticket=live.ticket)
+                yield Timed(queued, time.time()) if timed else queued
+            for item, at in seen:
+                yield Timed(item, at) if timed else item
             while not ended:
-                item = await queue.get()
+                item, at = await queue.get()
                 if item is _END:
                     break
-                yield item
+                yield Timed(item, at) if timed else item
             if live.error is not None:
                 raise live.error
         finally:

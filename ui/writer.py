@@ -30,7 +30,7 @@ from common.settings import Settings
 from common.types import Task
 from core.article import edits
 from core.clients import Clients
-from core.live import LiveRuns
+from core.live import LiveRuns, Timed
 from core.methods import METHODS, get_method
 from core.runner import Runner
 from core.text.prompts import join_steps, split_steps
@@ -421,7 +421,8 @@ class RunPanel:
                     self.download_docx: gr.DownloadButton(visible=False)})
         return out
 
-    async def follow(self, events: AsyncIterator[Event], view: RunView, *, live: bool = True) -> AsyncIterator[dict]:
+    async def follow(self, events: AsyncIterator[Event | Timed], view: RunView, *,
+                     live: bool = True) -> AsyncIterator[dict]:
         """Render a stream of events into this panel as they arrive: streamed tokens at most
         every TOKEN_INTERVAL seconds, anything else at once; then the settled panel. A live
         run's failure is also shown as a warning."""
@@ -430,8 +431,9 @@ class RunPanel:
         last = 0.0
         try:
             async with aclosing(events):
-                async for event in events:
-                    dirty |= view.apply(event)
+                async for item in events:  # (a run joined late comes Timed: its times are its own)
+                    event, at = (item.item, item.at) if isinstance(item, Timed) else (item, None)
+                    dirty |= view.apply(event, at)
                     if live and isinstance(event, Failed):
                         gr.Warning(for_browser(f"The run stopped: {event.error}"), title="Run failed")
                     now = time.monotonic()
@@ -471,7 +473,7 @@ class RunPanel:
         """Show a run: live when it is going on (what it did so far, then each event as it
         happens), else as stored."""
         if self.live.is_live(run_id):
-            async for update in self.follow(self.live.follow(run_id), RunView()):
+            async for update in self.follow(self.live.follow(run_id, timed=True), RunView()):
                 yield update
         else:
             yield self.settle(view or runview.fold(self.store.events(run_id)))
@@ -717,10 +719,11 @@ class WriterTab:
     def wire(self) -> None:
         panel = self.panel
         gr.on(None, self.on_load, inputs=None, outputs=[self.model, *self.run_settings.models.values()], **PRIVATE)
-        gr.on(None, self.on_reload, inputs=self.last_run, outputs=panel.outputs(), **STREAM)
-        gr.on([self.other_runs.focus], self.other_choices, None, [self.others, self.other_runs], **PRIVATE)
-        gr.on(None, self.other_choices, None, [self.others, self.other_runs], **PRIVATE)
-        self.open_btn.click(self.on_open, self.other_runs, [self.last_run, *panel.outputs()], **STREAM)
+        reopened = gr.on(None, self.on_reload, inputs=self.last_run, outputs=panel.outputs(), **STREAM)
+        listed = [self.others, self.other_runs]
+        gr.on([self.other_runs.focus], self.other_choices, None, listed, **PRIVATE)
+        gr.on(None, self.other_choices, None, listed, **PRIVATE)
+        opened = self.open_btn.click(self.on_open, self.other_runs, [self.last_run, *panel.outputs()], **STREAM)
 
         self.method.change(method_info, self.method, self.method_info, **PRIVATE)
         self.run_settings.wire(self.method)
@@ -730,6 +733,8 @@ class WriterTab:
                               [self.last_run, *panel.outputs()], **STREAM)
         cont = panel.wire()
         stop_running(self.stop_btn, panel, [run, cont])
+        for followed in (reopened, opened, run, cont):  # a run followed to its end is no longer "going on"
+            followed.then(self.other_choices, None, listed, **PRIVATE)
 
     async def on_load(self) -> dict:
         """The model line, and the server's models offered in the Run settings."""

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
 from common.errors import TaskError
 from common.events import DraftReady, Final, RunStarted, StepRevised, TokenDelta
 from common.types import RunStatus, Task
-from core.live import LiveRuns, Queued
+from core.live import LiveRuns, Queued, Timed
 from tests.fakes.scripts import RatAuthor, draft_steps
 
 TASK = Task("Write a short history of Python 3 and its ecosystem.")
@@ -97,6 +98,73 @@ async def test_stop_stops_the_run_itself_and_it_can_be_continued(app, llm):
     resumed = [e async for e in live.resume(run_id)]
     assert isinstance(resumed[-1], Final) and app.store.get_run(run_id).status == RunStatus.DONE
     assert isinstance(resumed[0], RunStarted) and not resumed[0].resumed, "the stored events come first"
+
+
+async def test_a_follower_joining_late_gets_each_event_with_when_it_happened(app, llm):
+    """A reopened Writer times the run from when it started, not from when it joined (before, a
+    reload said "0:03 elapsed" of a run going for minutes, and guessed the time left from steps
+    replayed in no time)."""
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner)
+    following = live.start("rat", TASK)
+    began = time.time()
+    run_id = (await first(following, RunStarted))[0].run_id
+    await wait_for(gate.held.is_set, "the first revision")
+    await asyncio.sleep(0.5)
+    joined = time.time()
+    again = live.follow(run_id, timed=True)
+    replayed = [t async for t in _until(again, DraftReady)]
+    assert all(isinstance(t, Timed) for t in replayed)
+    assert isinstance(replayed[0].item, RunStarted) and began <= replayed[0].at <= joined - 0.5
+    assert all(t.at <= joined - 0.5 for t in replayed), "what happened before the join keeps its time"
+    gate.open.set()
+    rest = [t async for t in again]
+    assert isinstance(rest[-1].item, Final) and all(t.at >= joined for t in rest if isinstance(t.item, StepRevised))
+    await following.aclose()
+
+
+async def test_a_continued_runs_stored_events_come_with_their_stored_times(app, llm):
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner)
+    following = live.start("rat", TASK)
+    run_id = (await first(following, RunStarted))[0].run_id
+    await wait_for(gate.held.is_set, "the first revision")
+    live.stop(run_id)
+    [e async for e in following]
+    await wait_for(lambda: app.store.get_run(run_id).status == RunStatus.INTERRUPTED, "the interrupted status")
+    stored_before = len(app.store.events(run_id))
+    await asyncio.sleep(0.5)
+    continued = time.time()
+    resuming = live.resume(run_id)
+    async for e in resuming:  # the stored events, then the continuation's own start
+        if isinstance(e, RunStarted) and e.resumed:
+            break
+    timed = live.follow(run_id, timed=True)
+    seen = [t async for t in _until_resumed(timed)]
+    assert len(seen) == stored_before + 1
+    assert all(t.at is not None and t.at < continued - 0.4 for t in seen[:stored_before]), "as stored"
+    assert seen[-1].at >= continued, "the continuation started after the pause"
+    gate.open.set()
+    rest = [t async for t in timed]
+    assert isinstance(rest[-1].item, Final)
+    [e async for e in resuming]
+
+
+async def _until_resumed(events):
+    async for t in events:
+        yield t
+        if isinstance(t.item, RunStarted) and t.item.resumed:
+            return
+
+
+async def _until(events, kind):
+    """Yield ``events`` (Timed) up to and including the first whose item is of ``kind``."""
+    async for t in events:
+        yield t
+        if isinstance(t.item, kind):
+            return
 
 
 async def one_going_one_waiting(live: LiveRuns, llm):

@@ -5,6 +5,7 @@ end; another browser finds the run among those going on and follows it too."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -30,6 +31,19 @@ def progress(writer):
     return writer.locator(".rat-progress").first
 
 
+def offered_as_going_on(writer, run_id: str) -> bool:
+    """Whether the Writer's list of runs (hidden when empty) shows ``run_id`` as going on."""
+    listed = writer.get_by_role("combobox", name="Runs going on or stopped")
+    return listed.count() > 0 and listed.input_value().endswith(f"going on · {run_id}")
+
+
+def wait_until(holds, seconds: float = TIMEOUT / 1000) -> None:
+    deadline = time.monotonic() + seconds
+    while not holds():
+        assert time.monotonic() < deadline, "still not so after the timeout"
+        time.sleep(0.1)
+
+
 def test_a_reload_mid_run_leaves_the_run_going_and_shows_it_live_to_the_end(open_page, llm, app):
     gate = Gate()
     llm.reply(gate)
@@ -38,9 +52,12 @@ def test_a_reload_mid_run_leaves_the_run_going_and_shows_it_live_to_the_end(open
     expect(progress(writer)).to_contain_text(re.compile(r"Step 1 of 3"), timeout=TIMEOUT)
     assert gate.held.wait(TIMEOUT / 1000), "the first revision reached the model"
     run_id = app.store.list_runs(limit=1)[0].id
+    time.sleep(3)
 
     page.reload()  # the request that started the run is gone
     expect(progress(writer)).to_contain_text(re.compile(r"Step 1 of 3"), timeout=TIMEOUT)
+    minutes, seconds = re.search(r"(\d+):(\d\d) elapsed", progress(writer).inner_text()).groups()
+    assert 60 * int(minutes) + int(seconds) >= 3, "timed from the run's start, not from the reload"
     assert app.store.get_run(run_id).status == RunStatus.RUNNING
     expect(writer.locator("ol.rat-draft li")).to_have_count(3)  # what it did before the reload
 
@@ -55,6 +72,8 @@ def test_a_reload_mid_run_leaves_the_run_going_and_shows_it_live_to_the_end(open
         expect(progress(w)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
         expect(article_box(w)).to_have_value(re.compile(r"\[revised\]"))
     assert app.store.get_run(run_id).status == RunStatus.DONE
+    for w in (writer, other_writer):  # the list says so too: the run is no longer offered as going on
+        wait_until(lambda w=w: not offered_as_going_on(w, run_id))
 
     page.reload()  # after the end, the browser's last run is still there, as stored
     expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
