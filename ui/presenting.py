@@ -63,6 +63,9 @@ PANEL_JS = """() => {
     || [...panel.querySelectorAll('.rat-card')].pop();
 
   function follow() {
+    // on the stage, the page under it stays put: scrolled, it showed the stage shifted (headless
+    // Chromium in full screen); following takes up again on leaving
+    if (stage && !stage.hidden) { return; }
     for (const panel of document.querySelectorAll('.rat-steps-panel')) {
       if (!visible(panel) || !following(rootOf(panel))) { continue; }
       const card = panel.querySelector('.rat-card.rat-current');
@@ -136,6 +139,7 @@ PANEL_JS = """() => {
     shownFrom = root;
     root.classList.add('rat-presented');
     document.body.classList.add('rat-presenting');
+    window.scrollTo({top: 0, behavior: 'instant'});
     stage.hidden = false;
     sync();
     // the screen itself, where the browser allows it (a click is the gesture it asks for)
@@ -152,6 +156,7 @@ PANEL_JS = """() => {
     shownFrom = null;
     if (wentFull && document.fullscreenElement) { document.exitFullscreen().catch(() => {}); }
     wentFull = false;
+    requestAnimationFrame(follow);  // back to the active step, where following is ticked
   }
 
   // Esc in full screen is the browser's: it leaves full screen without a keydown; leave the stage too

@@ -70,6 +70,9 @@ def test_present_shows_the_live_run_full_window_in_large_type_and_follows_it(siz
     on_stage = "#rat-stage .rat-stage-card .rat-card"
     assert size(page, f"{on_stage} .rat-card-body") >= 20 and size(page, f"{on_stage} ul.rat-pages") >= 20, "large"
     assert 14 <= size(page, f"{on_stage} .rat-meta") < 100, "meta text readable"
+    # the page under the stage stays put (following scrolled it, and Chromium in full screen then
+    # showed the stage shifted up, its task and progress line cut off)
+    assert page.evaluate("document.scrollingElement.scrollTop") == 0
     shot(page, f"presenting-{width}x{height}.png")
 
     page.keyboard.press("Escape")
