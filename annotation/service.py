@@ -54,6 +54,7 @@ from annotation.pairing import (
 from annotation.present import SOURCES as SOURCES_STYLE
 from annotation.present import STYLES
 from annotation.records import read_outputs, read_votes
+from common.errors import StoreError
 from core.article.citations import CITE_THRESHOLD
 from data import arena
 from data.store import Store
@@ -334,16 +335,24 @@ class Arena:
             arena.vote_note(comment, flag)
         except ValueError as exc:
             raise ArenaError(f"Cannot record the vote: {exc}.") from None
+        # the battle read once (a battle never changes; its vote is checked again by the database):
+        # whose it is, its campaign, and the methods revealed after the vote
+        battle = arena.find_battle(self.store, battle_id)
+        if battle is None:
+            raise StoreError(f"No battle {battle_id}: press Next to get a new pair.")
+        if battle.annotator != annotator:
+            raise StoreError("This pair was shown to another annotator: press Next to get your own.")
+        if battle.choice is not None:
+            raise StoreError("You already voted on this pair: press Next for a new one.")
         # no second tab or process passes the same quota or limit: what is checked is this
         # annotator's votes (and this address's, when it has a limit), held for the check and the vote
         with self.store.exclusive("record the vote", keys=self.limits.lock_keys(annotator, address)):
             self._check_day(annotator)
-            self._check_quota(battle_id, annotator)
+            self._check_quota(battle.campaign, annotator)
             self.limits.take(annotator, address, stored=self._stored_votes)
             arena.record_vote(self.store, battle_id, annotator, choice, comment=comment, flag=flag, address=address,
                               last=True)  # (committed with the vote: one round trip)
-        battle = arena.get_battle(self.store, battle_id)
-        return Reveal(battle_id, battle.method_a, battle.method_b, battle.choice or choice)
+        return Reveal(battle_id, battle.method_a, battle.method_b, choice)
 
     def _stored_votes(self, kind: str, key: str, since: float) -> list[float]:
         """The times (epoch seconds) of the stored votes of an annotator or from an address since
@@ -351,10 +360,10 @@ class Arena:
         stamp = datetime.fromtimestamp(since, UTC).isoformat(timespec="milliseconds")
         return [datetime.fromisoformat(t).timestamp() for t in arena.vote_times(self.store, stamp, **{kind: key})]
 
-    def _check_quota(self, battle_id: int, annotator: str) -> None:
-        """Raises ArenaError when the battle belongs to a campaign whose quota ``annotator`` has
-        cast already (e.g. from a second tab), StoreError for an unknown battle."""
-        campaign = self.campaigns.of_battle(battle_id)
+    def _check_quota(self, campaign_name: str | None, annotator: str) -> None:
+        """Raises ArenaError when the battle is of campaign ``campaign_name`` (None: the open arena)
+        and ``annotator`` has cast its quota already (e.g. from a second tab), StoreError."""
+        campaign = self.campaigns.get(campaign_name) if campaign_name else None
         quota = campaign.quota if campaign else None
         if quota is not None and self.campaigns.votes_of(campaign.name, annotator) >= quota:
             raise ArenaError(f"You have cast your {quota} votes in campaign “{campaign.name}”: this one is not "

@@ -16,6 +16,7 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -37,10 +38,11 @@ from scripts.pg_cluster import PgCluster
 WARM_ROUNDS = 30  # rounds before measuring: caches filled, connections open
 
 
-def measure(db: str, rounds: int) -> dict[str, float]:
+def measure(db: str, rounds: int, statements: Callable[[], int] | None = None) -> dict[str, float]:
     """Start a worker on ``db`` (prepared here), run the rounds; returns ms per round of the
-    worker's CPU ("server") and PostgreSQL's ("postgres"), and the mean wall ms of a vote and of a
-    next pair. Raises ClusterError, RuntimeError, httpx.HTTPError."""
+    worker's CPU ("server") and PostgreSQL's ("postgres"), the mean wall ms of a vote and of a
+    next pair, and (given ``statements``, a count of the statements the database has run) the
+    statements per round. Raises ClusterError, RuntimeError, httpx.HTTPError."""
     names = annotator_names(2)
     prepare(db, names)
     cluster = Cluster(db, workers=1, port=free_port_block(2), extra=WORKER_LIMITS, balancer=False)
@@ -55,6 +57,7 @@ def measure(db: str, rounds: int) -> dict[str, float]:
             client.call("rat-next", None)
         pid = cluster.pids()[0]
         cpu, pg = cpu_seconds(pid), postgres_cpu()
+        ran = statements() if statements else 0
         vote = nxt = 0.0
         for k in range(rounds):
             started = time.perf_counter()
@@ -63,11 +66,12 @@ def measure(db: str, rounds: int) -> dict[str, float]:
             client.call("rat-next", None)
             vote, nxt = vote + voted - started, nxt + time.perf_counter() - voted
         cpu, pg = cpu_seconds(pid) - cpu, postgres_cpu() - pg
+        ran = statements() - ran if statements else 0
         http.close()
     finally:
         cluster.stop()
     return {"server": 1000 * cpu / rounds, "postgres": 1000 * pg / rounds, "vote": 1000 * vote / rounds,
-            "next": 1000 * nxt / rounds}
+            "next": 1000 * nxt / rounds, "statements": ran / rounds}
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -78,15 +82,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     if not 1 <= args.rounds <= 100_000:
         parser.error(f"--rounds takes 1 to 100000, not {args.rounds}.")
     with tempfile.TemporaryDirectory(prefix="rat-arena-click-") as tmp, ExitStack() as stack:
+        statements = None
         if args.postgres:
-            db = stack.enter_context(PgCluster(durable=True)).new_database()
+            cluster = stack.enter_context(PgCluster(durable=True, statements=True))
+            db, statements = cluster.new_database(), cluster.statements_run
         else:
             db = str(Path(tmp) / "click.db")
-        result = measure(db, args.rounds)
+        result = measure(db, args.rounds, statements)
     where = "PostgreSQL" if args.postgres else "SQLite"
     print(f"{args.rounds} votes and next pairs, one annotator, one worker on {where}: server CPU "
           f"{result['server']:.2f} ms per vote and next pair"
-          + (f" (PostgreSQL's own: {result['postgres']:.2f} ms)" if args.postgres else "")
+          + (f" (PostgreSQL's own: {result['postgres']:.2f} ms; {result['statements']:.1f} statements)"
+             if args.postgres else "")
           + f"; wall time: vote {result['vote']:.2f} ms, next pair {result['next']:.2f} ms")
     return result
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from common.errors import StoreError
+from data import sql
 from data.store import Store, now, write_and_commit, write_transaction
 
 CHOICES = ("a", "b", "tie", "both_bad")
@@ -375,6 +376,14 @@ def create_battle(store: Store, output_a: int, output_b: int, annotator: str, ca
 def get_battle(store: Store, battle_id: int) -> BattleRow:
     """The battle with its task prompt, both texts and its vote (``choice`` is None before it).
     Raises StoreError when there is no such battle."""
+    battle = find_battle(store, battle_id)
+    if battle is None:
+        raise StoreError(f"No battle {battle_id} in {store.path}.")
+    return battle
+
+
+def find_battle(store: Store, battle_id: int) -> BattleRow | None:
+    """``get_battle``'s battle, None when there is no such battle. Raises StoreError."""
     rows = list(
         store.db.query(
             "select b.*, t.prompt as prompt, t.kind as kind, oa.text as text_a, ob.text as text_b, "
@@ -384,9 +393,7 @@ def get_battle(store: Store, battle_id: int) -> BattleRow:
             [battle_id],
         )
     )
-    if not rows:
-        raise StoreError(f"No battle {battle_id} in {store.path}.")
-    return BattleRow(**rows[0])
+    return BattleRow(**rows[0]) if rows else None
 
 
 def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, comment: str = "",
@@ -401,22 +408,29 @@ def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, co
     if choice not in CHOICES:
         raise ValueError(f"choice must be one of {CHOICES}, not {choice!r}")
     comment, flag = vote_note(comment, flag)
-    # (a battle's annotator never changes; a second vote on it is refused by the database itself,
-    # under the writers' lock: these reads need no lock to hold)
-    with write_transaction(store.db, "record the vote", keys=()) as conn:
-        row = conn.execute("select annotator from battles where id = ?", [battle_id]).fetchone()
+    # One statement: the vote is inserted only on a battle shown to ``annotator`` (a battle's
+    # annotator never changes), and a second vote on a battle is refused by the database itself
+    # (votes.battle_id is unique: the one constraint this insert can break); why nothing was
+    # inserted is read only then. (In a caller's transaction the database's refusal comes raw.)
+    try:
+        with write_transaction(store.db, "record the vote", keys=()):
+            cur = write_and_commit(
+                store.db,
+                "insert into votes (battle_id, annotator, choice, created, comment, flag, address) "
+                "select id, annotator, ?, ?, ?, ?, ? from battles where id = ? and annotator = ?",
+                [choice, now(), comment, flag, address, battle_id, annotator], ends_joined=last,
+            )
+            inserted = cur.rowcount
+    except (StoreError, *sql.IntegrityError) as exc:
+        refused = exc.__cause__ if isinstance(exc, StoreError) else exc
+        if isinstance(refused, sql.IntegrityError):
+            raise StoreError("You already voted on this pair: press Next for a new one.") from exc
+        raise
+    if inserted != 1:
+        row = store.db.execute("select annotator from battles where id = ?", [battle_id]).fetchone()
         if row is None:
             raise StoreError(f"No battle {battle_id}: press Next to get a new pair.")
-        if row[0] != annotator:
-            raise StoreError("This pair was shown to another annotator: press Next to get your own.")
-        if conn.execute("select 1 from votes where battle_id = ?", [battle_id]).fetchone():
-            raise StoreError("You already voted on this pair: press Next for a new one.")
-        cur = write_and_commit(
-            store.db,
-            "insert into votes (battle_id, annotator, choice, created, comment, flag, address) "
-            "values (?, ?, ?, ?, ?, ?, ?)",
-            [battle_id, annotator, choice, now(), comment, flag, address], ends_joined=last,
-        )
+        raise StoreError("This pair was shown to another annotator: press Next to get your own.")
     return cur.lastrowid
 
 

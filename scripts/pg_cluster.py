@@ -44,13 +44,14 @@ class PgCluster:
     ``durable``: a commit waits for the disk, as on a real server (the bench and the try-out);
     without it (the tests), nothing waits for the disk."""
 
-    def __init__(self, *, max_connections: int = 400, durable: bool = False) -> None:
+    def __init__(self, *, max_connections: int = 400, durable: bool = False, statements: bool = False) -> None:
         self.bin = server_bin()
         self.folder = Path(tempfile.mkdtemp(prefix="rat-pg-"))
         self.data = self.folder / "data"
         self.port = free_port()
         self.max_connections = max_connections
         self.durable = durable
+        self.statements = statements
         self.user = "postgres" if os.geteuid() == 0 else None
 
     def _run(self, *args: str) -> None:
@@ -67,10 +68,21 @@ class PgCluster:
                    f"-c max_connections={self.max_connections} -c shared_buffers=64MB")
         if not self.durable:
             options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        if self.statements:  # counted by pg_stat_statements (Debian's server package ships it)
+            options += " -c shared_preload_libraries=pg_stat_statements"
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.folder / "log"), "-w", "start")
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
             conn.execute("create database rat_template")
+            if self.statements:
+                conn.execute("create extension pg_stat_statements")
         return self
+
+    def statements_run(self) -> int:
+        """How many statements the cluster's databases have run so far (``statements=True``;
+        the extension's own reads not counted)."""
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            return conn.execute("select coalesce(sum(calls), 0) from pg_stat_statements "
+                                "where query not like '%pg_stat_statements%'").fetchone()[0]
 
     def __exit__(self, *exc: object) -> None:
         try:

@@ -41,6 +41,28 @@ def test_vote_reveals_the_methods_in_the_order_shown(service):
         service.next_pair("ana")
 
 
+def test_a_second_vote_that_passed_a_stale_check_is_refused_by_the_database(service, store, monkeypatch):
+    """Two tabs voting on one pair at once both read it unvoted: the database refuses the second
+    vote (votes.battle_id is unique), said as the check says it, and one vote is stored."""
+    shown = service.next_pair("ana")
+    unvoted = arena.get_battle(store, shown.battle_id)
+    service.vote(shown.battle_id, "ana", "a")
+    monkeypatch.setattr(arena, "find_battle", lambda store, battle_id: unvoted)  # the other tab's read
+    with pytest.raises(StoreError, match="already voted on this pair: press Next"):
+        service.vote(shown.battle_id, "ana", "b")
+    assert [r.choice for r in arena.vote_rows(store)] == ["a"]
+    monkeypatch.undo()
+    assert service.vote(service.next_pair("bob").battle_id, "bob", "tie").choice == "tie", "the store goes on"
+
+
+def test_a_vote_on_an_unknown_or_anothers_battle_is_refused_naming_next(service):
+    shown = service.next_pair("ana")
+    with pytest.raises(StoreError, match="No battle 999: press Next"):
+        service.vote(999, "ana", "a")
+    with pytest.raises(StoreError, match="another annotator: press Next"):
+        service.vote(shown.battle_id, "bob", "a")
+
+
 def test_leaderboard_and_agreement(service, store):
     shown = service.next_pair("ana")
     revealed = service.vote(shown.battle_id, "ana", "a")

@@ -39,3 +39,18 @@ def test_a_bad_rounds_names_the_flag(capsys):
     with pytest.raises(SystemExit):
         arena_click.main(["--rounds", "0"])
     assert "--rounds" in capsys.readouterr().err
+
+
+def test_a_cluster_counting_statements_counts_each_one_run():
+    """What bench.arena_click reads as statements per click on PostgreSQL (pg_stat_statements)."""
+    import psycopg
+
+    from tests.pg import PgCluster
+
+    with PgCluster(statements=True) as cluster:
+        url = cluster.new_database()
+        before = cluster.statements_run()
+        with psycopg.connect(url, autocommit=True) as conn:
+            for k in range(5):
+                conn.execute("select %s::int + 1", [k])
+        assert cluster.statements_run() - before == 5
