@@ -83,13 +83,20 @@ async def test_a_follower_that_leaves_leaves_the_run_going_and_a_new_one_sees_it
     assert live.running() == [] and [e async for e in live.follow(run_id)] == []
 
 
-async def test_stop_stops_the_run_itself_and_it_can_be_continued(app, llm):
+async def held_at_the_first_revision(app, llm):
+    """A rat run started on a fresh LiveRuns and held at its first revision: (the gate, the
+    LiveRuns, the starting follower, the run's id)."""
     gate = Gate()
     llm.reply(gate)
     live = LiveRuns(app.runner)
     following = live.start("rat", TASK)
     run_id = (await first(following, RunStarted))[0].run_id
     await wait_for(gate.held.is_set, "the first revision")
+    return gate, live, following, run_id
+
+
+async def test_stop_stops_the_run_itself_and_it_can_be_continued(app, llm):
+    gate, live, following, run_id = await held_at_the_first_revision(app, llm)
     assert live.stop(run_id) and not live.stop("not-a-run")
     rest = [e async for e in following]  # the follower ends with the run
     assert not any(isinstance(e, Final) for e in rest)
@@ -125,12 +132,7 @@ async def test_a_follower_joining_late_gets_each_event_with_when_it_happened(app
 
 
 async def test_a_continued_runs_stored_events_come_with_their_stored_times(app, llm):
-    gate = Gate()
-    llm.reply(gate)
-    live = LiveRuns(app.runner)
-    following = live.start("rat", TASK)
-    run_id = (await first(following, RunStarted))[0].run_id
-    await wait_for(gate.held.is_set, "the first revision")
+    gate, live, following, run_id = await held_at_the_first_revision(app, llm)
     live.stop(run_id)
     [e async for e in following]
     await wait_for(lambda: app.store.get_run(run_id).status == RunStatus.INTERRUPTED, "the interrupted status")
