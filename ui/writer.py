@@ -19,7 +19,7 @@ import html
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
 
 import gradio as gr
@@ -197,7 +197,8 @@ class RunPanel:
         self.runner, self.store, self.clients = runner, store, clients
         self.live = live or LiveRuns(runner, limit=runner.settings.concurrency)
         self.versions = Versions(store)
-        self._saving: dict[str, asyncio.TimerHandle] = {}  # run id -> the pending save of an edit
+        # run id -> the pending save of an edit: its timer, and the save itself (``_flush_save``)
+        self._saving: dict[str, tuple[asyncio.TimerHandle, Callable[[], None]]] = {}
         self.hint = hint
         self.threshold = runner.settings.method.cite_threshold  # as the runner cites a run's Final
         self._thresholds: dict[str, float] = {}  # run id -> the cite threshold it ran with
@@ -360,6 +361,7 @@ class RunPanel:
         # the author's latest version (``shown_version`` None), the model's text (0), or version N
         version = None
         if done and view.run_id and shown_version != 0:
+            self._flush_save(view.run_id)
             version = (self.versions.latest(view.run_id) if shown_version is None
                        else self.versions.get(view.run_id, shown_version))
         undone, taken = (version.undone, version.taken) if version else ((), ())
@@ -604,12 +606,20 @@ class RunPanel:
             self._saving.pop(run_id, None)
             self.versions.add(run_id, text, undone=undone, taken=taken, action="edit")
 
-        self._saving[run_id] = loop.call_later(SAVE_AFTER, save)
+        self._saving[run_id] = (loop.call_later(SAVE_AFTER, save), save)
 
     def _cancel_save(self, run_id: str) -> None:
         pending = self._saving.pop(run_id, None)
         if pending is not None:
-            pending.cancel()
+            pending[0].cancel()
+
+    def _flush_save(self, run_id: str) -> None:
+        """Save the author's pending edit of ``run_id`` now: the run is being shown again (a reload,
+        another tab) and must show what was typed, not the version before it."""
+        pending = self._saving.get(run_id)
+        if pending is not None:
+            pending[0].cancel()
+            pending[1]()  # (takes it out of ``_saving`` itself)
 
     def version_outputs(self, view: RunView, shown: VersionRow | None) -> dict:
         """The saved line and the versions list: which version is shown, and every one to pick."""

@@ -132,3 +132,30 @@ def test_an_edit_and_an_undo_survive_a_reload_and_a_restart(open_page, llm, app,
     assert app_module.main(["--db", str(app.settings.db_path), "show", run_id], env={}) == 0
     shown = capsys.readouterr().out
     assert "A closing line by the author." in shown and "Step 3" in shown and shown.count("[revised]") == 1
+
+
+def test_an_edit_typed_just_before_a_reload_is_shown_after_it(open_page, llm, app, monkeypatch):
+    """The save of an edit waits for the author to stop typing (SAVE_AFTER); a reload, or the run
+    opened in another tab, before then saves it first and shows it (before, the page came back with
+    the version before the edit, and the edit was saved a moment later, out of sight)."""
+    import ui.writer
+    from data.versions import Versions
+
+    llm.reply(Gate(open_at_start=True))
+    page, writer = open_page()
+    start(writer, "Describe how Python 3.8 added the walrus operator")
+    expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
+    run_id = app.store.list_runs(limit=1)[0].id
+    monkeypatch.setattr(ui.writer, "SAVE_AFTER", 60.0)  # no save on its own within the test
+    writer.get_by_text(ui.writer.VIEW_EDIT, exact=True).click()
+    article = article_box(writer)
+    article.press_sequentially(" Typed last.")
+    expect(writer.locator(".rat-saved").last).to_contain_text("Saving…", timeout=TIMEOUT)
+    assert not [v for v in Versions(app.store).list(run_id) if "Typed last." in v.text]
+
+    page.reload()
+    expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
+    writer.get_by_text(ui.writer.VIEW_EDIT, exact=True).click()
+    expect(article_box(writer)).to_have_value(re.compile(r"Typed last\.$"), timeout=TIMEOUT)
+    (saved,) = [v for v in Versions(app.store).list(run_id) if "Typed last." in v.text]
+    assert saved.action == "edit"
