@@ -69,6 +69,11 @@ def test_regenerate_a_step_from_its_card(open_page, llm, app):
     again, _ = open_page()
     card = open_in_history(again, run_id).locator("#rat-step-2")
     expect(card.locator(".rat-redone")).to_contain_text(re.compile(r"regenerated \d\d:\d\d"))
+    # the buttons stay on one line, the line of what was done again under them (it once squeezed
+    # them into a column of one button each)
+    tops = [b["y"] for b in (button.bounding_box() for button in card.locator("summary button.rat-act").all())]
+    assert len(tops) >= 3 and max(tops) - min(tops) < 4, tops
+    assert card.locator(".rat-redone").bounding_box()["y"] > max(tops)
     stored = app.store.events(run_id)
     assert [e.action for e in stored if isinstance(e, StepRedone)] == ["regenerate"]
     assert [e.i for e in stored if isinstance(e, StepRevised)] == [1, 2, 3, 2], "the earlier revision stays"
