@@ -108,8 +108,9 @@ def progress_html(view: RunView, status: str = "", now: float | None = None) -> 
     if view.llm_calls:
         tokens = view.prompt_tokens + view.completion_tokens
         pages = sum(1 for c in view.cards.values() for p in c.pages if p.status == "ok")
-        stats = (f"<span class='rat-stats'>{view.llm_calls} LLM calls · {tokens:,} tokens · "
-                 f"{pages} pages read</span>")
+        calls = view.llm_calls
+        stats = (f"<span class='rat-stats'>{calls} LLM call{'s' if calls != 1 else ''} · {tokens:,} tokens · "
+                 f"{pages} page{'s' if pages != 1 else ''} read</span>")
     times = timing(view, status, now)
     times = f"<span class='rat-timing'>{times}</span>" if times else ""
     line = for_browser(progress_text(view, status))  # flags named as the Writer's controls

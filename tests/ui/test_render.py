@@ -168,6 +168,14 @@ def test_progress_for_stopped_runs(status, expected):
     assert run_html.progress_text(fold(events), status).startswith(expected)
 
 
+def test_the_progress_counts_say_one_call_and_one_page_in_the_singular():
+    events = rat_run(n=1)
+    draft_only = fold(events[:3])  # the draft: one call, no page read
+    assert "1 LLM call · 50 tokens · 0 pages read" in run_html.progress_html(draft_only)
+    one_step = fold(events)  # three calls, one page read (the other is dead)
+    assert "3 LLM calls · 185 tokens · 1 page read</span>" in run_html.progress_html(one_step)
+
+
 def test_progress_when_done_or_failed():
     assert run_html.progress_text(fold(rat_run())) == "Done: 3 steps revised."
     failed = fold(rat_run()[:5] + [Failed(error="The server is down.", resumable=True)])
