@@ -62,10 +62,21 @@ PANEL_JS = """() => {
   const activeCard = panel => panel.querySelector('.rat-card.rat-current')
     || [...panel.querySelectorAll('.rat-card')].pop();
 
+  const editing = new WeakSet();     // draft editors already brought into view while shown
+
   function follow() {
     // on the stage, the page under it stays put: scrolled, it showed the stage shifted (headless
     // Chromium in full screen); following takes up again on leaving
     if (stage && !stage.hidden) { return; }
+    // a draft waiting for the author's edits (Draft only, or a run stopped at its draft): its
+    // step cards are the work now, brought into view once when they appear
+    for (const box of document.querySelectorAll('.rat-editor-box')) {
+      if (!visible(box)) { editing.delete(box); continue; }
+      const cards = box.querySelector('.rat-dcard');
+      if (editing.has(box) || !cards || !following(rootOf(box))) { continue; }
+      editing.add(box);
+      window.scrollBy({top: box.getBoundingClientRect().top - 8, behavior: 'instant'});
+    }
     for (const panel of document.querySelectorAll('.rat-steps-panel')) {
       if (!visible(panel) || !following(rootOf(panel))) { continue; }
       const card = panel.querySelector('.rat-card.rat-current');

@@ -65,3 +65,25 @@ def test_move_delete_add_steps_as_cards_then_continue(open_page, llm, app):
     assert drafts[-1].steps == (s3, s2 + " EDITED", "A closing step on wheels."), "the steps in their new order"
     revised = [sections(p)["Paragraph to revise"] for p in author.of_kind("revise-step")]
     assert revised == list(drafts[-1].steps)
+
+
+@pytest.mark.parametrize("width, height", [(1366, 768), (1920, 1080)])
+def test_a_draft_waiting_for_edits_is_brought_into_view(open_page, llm, width, height):
+    """With "Follow the active step" ticked, the draft's cards are scrolled into view when a
+    draft-only run stops at its draft (they sat 1,200 px below the window at 1366x768); after the
+    author scrolls away, a re-render does not pull the page back."""
+    llm.reply(RatAuthor(draft_steps(6)))
+    page, writer = open_page()
+    page.set_viewport_size({"width": width, "height": height})
+    start(writer, f"Write about Python packaging, in view ({width}).", method="rat-step", draft_only=True)
+    expect(writer.locator(".rat-progress")).to_contain_text("Draft ready: 6 steps.", timeout=TIMEOUT)
+    first = writer.locator(".rat-dcard").first
+    expect(first).to_be_visible()
+    page.wait_for_function("""() => { const b = document.querySelector('#rat-tab-writer .rat-dcard')
+                                        .getBoundingClientRect(); return b.top >= 0 && b.bottom <= innerHeight; }""",
+                           timeout=TIMEOUT)
+    page.evaluate("window.scrollTo(0, 0)")  # the author goes up to read the task again
+    first.locator("textarea").evaluate("t => { t.value += ' more'; "
+                                       "t.dispatchEvent(new Event('input', {bubbles: true})); }")
+    page.wait_for_timeout(500)
+    assert page.evaluate("scrollY") == 0, "brought into view once, not at every change"
