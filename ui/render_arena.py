@@ -214,7 +214,7 @@ def flags_text(flags: dict[str, str], *, left_out: bool) -> str:
         return ""
     names = "; ".join(f"{safe_markdown(name)} ({safe_markdown(why)})" for name, why in sorted(flags.items()))
     verb = "left out" if left_out else "counted; tick *Leave out flagged voters* to rate without them"
-    return f"\n\n**{len(flags)} flagged voter(s)**, {verb}: {names}."
+    return f"\n\n**{len(flags)} flagged voter{'s' if len(flags) != 1 else ''}**, {verb}: {names}."
 
 
 def judge_log(summary: str, lines: Sequence[str], last: int = 30) -> str:

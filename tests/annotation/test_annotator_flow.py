@@ -263,3 +263,13 @@ def test_the_admin_sees_each_annotators_progress_quota_pace_and_flag(service):
     rows = annotator_rows(service.annotators({"ana": 4}))
     assert [len(r) for r in rows] == [len(ANNOTATOR_HEADERS)] * 2
     assert rows[0][:5] == ["ana", 2, 0, 4, "50%"] and rows[1][3:5] == ["", ""]
+
+
+def test_the_flagged_voters_line_counts_them_in_the_singular_or_plural():
+    from ui.render_arena import flags_text
+
+    one = flags_text({"ana": "votes in 0.5 s (median)"}, left_out=True)
+    assert "**1 flagged voter**, left out: ana (votes in 0.5 s (median))." in one
+    two = flags_text({"ana": "fast", "bob": "always A"}, left_out=False)
+    assert two.startswith("\n\n**2 flagged voters**, counted;") and "ana (fast); bob (always A)" in two
+    assert flags_text({}, left_out=False) == ""

@@ -214,7 +214,7 @@ def cmd_leaderboard(args, app) -> int:
     flags = service.flags() if args.source == "people" else {}
     if flags:
         state = "left out" if args.leave_out_flagged else "counted; --leave-out-flagged rates without them"
-        print(f"{len(flags)} flagged voter(s), {state}:")
+        print(f"{len(flags)} flagged voter{'s' if len(flags) != 1 else ''}, {state}:")
         for name, why in sorted(flags.items()):
             print(f"  {name}: {why}")
     return 0
