@@ -183,6 +183,24 @@ def test_the_history_tab_opens_a_run_by_a_unique_prefix(store, three_runs):
         tab.view_of(three_runs[0][:MIN_RUN_PREFIX])
 
 
+def test_the_history_tab_says_where_runs_come_from_while_there_are_none(store):
+    import gradio as gr
+
+    from ui.history import NO_RUNS, HistoryTab
+
+    built = app_module.build(Settings(db_path=store.path))
+    tab = HistoryTab(built.runner, LiveRuns(built.runner), built.store, built.clients)
+    with gr.Blocks():
+        tab.layout()
+    empty = tab.rows()
+    assert empty[tab.table]["data"] == [] and empty[tab.empty].visible is True
+    assert "Writer" in NO_RUNS and "python app.py run" in NO_RUNS
+    run_id = stored_run(store)
+    listed = tab.rows()
+    assert [row[0] for row in listed[tab.table]["data"]] == [run_id[:len(listed[tab.table]["data"][0][0])]]
+    assert listed[tab.empty].visible is False
+
+
 # -- history --------------------------------------------------------------------------------------
 def test_history_prints_a_header_and_the_history_tab_s_columns(cli, store):
     code, out, err = cli("history")

@@ -27,6 +27,8 @@ from ui.writer import PRIVATE, STREAM, RunPanel, stop_running
 
 LIMIT = 300  # runs listed
 MAX_GAP = 2.0  # longest pause of a replay at 1x, in seconds
+NO_RUNS = ("No runs yet: start one in the **Writer** tab (or from the command line: `python app.py run \"TASK\"`); "
+           "it is listed here as it goes.")
 REPLAY = {**PRIVATE, "show_progress": "hidden"}
 NO_REPLAY = "Press Replay first: Step back, Step forward and the Replay position move through the run replayed."
 
@@ -53,6 +55,7 @@ class HistoryTab:
             self.refresh_btn = gr.Button("Refresh list", scale=0)
         self.table = gr.Dataframe(headers=runs_table.HISTORY_HEADERS, interactive=False, wrap=True, max_height=320,
                                   elem_classes="rat-history")
+        self.empty = gr.Markdown(NO_RUNS, visible=False, elem_classes="rat-note")
         with gr.Row(equal_height=True):
             self.speed = gr.Slider(0.5, 10, value=2, step=0.5, label="Replay speed (×)", scale=3,
                                    info=f"Pauses longer than {MAX_GAP:g} s are shortened to {MAX_GAP:g} s.")
@@ -70,8 +73,8 @@ class HistoryTab:
 
     def wire(self) -> None:
         panel = self.panel
-        gr.on(None, self.rows, inputs=None, outputs=self.table, **PRIVATE)
-        self.refresh_btn.click(self.rows, None, self.table, **PRIVATE)
+        gr.on(None, self.rows, inputs=None, outputs=[self.table, self.empty], **PRIVATE)
+        self.refresh_btn.click(self.rows, None, [self.table, self.empty], **PRIVATE)
         self.table.select(self.on_select, None, [self.run_id, *panel.outputs()], **STREAM)
         gr.on([self.open_btn.click, self.run_id.submit], self.on_open, self.run_id, panel.outputs(), **STREAM)
         shown = [*panel.outputs(), *self.controls()]
@@ -93,13 +96,15 @@ class HistoryTab:
 
     def refresh_on(self, trigger) -> None:
         """Also refresh the list on ``trigger`` (e.g. the tab's select event)."""
-        trigger(self.rows, None, self.table, **PRIVATE)
+        trigger(self.rows, None, [self.table, self.empty], **PRIVATE)
 
     # -- handlers ---------------------------------------------------------------------------------
     def rows(self) -> dict:
+        """The runs, newest first; with none, the line that says where runs come from."""
         self.store.interrupt_orphans()  # a run whose process died shows as interrupted, with Continue
         runs = self.store.list_runs(limit=LIMIT)
-        return {"headers": runs_table.HISTORY_HEADERS, "data": runs_table.history_rows(runs)}
+        return {self.table: {"headers": runs_table.HISTORY_HEADERS, "data": runs_table.history_rows(runs)},
+                self.empty: gr.Markdown(visible=not runs)}
 
     def view_of(self, run_id: str) -> RunView:
         """A stored run's view. Raises gr.Error for an unknown id."""
