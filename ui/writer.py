@@ -231,9 +231,10 @@ class RunPanel:
             # the draft as step cards, kept in step with the textbox below (ui/step_actions.py)
             self.draft_cards = gr.HTML(step_actions.draft_cards_html([]), js_on_load=step_actions.DRAFT_JS,
                                        elem_classes="rat-draft-cards")
+            # right under the cards (the textbox below repeats them as text, for editing as text)
+            self.continue_btn = gr.Button("Continue", variant="primary")
             self.editor = gr.Textbox(label="Draft steps", info=DRAFT_HELP, lines=8, max_lines=40,
                                      elem_classes="rat-editor")
-            self.continue_btn = gr.Button("Continue", variant="primary")
         with gr.Column(visible=False) as self.result_box:
             # the step cards' actions (ui/step_actions.py): the query row, and the command the cards send
             self.act_glue = gr.HTML(step_actions.glue_html(self.act_id), js_on_load=step_actions.GLUE_JS,

@@ -82,6 +82,9 @@ def test_a_draft_waiting_for_edits_is_brought_into_view(open_page, llm, width, h
     page.wait_for_function("""() => { const b = document.querySelector('#rat-tab-writer .rat-dcard')
                                         .getBoundingClientRect(); return b.top >= 0 && b.bottom <= innerHeight; }""",
                            timeout=TIMEOUT)
+    last = writer.locator(".rat-dcard").last.bounding_box()
+    go_on = writer.get_by_role("button", name="Continue", exact=True).bounding_box()
+    assert 0 < go_on["y"] - (last["y"] + last["height"]) < 120, "Continue right under the last card"
     page.evaluate("window.scrollTo(0, 0)")  # the author goes up to read the task again
     first.locator("textarea").evaluate("t => { t.value += ' more'; "
                                        "t.dispatchEvent(new Event('input', {bubbles: true})); }")
