@@ -249,11 +249,6 @@ class Campaigns:
         """``annotator``'s votes in campaign ``name`` that count now. Raises StoreError."""
         return rows.votes_of(self.store, name, annotator)
 
-    def of_battle(self, battle_id: int) -> Campaign | None:
-        """The campaign a battle was shown in (None: the open arena). Raises StoreError."""
-        name = rows.campaign_of(self.store, battle_id)
-        return self.get(name) if name else None
-
     def held(self, name: str) -> dict[frozenset[int], set[str]]:
         """Each pair of outputs shown in campaign ``name`` -> who holds it: a vote that counts, or
         the pair on their screen since less than RESERVE_SECONDS. Raises StoreError."""

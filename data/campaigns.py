@@ -116,11 +116,3 @@ def annotator_counts(store: Store, campaign: str, since: str, only: str | None =
         f"and {_CHOICE_NOW} != 'void' group by v.annotator order by v.annotator",
         [since, campaign, only, only]).fetchall()
     return [AnnotatorCount(*r) for r in rows]
-
-
-def campaign_of(store: Store, battle_id: int) -> str | None:
-    """The campaign a battle was shown in (None: the open arena). Raises StoreError."""
-    row = store.db.execute("select campaign from battles where id = ?", [battle_id]).fetchone()
-    if row is None:
-        raise StoreError(f"No battle {battle_id} in {store.path}.")
-    return row[0]
