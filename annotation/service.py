@@ -339,11 +339,11 @@ class Arena:
         # whose it is, its campaign, and the methods revealed after the vote
         battle = arena.find_battle(self.store, battle_id)
         if battle is None:
-            raise StoreError(f"No battle {battle_id}: press Next to get a new pair.")
+            raise StoreError(arena.NO_BATTLE.format(battle_id=battle_id))
         if battle.annotator != annotator:
-            raise StoreError("This pair was shown to another annotator: press Next to get your own.")
+            raise StoreError(arena.NOT_YOURS)
         if battle.choice is not None:
-            raise StoreError("You already voted on this pair: press Next for a new one.")
+            raise StoreError(arena.VOTED_ALREADY)
         # no second tab or process passes the same quota or limit: what is checked is this
         # annotator's votes (and this address's, when it has a limit), held for the check and the vote
         with self.store.exclusive("record the vote", keys=self.limits.lock_keys(annotator, address)):

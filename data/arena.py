@@ -396,6 +396,12 @@ def find_battle(store: Store, battle_id: int) -> BattleRow | None:
     return BattleRow(**rows[0]) if rows else None
 
 
+#: Why a vote is refused, said alike by ``record_vote`` and by the arena service's checks before it.
+NO_BATTLE = "No battle {battle_id}: press Next to get a new pair."
+NOT_YOURS = "This pair was shown to another annotator: press Next to get your own."
+VOTED_ALREADY = "You already voted on this pair: press Next for a new one."
+
+
 def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, comment: str = "",
                 flag: str | None = None, address: str | None = None, last: bool = False) -> int:
     """Append the annotator's vote on a battle shown to them, with their optional ``comment`` (at
@@ -424,13 +430,11 @@ def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, co
     except (StoreError, *sql.IntegrityError) as exc:
         refused = exc.__cause__ if isinstance(exc, StoreError) else exc
         if isinstance(refused, sql.IntegrityError):
-            raise StoreError("You already voted on this pair: press Next for a new one.") from exc
+            raise StoreError(VOTED_ALREADY) from exc
         raise
     if inserted != 1:
         row = store.db.execute("select annotator from battles where id = ?", [battle_id]).fetchone()
-        if row is None:
-            raise StoreError(f"No battle {battle_id}: press Next to get a new pair.")
-        raise StoreError("This pair was shown to another annotator: press Next to get your own.")
+        raise StoreError(NO_BATTLE.format(battle_id=battle_id) if row is None else NOT_YOURS)
     return cur.lastrowid
 
 
