@@ -111,14 +111,14 @@ class LiveRuns:
 
     def _stored(self, run_id: str) -> tuple[list[Event], list[float | None]]:
         """The run's stored events and when each was stored (None where that is not known)."""
-        events = self.runner.store.events(run_id)
-        stamps: list[float | None] = []
-        for row in self.runner.store.event_rows(run_id):
+        events, stamps = [], []
+        for event, ts in self.runner.store.timed_events(run_id):
+            events.append(event)
             try:
-                stamps.append(datetime.fromisoformat(row.ts).timestamp())
+                stamps.append(datetime.fromisoformat(ts).timestamp())
             except (TypeError, ValueError):
                 stamps.append(None)
-        return events, stamps if len(stamps) == len(events) else [None] * len(events)
+        return events, stamps
 
     def _launch(self, events: Callable[[], AsyncIterator[Event]], *,
                 prior: tuple[list[Event], list[float | None]] | None = None) -> _Live:
