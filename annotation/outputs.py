@@ -2,9 +2,8 @@
 
 A run with sources enters the arena (``data.arena.sync_run_outputs``) as its article written
 out with its [n] marks and the numbered sources they name (``core.article.markdown.text_and_sources``),
-built exactly as ``python app.py show`` and the Writer's export build it: from the run's events
-for the model's own text (``Article.from_events``), and for an author's version from its text and
-the steps it undid and took (``core.article.edits.Revisions.article``). A run without sources
+built exactly as ``python app.py show`` and the Writer's export build it (``core.authoring``): the
+model's own text from its first Final, an author's version as it stored its citations. A run without sources
 (``direct``, ``cot``, an unsourced article) is stored as its text, as before. How both sides are
 then shown alike is ``annotation.present``'s business.
 
@@ -14,13 +13,12 @@ then shown alike is ``annotation.present``'s business.
 
 from __future__ import annotations
 
-from core.article.article import Article
 from core.article.citations import CITE_THRESHOLD
-from core.article.edits import Revisions
 from core.article.markdown import text_and_sources
+from core.authoring import Authoring
 from data.arena import Render
 from data.store import Store
-from data.versions import Versions
+from data.versions import MODEL
 
 
 def run_output_text(store: Store, run_id: str, version: int | None, text: str, *,
@@ -31,15 +29,9 @@ def run_output_text(store: Store, run_id: str, version: int | None, text: str, *
     e.g. a run stored without them). ``threshold``: the share of a sentence's words a passage
     must hold to be cited (``--cite-threshold``), for an author's version, which is cited anew as
     the export cites it. Raises RunNotFound, VersionNotFound, StoreError."""
-    run = store.get_run(run_id)
-    events = store.events(run_id)
-    if version is None:
-        article = Article.from_events(run.task, events)
-        if _words(article.text) != _words(text):
-            return text
-    else:
-        row = Versions(store).get(run_id, version)
-        article = Revisions.from_events(events).article(run.task, text, row.undone, row.taken, threshold=threshold)
+    article = Authoring(store, threshold).article(run_id, MODEL if version is None else version)
+    if _words(article.text) != _words(text):
+        return text
     return text_and_sources(article) if article.numbered else text
 
 

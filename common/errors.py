@@ -169,6 +169,11 @@ class RunLive(TaskError):
     one) that is still alive: one runner per run."""
 
 
+class EditConflict(TaskError):
+    """An action on a run's article (undo, take, do a step again) would rewrite text the author
+    edited by hand: nothing was changed; the message says what to do so the edit is not lost."""
+
+
 class VersionNotFound(StoreError):
     """No version with that number (or name) of a run's article; the message says which versions
     the run has and what to pick instead."""

@@ -98,13 +98,14 @@ class Runner:
         edited ``draft`` (stored as a new DraftReady; revision starts over from step 1). The
         run's own search providers are used unless ``providers`` is given, and the settings it
         was started with chose for itself (``start``'s ``settings``) over the runner's.
-        Raises RunNotFound, TaskError when the run is finished or its method cannot resume, or
+        Raises RunNotFound, TaskError when the run is finished (with an edited draft too: its
+        article is the author's, changed step by step) or its method cannot resume, or
         ConfigError for a bad ``--param`` (as ``start``)."""
         run = self.store.get_run(run_id)
         info = get_method(run.method)
         check_params([info.name], self.settings.method.params, strict=False)
-        if run.status in FINISHED and draft is None:
-            raise TaskError(f"Run {run_id} is already finished; start a new run instead.")
+        if run.status in FINISHED:
+            raise TaskError(finished_refusal(run_id))
         if not info.resumable:
             raise TaskError(f"The method {info.name!r} cannot resume; start a new run instead.")
         prior = self.store.events(run_id)
@@ -237,13 +238,18 @@ class Runner:
                                    "with --model.")
                 if isinstance(event, Final) and any(isinstance(e, StepRedone) for e in prior):
                     # a redone step's earlier revision no longer counts: the sources of the latest ones
+                    shown = book.numbers()  # the numbers the model was shown: what its own marks mean
                     book = SourceBook.from_events(latest_revisions([*prior, *tally.seen]), book.threshold)
+                    book.labels = shown
                 event = book.sourced(event)
                 if isinstance(event, Final):
                     status = RunStatus.UNSOURCED if _unsourced(method, event) else RunStatus.DONE
-                    store(event, status=status, final_text=event.text, sources=[asdict(s) for s in event.sources],
-                          sentences=event.sentences, sentences_cited=event.supported,
-                          marks_removed=event.marks_removed, finished=_now())
+                    if any(isinstance(e, StepRedone) for e in prior):  # the model's own text stays the run's:
+                        store(event, status=status, finished=_now())  # the author's redo is a version
+                    else:
+                        store(event, status=status, final_text=event.text,
+                              sources=[asdict(s) for s in event.sources], sentences=event.sentences,
+                              sentences_cited=event.supported, marks_removed=event.marks_removed, finished=_now())
                 else:
                     store(event)
                 yield event
@@ -472,3 +478,10 @@ async def _close(ctx: MethodContext) -> None:
                 await close()
             except RuntimeError:  # the loop is closing; nothing left to flush
                 pass
+
+
+def finished_refusal(run_id: str) -> str:
+    """Why a finished run is not resumed, and what to do instead."""
+    return (f"Run {run_id} is finished: resuming it would replace its article, so nothing was changed. Start a new "
+            f"run (`python app.py run`), or change one step of it: `python app.py redo {run_id} --step K` (or "
+            "the step's buttons in the Writer).")

@@ -646,3 +646,14 @@ def m019_login_failures(db: sqlite_utils.Database) -> None:
     db.execute("create table login_failures (id integer primary key, kind text not null, key text not null, "
                "at real not null)")
     db.execute("create index login_failures_key on login_failures (kind, key, at)")
+
+
+@migration
+def m020_version_attribution(db: sqlite_utils.Database) -> None:
+    """A version's citations bound to their sources (issue 36): ``attribution`` holds, as JSON,
+    each mark of the version's text with the page and passage it names, and the sources it lists
+    (``core.article.attribution.Attribution``), so a stored version reads the same forever,
+    whatever the run does later. None for a ``draft`` version and for versions made before it
+    (their citations are derived from the run's events, as before). Still append-only: the
+    triggers of m011/m015 refuse changing it as they refuse the rest."""
+    db.execute("alter table versions add column attribution text")

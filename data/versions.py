@@ -5,8 +5,11 @@ Every author action on a run's article is a new version, numbered 1, 2, 3... per
 time: an edit of the text (``edit``), an undo of step revisions (``undo``), a refused revision
 taken (``take``), a continue with an edited draft (``draft``), an old version restored
 (``restore``). A version holds the text as the author left it and the steps undone and taken
-(``core.article.edits.Revisions.article`` builds its article from them and the run's events).
-The model's own text is not a version: it stays the run's Final event (``MODEL``). A ``draft``
+and its ``attribution``: each citation of the text bound to the page and passage it names, as
+JSON (``core.article.attribution.Attribution``, made by ``core.authoring``), so a version reads
+the same forever whatever the run does later (versions stored before it have none: their
+citations are derived from the run's events). The model's own text is not a version: it stays
+the run's first Final event (``MODEL``). A ``draft``
 version holds the draft steps the author continued with (joined by blank lines): it is the
 run's history, not its article, so :meth:`Versions.latest` passes over it (the article is the
 model's text the revision made of that draft, until the author changes it).
@@ -42,7 +45,8 @@ class VersionRow:
     """One stored version: the ``n``-th of run ``run_id``, its ``text``, the steps whose revision
     is ``undone`` and whose refused revision is ``taken`` (sorted step numbers), what made it
     (``action``), the version it restored (``restored_from``; None for any other action, and for
-    a restore of the model's own text) and when (``created``, ISO time)."""
+    a restore of the model's own text), when (``created``, ISO time) and its ``attribution``
+    (JSON; None for a ``draft`` version and for one stored before attributions were)."""
 
     id: int
     run_id: str
@@ -53,6 +57,7 @@ class VersionRow:
     action: str = "edit"
     restored_from: int | None = None
     created: str = ""
+    attribution: str | None = None
 
     @property
     def words(self) -> int:
@@ -72,10 +77,10 @@ class Versions:
         self.store = store
 
     def add(self, run_id: str, text: str, *, undone: Iterable[int] = (), taken: Iterable[int] = (),
-            action: str = "edit", restored_from: int | None = None) -> VersionRow:
+            action: str = "edit", restored_from: int | None = None, attribution: str | None = None) -> VersionRow:
         """Store the article of run ``run_id`` as the author left it, as its next version; returns
-        it. When the latest version holds the same text, undone and taken steps, nothing is added
-        and the latest is returned. Raises RunNotFound, StoreError for an unknown action or a
+        it. When the latest version holds the same text, undone and taken steps and attribution,
+        nothing is added and the latest is returned. Raises RunNotFound, StoreError for an unknown action or a
         ``restored_from`` that is not an earlier version restored, or when SQLite refuses the write."""
         if action not in ACTIONS:
             raise StoreError(f"Unknown version action {action!r}: use one of {', '.join(ACTIONS)}.")
@@ -86,34 +91,29 @@ class Versions:
             if conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is None:
                 raise _no_run(self.store, run_id)
             latest = _newest(conn, run_id)
-            if latest is not None and (latest.text, latest.undone, latest.taken) == (text, undone, taken):
+            if latest is not None and (latest.text, latest.undone, latest.taken, latest.attribution) == \
+                    (text, undone, taken, attribution):
                 return latest
             n = latest.n + 1 if latest else 1
             if restored_from is not None and not 1 <= restored_from < n:
                 raise StoreError(f"Run {run_id} has no version {restored_from} to restore: {_range(n - 1)}.")
             stamp = now()
             cur = conn.execute(
-                "insert into versions (run_id, n, text, undone, taken, action, restored_from, created) "
-                "values (?, ?, ?, ?, ?, ?, ?, ?)",
-                [run_id, n, text, json.dumps(undone), json.dumps(taken), action, restored_from, stamp],
+                "insert into versions (run_id, n, text, undone, taken, action, restored_from, created, attribution) "
+                "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, n, text, json.dumps(undone), json.dumps(taken), action, restored_from, stamp, attribution],
             )
-        return VersionRow(cur.lastrowid, run_id, n, text, undone, taken, action, restored_from, stamp)
+        return VersionRow(cur.lastrowid, run_id, n, text, undone, taken, action, restored_from, stamp, attribution)
 
     def restore(self, run_id: str, n: int | str) -> VersionRow:
-        """A new version that holds what version ``n`` held (its text, undone and taken steps),
-        with action 'restore' and restored_from=n; ``n`` = MODEL restores the model's own text
-        (restored_from None). Nothing is added when the latest version holds it already (see
-        :meth:`add`). Raises VersionNotFound, RunNotFound."""
-        if n == MODEL:
-            row = self.store.db.execute("select final_text from runs where id = ?", [run_id]).fetchone()
-            if row is None:
-                raise _no_run(self.store, run_id)
-            if not (row[0] or "").strip():
-                raise VersionNotFound(f"Run {run_id} has no text of the model's to restore (it has not finished): "
-                                      "finish it first (`python app.py resume`), or pick one of its versions.")
-            return self.add(run_id, row[0], action="restore")
+        """A new version that holds what version ``n`` held (its text, undone and taken steps and
+        attribution: it reads as ``n`` read), with action 'restore' and restored_from=n (the
+        model's own text is restored by ``core.authoring``, which attributes it). Nothing is added
+        when the latest version holds it already (see :meth:`add`). Raises VersionNotFound,
+        RunNotFound."""
         old = self.get(run_id, n)
-        return self.add(run_id, old.text, undone=old.undone, taken=old.taken, action="restore", restored_from=old.n)
+        return self.add(run_id, old.text, undone=old.undone, taken=old.taken, action="restore", restored_from=old.n,
+                        attribution=old.attribution)
 
     def list(self, run_id: str) -> list[VersionRow]:
         """Every version of the run, oldest first ([] for none, and for an unknown run)."""
@@ -153,7 +153,7 @@ class Versions:
 
 
 # -- inside ---------------------------------------------------------------------------------------
-_COLUMNS = "id, run_id, n, text, undone, taken, action, restored_from, created"
+_COLUMNS = "id, run_id, n, text, undone, taken, action, restored_from, created, attribution"
 
 
 def _newest(conn: sqlite3.Connection, run_id: str) -> VersionRow | None:
@@ -164,9 +164,9 @@ def _newest(conn: sqlite3.Connection, run_id: str) -> VersionRow | None:
 
 
 def _row(row: tuple) -> VersionRow:
-    id_, run_id, n, text, undone, taken, action, restored_from, created = row
+    id_, run_id, n, text, undone, taken, action, restored_from, created, attribution = row
     return VersionRow(id_, run_id, n, text, _steps(json.loads(undone)), _steps(json.loads(taken)), action,
-                      restored_from, created)
+                      restored_from, created, attribution)
 
 
 def _steps(steps: Iterable[int]) -> tuple[int, ...]:

@@ -45,7 +45,7 @@ def mark_html(mark: Mark) -> str:
     """One [n] mark: a ``<details>`` whose summary is "[n]" and which opens on the passage that
     supports the sentence (escaped, at most PASSAGE_CHARS characters), a link to its page and one
     ("[n]") to its entry in the source list (``sources_html``)."""
-    passage = re.sub(r"[ \t]*\r?\n\s*", "\n", mark.passage.strip())  # line breaks kept, blank lines not
+    passage = re.sub(r"[ \t]*\r?\n\s*", "\n", as_read(mark.passage).strip())  # line breaks kept, blank lines not
     if len(passage) > PASSAGE_CHARS:
         passage = passage[:PASSAGE_CHARS - 1].rstrip() + "…"
     title = " ".join((mark.title or mark.url).split())
@@ -59,6 +59,20 @@ def mark_html(mark: Mark) -> str:
     html_ = (f"<details class='rat-cite'><summary title='Source {mark.n}: {esc(title)}'>[{mark.n}]</summary>"
              f"{box}</details>")
     return html_.replace("\r", " ").replace("\n", " ")  # paragraphs are told by the article's newlines
+
+
+_MD_LINE = re.compile(r"^[ \t]{0,3}(?:#{1,6}[ \t]+|>[ \t]?)", re.M)  # a heading's hashes, a quote's >
+_MD_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
+_MD_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\s]+\)")
+
+
+def as_read(passage: str) -> str:
+    """A passage as a reader reads it: the Markdown the page's extraction left in it (heading
+    hashes, quote marks, bold, links) taken away, its words kept ("## **How would…**" reads
+    "How would…")."""
+    text = _MD_LINE.sub("", passage)
+    text = _MD_LINK.sub(r"\1", text)
+    return _MD_EMPHASIS.sub(r"\2", text)
 
 
 def cited_html(cited: Cited, *, head: bool = True) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from common.events import PageRead, SearchDone, StepRevised
 from common.types import Passage
 from core.article.article import CUT, unsourced_cause
-from core.article.citations import citation_line
+from core.article.citations import Cited, citation_line
 from core.text.oneline import short
 from ui.controls import for_browser
 from ui.diff import changed, diff_html
@@ -23,9 +23,12 @@ LONG_DIFF = 120  # words: a longer "before" text is shown with only DIFF_CONTEXT
 
 
 # -- progress -------------------------------------------------------------------------------------
-def progress_text(view: RunView, status: str = "") -> str:
+def progress_text(view: RunView, status: str = "", shown: Cited | None = None,
+                  unchecked: Sequence[str] | None = None) -> str:
     """One line saying where the run is, e.g. "Step 3 of 7: reading pages"; ``status`` is the
-    run's stored status when known (draft, interrupted, failed, ...)."""
+    run's stored status when known (draft, interrupted, failed, ...); ``shown`` and ``unchecked``:
+    the marks and unchecked steps of the version of a finished run's article on screen, which the
+    line counts (not the model's text's, once the author has undone a step or edited it)."""
     n = view.n or len(view.steps)
     revised = len(view.revisions)
     if view.failed is not None:
@@ -41,10 +44,13 @@ def progress_text(view: RunView, status: str = "") -> str:
         if refused:
             were = "s were" if refused != 1 else " was"
             done += f" {refused} revision{were} refused and the text kept (see the steps)."
-        if view.final.sentences:  # runs stored before citations have none: nothing to say
+        if shown is not None and shown.sentences:
+            done += f" {shown.summary()}."
+        elif view.final.sentences:  # runs stored before citations have none: nothing to say
             done += f" {citation_line(view.final)}."
-        if view.final.unchecked:
-            done += f" Not checked against a source: {'; '.join(view.final.unchecked)}."
+        unchecked = view.final.unchecked if unchecked is None else unchecked
+        if unchecked:
+            done += f" Not checked against a source: {'; '.join(unchecked)}."
         if view.final.cut:
             done += f" {CUT[0].upper()}{CUT[1:]} (raise --max-tokens and run it again)."
         return done
@@ -99,9 +105,10 @@ def clock(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
-def progress_html(view: RunView, status: str = "", now: float | None = None) -> str:
-    """The progress line (``progress_text``) with the run's time (``timing``; ``now``: as there)
-    and its counts of calls, tokens and pages."""
+def progress_html(view: RunView, status: str = "", now: float | None = None, *, shown: Cited | None = None,
+                  unchecked: Sequence[str] | None = None) -> str:
+    """The progress line (``progress_text``; ``shown``: as there) with the run's time (``timing``;
+    ``now``: as there) and its counts of calls, tokens and pages."""
     kind = ("rat-failed" if view.failed else "rat-unsourced" if view.final and status == "unsourced"
             else "rat-done" if view.final else "")
     stats = ""
@@ -113,7 +120,7 @@ def progress_html(view: RunView, status: str = "", now: float | None = None) -> 
                  f"{pages} page{'s' if pages != 1 else ''} read</span>")
     times = timing(view, status, now)
     times = f"<span class='rat-timing'>{times}</span>" if times else ""
-    line = for_browser(progress_text(view, status))  # flags named as the Writer's controls
+    line = for_browser(progress_text(view, status, shown, unchecked))  # flags named as the Writer's controls
     return f"<div class='rat-progress {kind}'>{esc(line)}{times}{stats}</div>"
 
 

@@ -248,6 +248,28 @@ class RunSettings:
             settings = self.settings
         return gr.Accordion(label=summary(settings))
 
+    def restored(self, stored: Mapping[str, Any]) -> dict:
+        """Each control set to what a run stored of its settings (``core.runner.Runner``'s
+        ``_run_settings``: the run's own model, limits and parameters), so Run again runs as it
+        ran; a value the run did not store keeps the control's default."""
+        out: dict = {}
+        if stored.get("model"):
+            out[self.models[MODEL]] = stored["model"]
+        for role, model in (stored.get("role_models") or {}).items():
+            if f"{MODEL}:{role}" in self.models and model:
+                out[self.models[f"{MODEL}:{role}"]] = model
+        for n, component in zip(NUMBERS, self._components[len(self.models):], strict=False):
+            if n.attr in stored:
+                out[component] = 0 if stored[n.attr] is None else stored[n.attr]
+        params = stored.get("params") or {}
+        for p in _declared():
+            if p.key in params:
+                try:
+                    out[self.params[p.key]] = p.parse(str(params[p.key]))
+                except (ValueError, ConfigError):
+                    continue
+        return out
+
     def served(self, served: Sequence[str]) -> dict:
         """Each model dropdown offers the server's models, its configured one first."""
         llm = self.settings.llm

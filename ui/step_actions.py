@@ -166,13 +166,18 @@ def glue_html(panel: str) -> str:
 GLUE_JS = r"""
 if (!window.ratStepActions) {
   window.ratStepActions = true;
+  // commands go one after the other through the one hidden textbox: a second click before the first
+  // was sent waits for it (else both would send the second), then the server queues the actions
+  let chain = Promise.resolve();
   const send = (panel, cmd) => {
-    const box = document.querySelector(`#${panel}-cmd textarea, #${panel}-cmd input`);
-    const go = document.getElementById(`${panel}-go`);
-    if (!box || !go) return;
-    box.value = JSON.stringify({...cmd, nonce: Date.now()});
-    box.dispatchEvent(new Event('input', {bubbles: true}));
-    setTimeout(() => go.click(), 0);
+    chain = chain.then(() => new Promise(done => {
+      const box = document.querySelector(`#${panel}-cmd textarea, #${panel}-cmd input`);
+      const go = document.getElementById(`${panel}-go`);
+      if (!box || !go) return done();
+      box.value = JSON.stringify({...cmd, nonce: Date.now()});
+      box.dispatchEvent(new Event('input', {bubbles: true}));
+      setTimeout(() => { go.click(); setTimeout(done, 100); }, 0);
+    }));
   };
   const ask = (panel, i, query) => {
     const row = document.getElementById(`${panel}-ask`);

@@ -24,17 +24,20 @@ from contextlib import aclosing
 
 import gradio as gr
 
-from common.errors import RatStudioError
-from common.events import Event, Failed, Final, StepRedone, TokenDelta
+from common.errors import EditConflict, RatStudioError
+from common.events import Event, Failed, Final, TokenDelta
 from common.settings import Settings
 from common.types import Task
 from core.article import edits
+from core.article.article import Article
+from core.article.citations import Cited
+from core.authoring import Authoring, Shown, attribute
 from core.clients import Clients
 from core.live import LiveRuns, Timed
 from core.methods import METHODS, get_method
 from core.runner import Runner
 from core.text.prompts import join_steps, split_steps
-from data.versions import VersionRow, Versions
+from data.versions import LATEST, MODEL, VersionRow, Versions
 from ui import article_view, export_view, presenting, run_html, runview, step_actions
 from ui.controls import control, for_browser
 from ui.run_settings import RunSettings
@@ -197,6 +200,7 @@ class RunPanel:
         self.runner, self.store, self.clients = runner, store, clients
         self.live = live or LiveRuns(runner, limit=runner.settings.concurrency)
         self.versions = Versions(store)
+        self.authoring = Authoring(store, runner.settings.method.cite_threshold)  # every version made and read
         # run id -> the pending save of an edit: its timer, and the save itself (``_flush_save``)
         self._saving: dict[str, tuple[asyncio.TimerHandle, Callable[[], None]]] = {}
         self.hint = hint
@@ -204,6 +208,7 @@ class RunPanel:
         self._thresholds: dict[str, float] = {}  # run id -> the cite threshold it ran with
         self.act_id = step_actions.panel_id()  # its step actions' hidden components (ui/step_actions.py)
         self._redos: set[asyncio.Task] = set()  # redos whose tab went away, saved as versions when they end
+        self._acting: dict[str, asyncio.Lock] = {}  # run id -> its step actions, one at a time (queued)
         self.exports = export_view.ExportFolder()  # the download buttons' files
 
     def layout(self) -> None:
@@ -294,8 +299,9 @@ class RunPanel:
         cont = checked.success(self.on_continue, [self.state, self.editor], self.outputs(), **STREAM)
         for box in (self.undo, self.take):
             box.input(self.on_undo, [self.state, self.undo, self.take],
-                      [self.undo, self.take, self.article, self.cited, self.sources, self.steps, self.download,
-                       self.download_docx, self.saved, self.version_pick, self.restore_btn, *self.copy_parts()],
+                      [self.progress, self.undo, self.take, self.article, self.cited, self.sources, self.steps,
+                       self.download, self.download_docx, self.saved, self.version_pick, self.restore_btn,
+                       *self.copy_parts()],
                       **PRIVATE)
         self.mode.change(self.on_mode, self.mode, [self.article, self.cited], **PRIVATE, queue=False)
         self.saving.tick(self.on_saved, self.state, [self.saved, self.version_pick, self.restore_btn, self.saving,
@@ -310,8 +316,9 @@ class RunPanel:
         self.article.input(self.on_edit, edited, [self.cited, self.sources, self.download, self.download_docx,
                                                   self.saved, self.saving, self.copy_md_btn, self.copy_text_btn,
                                                   self.reading], **EDIT)
+        # "multiple": an action asked while another runs is sent, and waits on the server for its turn
         self.act_go.click(self.on_step_action, [self.state, self.act_cmd, self.undo, self.take], self.outputs(),
-                          **STREAM)
+                          trigger_mode="multiple", **STREAM)
         return cont
 
     # -- rendering --------------------------------------------------------------------------------
@@ -360,32 +367,51 @@ class RunPanel:
         done = view.final is not None
         out[self.result_box] = gr.Column(visible=done)
         # the author's latest version (``shown_version`` None), the model's text (0), or version N
-        version = None
-        if done and view.run_id and shown_version != 0:
+        shown = None
+        if done and view.run_id:
             self._flush_save(view.run_id)
-            version = (self.versions.latest(view.run_id) if shown_version is None
-                       else self.versions.get(view.run_id, shown_version))
-        undone, taken = (version.undone, version.taken) if version else ((), ())
-        choices = article_view.revert_choices(view)
-        out[self.undo] = gr.CheckboxGroup(choices=choices, value=list(undone), info=UNDO_HELP[view.edits.mode],
-                                          visible=bool(choices))
-        takeable = article_view.take_choices(view)
-        out[self.take] = gr.CheckboxGroup(choices=takeable, value=list(taken), visible=bool(takeable))
-        text = (version.text if version else view.edits.text()) if done else ""
-        out[self.article] = text
-        out.update(self.article_html(view, text, undone, taken) if done else {self.cited: "", self.sources: ""})
-        if undone or taken:
-            out[self.steps] = self.steps_out(view, undone, taken)
-        out.update(self.version_outputs(view, version))
-        out.update(self.export_outputs(view, text, undone, taken))
+            which = LATEST if shown_version is None else MODEL if shown_version == 0 else shown_version
+            shown = self.authoring.shown(view.run_id, which)
+        if shown is not None:
+            out.update(self.shown_outputs(view, shown))
+        else:
+            choices = article_view.revert_choices(view)
+            out[self.undo] = gr.CheckboxGroup(choices=choices, value=[], info=UNDO_HELP[view.edits.mode],
+                                              visible=bool(choices))
+            takeable = article_view.take_choices(view)
+            out[self.take] = gr.CheckboxGroup(choices=takeable, value=[], visible=bool(takeable))
+            out[self.article] = ""
+            out.update({self.cited: "", self.sources: ""})
+            out.update(self.version_outputs(view, None))
+            out.update(self.export_outputs(view, ""))
         out[self.notes] = view.export_notes
         return out
 
-    def export_outputs(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> dict:
+    def shown_outputs(self, view: RunView, shown: Shown) -> dict:
+        """The article part of the panel for a stored version (or the model's text) as it reads:
+        its undo and take boxes, text, marks, sources, step cards, versions list and exports."""
+        choices = article_view.revert_choices(view)
+        takeable = article_view.take_choices(view)
+        return {self.progress: run_html.progress_html(view, self.status(view), shown=shown.cited,
+                                                      unchecked=shown.article.unchecked),
+                self.undo: gr.CheckboxGroup(choices=choices, value=list(shown.undone),
+                                            info=UNDO_HELP[view.edits.mode], visible=bool(choices)),
+                self.take: gr.CheckboxGroup(choices=takeable, value=list(shown.taken), visible=bool(takeable)),
+                self.article: shown.text,
+                self.cited: article_view.cited_html(shown.cited),
+                self.sources: article_view.sources_html(shown.article),
+                self.steps: self.steps_out(view, shown.undone, shown.taken),
+                **self.version_outputs(view, shown.version),
+                **self.export_outputs(view, shown.text, shown.undone, shown.taken, article=shown.article)}
+
+    def export_outputs(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+                       article: Article | None = None) -> dict:
         """The download buttons holding the shown article's files (Markdown, Word: ``text`` with the
         ``undone`` and ``taken`` steps, with the run notes when the author asked for them), the texts
         the copy buttons copy, and its length line; the buttons are disabled while there is nothing to
-        export. Files that cannot be written are named in a warning (the buttons stay disabled)."""
+        export; ``article``: the article as a stored version reads (None: ``text`` as the author has
+        it now, attributed as it would be saved). Files that cannot be written are named in a warning
+        (the buttons stay disabled)."""
         text = text or ""
         off = {self.download: gr.DownloadButton(value=None, interactive=False, visible=True),
                self.download_docx: gr.DownloadButton(value=None, interactive=False, visible=True),
@@ -395,8 +421,9 @@ class RunPanel:
         if view.final is None or not text.strip():
             return off
         try:
+            article = article or self.live_article(view, text, undone, taken)[1]
             files = self.exports.output(view, text, undone, taken, threshold=self.threshold_of(view),
-                                        notes=view.export_notes)
+                                        notes=view.export_notes, article=article)
         except OSError as exc:
             gr.Warning(f"The article's files could not be written to the temporary folder ({exc}): free some "
                        "disk space, then pick the version again.", title="Download")
@@ -412,8 +439,18 @@ class RunPanel:
     def article_html(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> dict:
         """The article as edited with its [n] marks, and under it its numbered sources (each [n]
         leads to its entry), numbered as its export numbers them."""
-        cited, article = view.edits.cited_article(view.task, text, undone, taken, threshold=self.threshold_of(view))
+        cited, article = self.live_article(view, text, undone, taken)
         return {self.cited: article_view.cited_html(cited), self.sources: article_view.sources_html(article)}
+
+    def live_article(self, view: RunView, text: str, undone: Iterable[int] = (),
+                     taken: Iterable[int] = ()) -> tuple[Cited, Article]:
+        """``text`` as the author has it now, attributed as saving it would attribute it (the marks
+        of sentences the latest version held carried over: ``core.authoring.attribute``)."""
+        undone, taken = view.edits.chosen(undone, taken)
+        previous = self.authoring.previous(view.run_id) if view.run_id else None
+        attribution = attribute(view.edits, text, undone, taken, threshold=self.threshold_of(view),
+                                previous=previous)
+        return attribution.numbered(), Article.attributed(view.task, text, attribution)
 
     def frame(self, view: RunView) -> dict:
         """The run as far as ``view`` goes, with no editor and no article: a run being followed, or
@@ -508,12 +545,30 @@ class RunPanel:
         article as the boxes above it do; Regenerate, Search again and ✕ (exclude a source) have
         the run do the step again (``LiveRuns.redo``), followed here, and the new text is saved as a
         version. Raises gr.Error for a command that does not fit the run."""
-        if view is None or view.final is None or not view.run_id:
+        if view is None or not view.run_id or view.final is None and not self._finished_once(view.run_id):
             raise gr.Error("Open a finished run first: the step actions work on a run's finished article.")
         try:
             cmd = step_actions.parse_command(command)
         except ValueError as exc:
             raise gr.Error(str(exc)) from exc
+        lock = self._acting.setdefault(view.run_id, asyncio.Lock())
+        if lock.locked():  # one action at a time on a run: this one waits for the one before, then runs
+            yield {self.progress: "<div class='rat-progress'>Queued: this step action starts when the one "
+                                  "before it has finished and been saved.</div>"}
+        async with lock, aclosing(self._step_action(view, cmd, undone, taken)) as updates:
+            async for update in updates:
+                yield update
+
+    def _finished_once(self, run_id: str) -> bool:
+        """Whether the run has a finished article (a step of it may be being done again now: the
+        next action waits for it)."""
+        return any(isinstance(e, Final) for e in self.store.events(run_id))
+
+    async def _step_action(self, view: RunView, cmd, undone: list[int] | None, taken: list[int] | None):
+        """:meth:`on_step_action` once the run is this action's: only what the step does again is
+        streamed (the run so far is shown as it stands, not replayed), and its text saved."""
+        if view.final is None:  # asked while the action before ran: the run as that one left it
+            view = runview.fold(self.store.events(view.run_id))
         if cmd.action in step_actions.EDITS:
             chosen = {"undo": set(undone or []), "take": set(taken or [])}
             chosen[cmd.action] ^= {cmd.i}
@@ -522,35 +577,37 @@ class RunPanel:
         redo = METHODS[view.method].redo if view.method in METHODS else None
         if redo is None:
             raise gr.Error(f"The method {view.method!r} cannot redo a step: start a new run instead.")
+        stored = self.store.events(view.run_id)  # the run as it stands now (an action before may have changed it)
         try:  # refused before anything is shown or stored
-            redo(view.events, cmd.i, action=cmd.action, query=cmd.query, exclude=[cmd.url])
+            redo(stored, cmd.i, action=cmd.action, query=cmd.query, exclude=[cmd.url])
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
-        while view.run_id in self._saving:  # the author's last typing is saved first, as its own version
-            await asyncio.sleep(0.05)
+        self._flush_save(view.run_id)  # the author's last typing is saved first, as its own version
+        try:  # a hand edit the redo would rewrite: refused before anything runs
+            self.authoring.check_redo(view.run_id, cmd.i)
+        except EditConflict as exc:
+            raise gr.Error(str(exc), title="Your edit is kept") from exc
         events = self.live.redo(view.run_id, cmd.i, action=cmd.action, query=cmd.query,
                                 exclude=[cmd.url] if cmd.url else ())
-        redone, saved = RunView(), False
+        redone, saved = runview.fold(stored), False
         try:
-            async for update in self.follow(events, redone):
+            async for update in self.follow(_after(events, len(stored)), redone):
                 yield update
             saved = self._save_redo(view.run_id, cmd.action)
         finally:
-            if not saved and redone.run_id:  # the tab went away mid-redo: saved when the run ends, on the server
+            if not saved and len(redone.events) > len(stored):  # the tab went away mid-redo: saved when the
+                # run ends, on the server
                 task = asyncio.get_running_loop().create_task(self._save_when_done(view.run_id, cmd.action))
                 self._redos.add(task)
                 task.add_done_callback(self._redos.discard)
+                await asyncio.shield(task)  # (the next action on the run waits for this save)
         if saved:
             yield self.settle(redone)
 
     def _save_redo(self, run_id: str, action: str) -> bool:
         """Save a finished redo's text as a version (``action``); False when the run did not end
         with a new Final after the author's request (it failed, or was stopped)."""
-        events = self.store.events(run_id)
-        if not events or not isinstance(events[-1], Final) or not any(isinstance(e, StepRedone) for e in events):
-            return False
-        self.versions.add(run_id, edits.Revisions.from_events(events).text(), action=action)
-        return True
+        return self.authoring.redone(run_id, action) is not None
 
     async def _save_when_done(self, run_id: str, action: str) -> None:
         """Follow a redo no tab follows any more to its end, then :meth:`_save_redo`."""
@@ -564,19 +621,19 @@ class RunPanel:
         rules made of the choice (in cumulative mode, everything after the first step chosen)."""
         if view is None or view.final is None:
             return {}
-        revs = view.edits
-        undone, taken_steps = revs.chosen(chosen or [], taken or [])
-        text = revs.text(undone, taken_steps)
-        self._cancel_save(view.run_id)  # the undo replaces the text being typed
-        version = self.versions.add(view.run_id, text, undone=undone, taken=taken_steps,
-                                    action="take" if taken_steps else "undo")
-        return {**self.version_outputs(view, version),
-                self.undo: gr.CheckboxGroup(value=sorted(undone)),
-                self.take: gr.CheckboxGroup(value=sorted(taken_steps)),
-                self.article: text,
-                **self.article_html(view, text, undone, taken_steps),
-                self.steps: self.steps_out(view, undone, taken_steps),
-                **self.export_outputs(view, text, undone, taken_steps)}
+        self._flush_save(view.run_id)  # the text being typed is kept first, as its own version
+        try:
+            version = self.authoring.choose(view.run_id, chosen or [], taken or [])
+        except EditConflict as exc:  # nothing changed: the boxes go back to the latest version
+            gr.Warning(for_browser(str(exc)), title="Your edit is kept")
+            version = None
+        except RatStudioError as exc:
+            raise gr.Error(for_browser(str(exc))) from exc
+        shown = self.authoring.shown(view.run_id, version.n if version else LATEST)
+        out = self.shown_outputs(view, shown)
+        out[self.undo] = gr.CheckboxGroup(value=list(shown.undone))
+        out[self.take] = gr.CheckboxGroup(value=list(shown.taken))
+        return out
 
     async def on_edit(self, view: RunView | None, text: str, chosen: list[int], taken: list[int] | None = None) -> dict:
         """The author typed in the article: its citations and length follow; the download and copy
@@ -605,7 +662,7 @@ class RunPanel:
 
         def save() -> None:
             self._saving.pop(run_id, None)
-            self.versions.add(run_id, text, undone=undone, taken=taken, action="edit")
+            self.authoring.edit(run_id, text, undone, taken)
 
         self._saving[run_id] = (loop.call_later(SAVE_AFTER, save), save)
 
@@ -642,10 +699,9 @@ class RunPanel:
         copy buttons the saved article, and stop ticking."""
         if view is None or not view.run_id or view.run_id in self._saving:
             return gr.skip()  # still waiting for the save
-        version = self.versions.latest(view.run_id)
-        text, undone, taken = (version.text, version.undone, version.taken) if version else (view.edits.text(), (), ())
-        return {**self.version_outputs(view, version), self.saving: gr.Timer(active=False),
-                **self.export_outputs(view, text, undone, taken)}
+        shown = self.authoring.shown(view.run_id, LATEST)
+        return {**self.version_outputs(view, shown.version), self.saving: gr.Timer(active=False),
+                **self.export_outputs(view, shown.text, shown.undone, shown.taken, article=shown.article)}
 
     def on_view_version(self, view: RunView | None, n) -> dict:
         """Show an earlier version (or, for 0, the model's text) without changing anything."""
@@ -657,11 +713,11 @@ class RunPanel:
         """Make the version picked (or the model's text) the latest, as a new version."""
         if view is None or view.final is None:
             raise gr.Error("Open a finished run first.")
-        self._cancel_save(view.run_id)
-        if n:
-            self.versions.restore(view.run_id, int(n))
-        else:
-            self.versions.add(view.run_id, view.edits.text(), action="restore")
+        self._flush_save(view.run_id)  # the text being typed is kept first, as its own version
+        try:
+            self.authoring.restore(view.run_id, int(n) if n else MODEL)
+        except RatStudioError as exc:
+            raise gr.Error(for_browser(str(exc))) from exc
         return self.settle(view)
 
     def on_export(self, view: RunView | None, notes: bool, text: str, chosen: list[int],
@@ -672,6 +728,16 @@ class RunPanel:
             return gr.skip()
         view.export_notes = bool(notes)
         return {self.state: view, **self.export_outputs(view, text, chosen or [], taken or [])}
+
+
+async def _after(events: AsyncIterator, skip: int) -> AsyncIterator:
+    """``events`` without the first ``skip`` (a followed run's stored events, already shown)."""
+    async with aclosing(events):
+        async for item in events:
+            if skip > 0:
+                skip -= 1
+                continue
+            yield item
 
 
 def version_label(version: VersionRow) -> str:
@@ -730,11 +796,13 @@ class WriterTab:
     def wire(self) -> None:
         panel = self.panel
         gr.on(None, self.on_load, inputs=None, outputs=[self.model, *self.run_settings.models.values()], **PRIVATE)
-        reopened = gr.on(None, self.on_reload, inputs=self.last_run, outputs=panel.outputs(), **STREAM)
+        reopened = gr.on(None, self.on_reload, inputs=self.last_run, outputs=[*self.run_inputs(), *panel.outputs()],
+                         **STREAM)
         listed = [self.others, self.other_runs]
         gr.on([self.other_runs.focus], self.other_choices, None, listed, **PRIVATE)
         gr.on(None, self.other_choices, None, listed, **PRIVATE)
-        opened = self.open_btn.click(self.on_open, self.other_runs, [self.last_run, *panel.outputs()], **STREAM)
+        opened = self.open_btn.click(self.on_open, self.other_runs, [self.last_run, *self.run_inputs(),
+                                                                    *panel.outputs()], **STREAM)
 
         self.method.change(method_info, self.method, self.method_info, **PRIVATE)
         self.run_settings.wire(self.method)
@@ -785,14 +853,36 @@ class WriterTab:
         if not known:  # nothing to show: leave the panel as it is (yielding nothing would blank it, and
             yield {self.panel.state: gr.skip()}  # an empty dict is read as one value, not as no update)
             return
+        first = True
         async for update in self.panel.open(last_run):
-            yield update
+            yield {**self.run_as_it_ran(last_run), **update} if first else update
+            first = False
 
     async def on_open(self, run_id: str):
         if not run_id:
             raise gr.Error("Pick a run in the list first.")
+        first = True
         async for update in self.panel.open(run_id):
-            yield {self.last_run: run_id, **update}
+            yield {self.last_run: run_id, **(self.run_as_it_ran(run_id) if first else {}), **update}
+            first = False
+
+    def run_inputs(self) -> list:
+        """What Run reads: the task, method, search and the Run settings."""
+        return [self.task, self.method, self.search, *self.run_settings.components()]
+
+    def run_as_it_ran(self, run_id: str) -> dict:
+        """The Run inputs set to the run's own (its task, method, search and Run settings as
+        stored), so Run again after a reload or an open runs the same task the same way."""
+        try:
+            run = self.store.get_run(run_id)
+        except RatStudioError:
+            return {}
+        providers = [p for p in run.settings.get("search") or () if p in self.settings.search.providers]
+        search = providers[0] if len(providers) == 1 else CHAIN if len(providers) > 1 else gr.skip()
+        out = {self.task: run.task, self.search: search, **self.run_settings.restored(run.settings)}
+        if run.method in METHODS:
+            out[self.method] = run.method
+        return out
 
     def other_choices(self) -> dict:
         """The runs going on now, then the latest stopped ones (interrupted or failed, e.g. by a

@@ -25,6 +25,7 @@ from functools import cached_property
 
 from common.events import DraftReady, Event, Final, PageRead, SearchDone, StepRevised
 from common.types import Source
+from core.article.attribution import Attribution
 from core.article.citations import Cited, cited_numbers, mark_order, renumber_marks
 from core.article.sources import SourceBook
 from core.text.oneline import short
@@ -42,16 +43,11 @@ def readers_numbers(cited: str, numbers: Iterable[int]) -> dict[int, int]:
 
 
 def renumber_cited(cited: Cited) -> Cited:
-    """``cited`` (marks in the run's numbering, e.g. ``Revisions.cited``) with the numbers
-    :meth:`Article.renumbered` gives the same text: what the Writer shows agrees with the export.
-    A ``Cited`` already in the readers' numbering is returned as it is."""
-    new = readers_numbers(cited.text, (m.n for p in cited.pieces for m in p.marks))
-    if all(old == k for old, k in new.items()):
-        return cited
-    def marks(piece):
-        return tuple(sorted((replace(m, n=new.get(m.n, m.n)) for m in piece.marks), key=lambda m: m.n))
-
-    return replace(cited, pieces=tuple(replace(p, marks=marks(p)) if p.marks else p for p in cited.pieces))
+    """``cited`` (marks in any numbering, e.g. ``Revisions.cited``) with the numbers
+    :meth:`Article.attributed` gives the same text: each mark's page numbered 1..n in the order it
+    is first cited, by its URL (so what the Writer shows agrees with the export, and a mark's
+    number always names its own page)."""
+    return Attribution(cited).numbered()
 
 
 @dataclass(frozen=True)
@@ -182,9 +178,18 @@ class Article:
         revisions used); ``sources``: the list to give, when not the book's own; ``cited``: the
         book's attribution of ``text``, when the caller has it already."""
         cited = cited or book.cited(text, undone=undone, taken=taken)
-        return cls(task=task, text=text, sources=tuple(book.sources() if sources is None else sources),
-                   cited=cited.text, unchecked=tuple(unchecked),
-                   cut=book.ends_cut(text)).renumbered()
+        attribution = Attribution.of(cited, book.sources() if sources is None else sources, unchecked,
+                                     book.ends_cut(text))
+        return cls.attributed(task, text, attribution)
+
+    @classmethod
+    def attributed(cls, task: str, text: str, attribution: Attribution, *, unsourced: str = "") -> Article:
+        """``text`` with the marks and sources of ``attribution`` (a stored version's, or one just
+        made), in the readers' numbering: each page numbered by where this text first cites it,
+        whatever the run's numbering was."""
+        return cls(task=task, text=text, sources=attribution.numbered_sources(),
+                   cited=attribution.numbered().text, unchecked=attribution.unchecked, unsourced=unsourced,
+                   cut=attribution.cut)
 
 
 def unsourced_cause(events: list[Event]) -> str:

@@ -172,10 +172,13 @@ def strip_marks(text: str) -> str:
 
 
 def cite(text: str, steps: list[StepEvidence], numbers: Mapping[str, int], *,
-         threshold: float = CITE_THRESHOLD) -> Cited:
+         threshold: float = CITE_THRESHOLD, labels: Mapping[str, int] | None = None) -> Cited:
     """``text`` with marks: each sentence of it gets the marks the model wrote that name a
-    passage of its step (``numbers`` gives each source's number) and those of its best one or
-    two supporting sources; a mark naming anything else is removed and counted."""
+    passage of its step and those of its best one or two supporting sources; a mark naming
+    anything else is removed and counted. ``numbers`` gives each source's number (a mark's ``n``);
+    ``labels`` the numbers the model was shown for them in its prompts (default ``numbers``),
+    which is what a mark the model wrote means: after an author had a step done again, the
+    run's sources are numbered anew, but what the model wrote still means what it was shown."""
     titles: dict[str, str] = {}
     for step in steps:
         for p in step.passages:
@@ -205,7 +208,7 @@ def cite(text: str, steps: list[StepEvidence], numbers: Mapping[str, int], *,
                 passages = loose
             sentence = len(words) >= MIN_WORDS  # shorter pieces keep the model's marks, get none added
             marks, dropped = _marks(words, passages, written, numbers, titles,
-                                    threshold if sentence else float("inf"), bags)
+                                    threshold if sentence else float("inf"), bags, labels or numbers)
             removed += dropped
             pieces.append(Piece(body, tail, marks, sentence=sentence))
     return Cited(tuple(pieces), removed)
@@ -213,9 +216,9 @@ def cite(text: str, steps: list[StepEvidence], numbers: Mapping[str, int], *,
 
 def _marks(words: set[str], passages: list[Passage], written: list[int], numbers: Mapping[str, int],
            titles: Mapping[str, str], threshold: float,
-           bags: dict[str, frozenset[str]]) -> tuple[tuple[Mark, ...], int]:
-    """The marks of one sentence: the model's that name a passage of its step (else counted
-    as removed), then its best supporting sources."""
+           bags: dict[str, frozenset[str]], labels: Mapping[str, int]) -> tuple[tuple[Mark, ...], int]:
+    """The marks of one sentence: the model's that name (by ``labels``) a passage of its step
+    (else counted as removed), then its best supporting sources."""
     best: dict[str, tuple[float, Passage]] = {}  # url -> its best passage for this sentence
     for p in passages:
         if p.url not in numbers:
@@ -227,16 +230,16 @@ def _marks(words: set[str], passages: list[Passage], written: list[int], numbers
         score = shared / len(words) if words and shared >= min(MIN_SHARED, len(words)) else 0.0
         if p.url not in best or score > best[p.url][0]:
             best[p.url] = (score, p)
-    by_number = {numbers[url]: url for url in best}
+    by_label = {labels[url]: url for url in best if url in labels}
     marks: list[Mark] = []
     dropped = 0
     for n in dict.fromkeys(written):
-        url = by_number.get(n)
+        url = by_label.get(n)
         if url is None:
             dropped += 1
             continue
         score, p = best[url]
-        marks.append(Mark(n, url, titles.get(url, url), p.text, round(score, 3), by_model=True))
+        marks.append(Mark(numbers[url], url, titles.get(url, url), p.text, round(score, 3), by_model=True))
     ranked = sorted(best.items(), key=lambda item: (-item[1][0], numbers[item[0]]))
     added = 0
     for url, (score, p) in ranked:

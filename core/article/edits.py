@@ -157,6 +157,8 @@ class Revisions:
         shown); both as :meth:`chosen` leaves them."""
         undone, taken = self.chosen(undone, taken)
         book = SourceBook(threshold)
+        if any(isinstance(e, StepRedone) for e in self.events):  # numbered anew: marks mean what the model saw
+            book.labels = SourceBook.from_events(self.events, threshold).numbers()
         for e in latest_revisions(self.events):
             if isinstance(e, StepRevised) and e.i in undone:
                 continue

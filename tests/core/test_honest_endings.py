@@ -156,6 +156,8 @@ async def test_an_edited_draft_drops_the_sources_of_the_old_revisions(app, llm):
     first = await collect(app.runner.start("rat-step", TASK))
     assert first[-1].sources
     run_id = first[0].run_id
+    # a finished run is never resumed (issue 36): stored as a run stopped after its revisions is
+    app.store.update_run(run_id, status=RunStatus.INTERRUPTED)
     llm.reply(TalkingAuthor(draft_steps(2), talk_on={1, 2}))
     again = await collect(app.runner.resume(run_id, draft=["Step A: my own first step.", "Step B: mine too."]))
     assert again[-1].sources == (), "the revisions that used them are gone with the old draft"

@@ -83,7 +83,7 @@ def test_a_restore_is_a_new_version_that_copies_the_old_one(store):
     assert (restored.n, restored.action, restored.restored_from) == (3, "restore", 1)
     assert content(restored) == content(first)
     assert versions.restore(run_id, 1) == restored, "restoring what the latest holds already adds nothing"
-    model = versions.restore(run_id, MODEL)
+    model = versions.add(run_id, "The model's own text.", action="restore")  # as core.authoring restores it
     assert (model.n, model.action, model.restored_from, model.text) == (4, "restore", None, "The model's own text.")
     assert [v.n for v in versions.list(run_id)] == [1, 2, 3, 4]
     assert versions.get(run_id, 1) == first, "the restored version itself is unchanged"
@@ -197,3 +197,19 @@ def test_a_draft_version_is_history_not_the_article(store):
     versions.add(run_id, "Step one again.", action="draft")
     assert versions.latest(run_id) == edit
     assert [v.n for v in versions.list(run_id)] == [1, 2, 3], "drafts are numbered with the rest"
+
+
+def test_a_versions_attribution_is_stored_as_given_and_a_restore_copies_it(store):
+    versions = Versions(store)
+    run_id = new_run(store)
+    bound = '{"format":1,"pieces":[["Owls hunt.", ""]]}'
+    first = versions.add(run_id, "Owls hunt.", attribution=bound)
+    assert versions.get(run_id, 1).attribution == bound == first.attribution
+    assert versions.add(run_id, "Owls hunt.", attribution=bound) == first, "the same content adds nothing"
+    other = versions.add(run_id, "Owls hunt.", attribution='{"format":1,"pieces":[]}')
+    assert other.n == 2, "the same text cited otherwise is a new version"
+    assert versions.restore(run_id, 1).attribution == bound, "a restore reads as the version it restores"
+    assert versions.add(run_id, "Bats.").attribution is None
+    with pytest.raises(sql.IntegrityError, match="append-only"):
+        with store.db.conn:
+            store.db.execute("update versions set attribution = '{}' where n = 1")

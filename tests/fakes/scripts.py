@@ -86,3 +86,39 @@ class RatAuthor:
 
     def of_kind(self, kind: str) -> list[str]:
         return [p for k, p in self.calls if k == kind]
+
+
+_LABEL = re.compile(r"^\[(\d+)\] (.*?)(?: — (\S+))?\n<passage>\n(.*?)\n</passage>", re.S | re.M)
+
+
+class QuotingAuthor(RatAuthor):
+    """A RatAuthor whose every revision adds one sentence copied word for word from a passage it
+    was shown, with the passage's label as its mark ("... [3].", as models cite; the passages
+    taken in turn, so a step done again quotes another one), and which remembers where each quote
+    came from: ``quoted`` maps the quote's words (lowercase, spaces collapsed) to the page's URL
+    and title. What an honest model does; a test then checks that each quote's [n] names that page."""
+
+    QUOTE_WORDS = 14
+
+    def __init__(self, steps: list[str]):
+        super().__init__(steps)
+        self.quoted: dict[str, tuple[str, str]] = {}
+        self.turn = 0
+
+    def __call__(self, body: dict) -> str:
+        prompt = prompt_of(body)
+        kind = kind_of(prompt)
+        reply = super().__call__(body)
+        if kind not in ("revise", "revise-step"):
+            return reply
+        passages = [(m.group(1), m.group(3) or m.group(2), m.group(2), m.group(4))
+                    for m in _LABEL.finditer(sections(prompt).get("Existing Text in Wiki Web", ""))]
+        passages = [p for p in passages if len(p[3].split()) >= self.QUOTE_WORDS]
+        if not passages:
+            return reply
+        label, url, title, text = passages[self.turn % len(passages)]
+        self.turn += 1
+        words = re.sub(r"[^\w\s'-]", " ", text).split()[: self.QUOTE_WORDS]
+        quote = " ".join(words)
+        self.quoted[quote.lower()] = (url, title)
+        return reply.rstrip() + f" {quote[0].upper()}{quote[1:]} [{label}]."

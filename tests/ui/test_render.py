@@ -574,3 +574,24 @@ def test_the_drafts_thinking_sits_above_the_draft_and_a_retry_drops_it():
     assert html.index("Thinking (draft · 3 tokens)") < html.index("<ol class='rat-draft'>")
     assert "Plan again." not in run_html.steps_html(view)
     assert fold(view.events).thinking == view.thinking, "stored events give the same thinking (History, replay)"
+
+
+def test_a_marks_popup_shows_its_passage_as_read_not_its_markdown():
+    from core.article.citations import Mark
+
+    mark = Mark(2, "https://a.example/owls", "Owls", "## **How would owls hunt?**\n> They [listen](https://x.example) "
+                "closely, __always__.", 0.8)
+    shown = article_view.mark_html(mark)
+    assert "How would owls hunt?" in shown and "They listen closely, always." in shown
+    assert "##" not in shown and "**" not in shown and "__" not in shown and "x.example" not in shown
+
+
+def test_the_progress_line_counts_the_version_on_screen_not_the_models_text():
+    from core.article.citations import Cited, Piece
+
+    view = fold(cited_run())
+    assert "0 of 2 sentences cited" not in run_html.progress_text(view, "done")
+    shown = Cited((Piece("One sentence with words", ". ", sentence=True),
+                   Piece("Another sentence of words", ".", sentence=True)))
+    line = run_html.progress_text(view, "done", shown, ("step 2: its revision was undone by the author",))
+    assert "0 of 2 sentences cited" in line and "step 2: its revision was undone by the author" in line

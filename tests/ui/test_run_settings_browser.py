@@ -184,6 +184,18 @@ def test_a_cut_answer_names_the_max_tokens_control_and_the_run_uses_the_settings
         ("rat-step", 40, 2, "fake-draft")
     assert llm.requests and all(r["max_tokens"] <= 40 and r["model"] == "fake-draft" for r in llm.requests)
 
+    # a reload shows the run with its task and its Run settings, so Run again runs it the same way
+    # (the Task box came back empty and the settings fell back to the server's, issue 36)
+    page.reload()
+    w = page.locator("#rat-tab-writer")
+    expect(w.get_by_label("Task")).to_have_value("Write about Python 3 in two steps, cut short.",
+                                                 timeout=writer_tests.TIMEOUT)
+    expect(w.get_by_label("Method")).to_have_value(re.compile("^rat-step "))
+    open_settings(w)
+    expect(w.get_by_label("Max tokens", exact=True)).to_have_value("40")
+    expect(w.get_by_label("Results read per step", exact=True)).to_have_value("2")
+    expect(w.get_by_label("Model", exact=True)).to_have_value("fake-draft")
+
 
 @pytest.mark.browser
 @pytest.mark.skipif(bool(chromium_missing()), reason=chromium_missing())

@@ -195,3 +195,142 @@ def test_a_reload_mid_redo_follows_it(open_page, llm, app):
     while not versions_of(app, run_id) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert versions_of(app, run_id) == [("regenerate", final.text)]
+
+
+# -- citations stay true after step actions (issue 36) --------------------------------------------
+SHOWN_MARKS_JS = """panel => {
+  const sentences = [...panel.querySelectorAll('.rat-cited-panel .rat-sentence')].map(s => {
+    const copy = s.cloneNode(true);
+    copy.querySelectorAll('details').forEach(d => d.remove());
+    return {text: copy.textContent, marks: [...s.querySelectorAll('details.rat-cite > summary')]
+            .map(m => parseInt(m.textContent.replace(/\\D/g, ''), 10))};
+  });
+  const entries = {};
+  panel.querySelectorAll('.rat-sources-panel .rat-source[id]').forEach(e => {
+    entries[parseInt(e.id.replace(/\\D/g, ''), 10)] = e.querySelector('a').getAttribute('href');
+  });
+  return {sentences, entries};
+}"""
+
+
+def quotes_cite_their_pages(pairs, entries: dict[int, str], quoted: dict, where: str) -> int:
+    """Each (sentence, marks) holding a quote of the stand-in cites the quote's page (and no other)
+    by its entry."""
+    from tests.core.test_truth import norm
+
+    checked = 0
+    for sentence, marks in pairs:
+        for n in marks:
+            assert n in entries, f"{where}: [{n}] has no entry"
+        words = norm(sentence)
+        for quote, (url, title) in quoted.items():
+            if marks and quote in words:
+                assert {entries[n] for n in marks} == {url}, f"{where}: the quote of {title!r} cites {marks}"
+                checked += 1
+    return checked
+
+
+def markdown_pairs(markdown: str) -> tuple[list, dict[int, str]]:
+    """(sentence, its marks) and the numbered entries of an exported Markdown article."""
+    body, _, listed = markdown.partition("\n## Sources")
+    entries = {int(n): url for n, url in re.findall(r"^\s*\[?(\d+)\]?[.:)]?\s.*?\((https?://[^)\s]+)\)", listed, re.M)}
+    pairs = [(s, [int(n) for n in re.findall(r"\[(\d+)\]", s)]) for s in re.split(r"(?<=[.!?])\s+|\n+", body)]
+    return pairs, entries
+
+
+def test_regenerate_then_two_more_actions_leave_each_quote_citing_its_own_page(open_page, llm, app, tmp_path):
+    import docx
+
+    from annotation.outputs import run_output_text
+    from tests.fakes.scripts import QuotingAuthor
+
+    author = QuotingAuthor(draft_steps(4))
+    llm.reply(author)
+    # rat: each revision rewrites the answer so far, keeping the marks the model wrote; a step done
+    # again numbers the run's sources anew (its old pages gone), while those marks mean the labels
+    # the model was shown (it cited a forest page as [4] once the numbers had moved)
+    run_id = run_now(app, "rat", "Cited after actions: a short history of Python 3.")
+    page, _ = open_page()
+    panel = open_in_history(page, run_id)
+    panel.locator("#rat-step-3 button.rat-act-regenerate").click()
+    expect(panel.locator("#rat-step-3 .rat-redone")).to_contain_text("regenerated", timeout=TIMEOUT)
+    expect(panel.get_by_label(re.compile("^Versions"))).to_have_value(re.compile(r"regenerate"), timeout=TIMEOUT)
+    panel.locator("#rat-step-2 button.rat-act-search").click()
+    ask = panel.locator(".rat-ask")
+    expect(ask).to_be_visible()
+    ask.get_by_label("Your own query").fill("virtualenv pip environments")
+    ask.get_by_role("button", name="Search again").click()
+    expect(panel.locator("#rat-step-2 .rat-redone")).to_contain_text("searched again", timeout=TIMEOUT)
+    expect(panel.get_by_label(re.compile("^Versions"))).to_have_value(re.compile(r"search"), timeout=TIMEOUT)
+    latest = {e.i: e for e in app.store.events(run_id) if isinstance(e, StepRevised)}
+    i, gone = 4, latest[4].sources[0]
+    card = panel.locator(f"#rat-step-{i}")
+    card.locator("summary.rat-card-head > b").click()
+    item = card.locator("ul.rat-pages > li", has=page.locator(f"a[href='{gone}']"))
+    item.hover()
+    item.locator("button.rat-x").click()
+    expect(card.locator(".rat-redone")).to_contain_text("excluded", timeout=TIMEOUT)
+    expect(panel.get_by_label(re.compile("^Versions"))).to_have_value(re.compile(r"exclude"), timeout=TIMEOUT)
+    assert [a for a, _ in versions_of(app, run_id)] == ["regenerate", "search", "exclude"]
+
+    # the Writer (History's panel): each [n] of a quote leads to the quote's own page
+    shown = panel.evaluate(SHOWN_MARKS_JS)
+    entries = {int(k): v for k, v in shown["entries"].items()}
+    pairs = [(s["text"], s["marks"]) for s in shown["sentences"]]
+    assert quotes_cite_their_pages(pairs, entries, author.quoted, "the Writer") > 0
+
+    # the Markdown and Word files the download buttons hold
+    with page.expect_download() as got:
+        panel.get_by_role("button", name=re.compile("^Download Markdown")).click()
+    markdown = got.value.path().read_text(encoding="utf-8")
+    md_pairs, md_entries = markdown_pairs(markdown)
+    assert md_entries == entries, "the export numbers the sources as the Writer does"
+    assert quotes_cite_their_pages(md_pairs, md_entries, author.quoted, "the Markdown") > 0
+    with page.expect_download() as got:
+        panel.get_by_role("button", name=re.compile("^Download Word")).click()
+    document = docx.Document(str(got.value.path()))
+    words = "\n".join(p.text for p in document.paragraphs)
+    doc_pairs, _ = markdown_pairs(words.partition("\nSources")[0])
+    assert quotes_cite_their_pages(doc_pairs, md_entries, author.quoted, "the Word file") > 0
+
+    # the arena's text of the latest version (--arena-text latest)
+    latest = Versions(app.store).latest(run_id)
+    arena_text = run_output_text(app.store, run_id, latest.n, latest.text)
+    arena_pairs, arena_entries = markdown_pairs(arena_text.replace("\nSources", "\n## Sources", 1)
+                                                if "\n## Sources" not in arena_text else arena_text)
+    assert arena_entries == entries, "the arena lists the sources as the Writer does"
+    assert quotes_cite_their_pages(arena_pairs, arena_entries, author.quoted, "the arena") > 0
+
+
+PROGRESS_SEEN_JS = """panel => {
+  window.__progress = [];
+  const box = panel.querySelector('.rat-progress').parentElement;
+  new MutationObserver(() => window.__progress.push(box.textContent)).observe(box, {subtree: true,
+      childList: true, characterData: true});
+}"""
+
+
+def test_two_step_actions_in_a_row_are_queued_each_saved_and_only_the_redone_step_streams(open_page, llm, app):
+    run_id, author = finished_run(app, llm, "Two actions in a row: a short history of Python 3.", steps=4)
+    page, _ = open_page()
+    panel = open_in_history(page, run_id)
+    panel.evaluate(PROGRESS_SEEN_JS)
+    llm.latency = 1.0  # the first is still going when the second is asked
+    try:  # two clicks in a row, the second before the first has even been sent
+        panel.evaluate("""p => { p.querySelector('#rat-step-2 button.rat-act-regenerate').click();
+                                 p.querySelector('#rat-step-3 button.rat-act-regenerate').click(); }""")
+        expect(panel.locator("#rat-step-3 .rat-redone")).to_contain_text("regenerated", timeout=TIMEOUT)
+        expect(panel.get_by_label(re.compile("^Versions"))).to_have_value(re.compile(r"^2 · .*regenerate"),
+                                                                         timeout=TIMEOUT)
+    finally:
+        llm.latency = 0.0
+    stored = app.store.events(run_id)
+    assert [(e.i, e.action) for e in stored if isinstance(e, StepRedone)] == [(2, "regenerate"), (3, "regenerate")]
+    assert [a for a, _ in versions_of(app, run_id)] == ["regenerate", "regenerate"], "each action saved"
+    seen = page.evaluate("window.__progress")
+    assert any("Queued" in s for s in seen), "the second said it waits for the first"
+    steps = {int(n) for s in seen for n in re.findall(r"Step (\d+) of 4", s)}
+    assert steps <= {2, 3}, f"only the redone steps streamed, not the whole run again: {steps}"
+    assert not any("No run yet" in s for s in seen)
+    article = article_box(panel).input_value().split("\n\n")
+    assert article[0] == author.steps[0] + " [revised]" and article[3] == author.steps[3] + " [revised]"

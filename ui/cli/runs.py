@@ -8,6 +8,8 @@
     python app.py history              past runs
     python app.py show RUN_ID          a stored run's article as Markdown (--version model|latest|N)
     python app.py versions RUN_ID      the author's versions of a run's article
+    python app.py redo RUN_ID --step K do a step of a finished run again (--query Q, --exclude URL)
+    python app.py undo RUN_ID --step K undo a step's revision (--put-back: use it again)
 
 A RUN_ID may be a unique prefix of the id, of at least 4 characters (``ui.cli.RUN_ID_ARGS``).
 """
@@ -91,6 +93,28 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     p.add_argument("run_id", help="the run's id, or a unique prefix of it (at least 4 characters)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_versions)
+    p = sub.add_parser("redo", parents=common, help="do one step of a finished rat or rat-step run again, as the "
+                       "Writer's step buttons do; prints the article's new version",
+                       epilog="exit codes: 0 done (a new version); 1 the redo failed or clashes with a hand edit; "
+                              "2 a bad flag")
+    p.add_argument("run_id", help="the run's id, or a unique prefix of it (at least 4 characters)")
+    p.add_argument("--step", type=int, required=True, metavar="K", help="the step to do again (1 is the first)")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--query", help="search again with this query (default: regenerate the revision from the "
+                                     "same passages)")
+    how.add_argument("--exclude", metavar="URL", help="leave this page out of the step and revise it again")
+    p.add_argument("--out", help=OUT_HELP)
+    p.set_defaults(func=cmd_redo)
+    p = sub.add_parser("undo", parents=common, help="undo the revision of a step of a finished run (the step's "
+                       "paragraph goes back to its draft; your other edits stay); prints the new version",
+                       epilog="exit codes: 0 done (a new version, or none when nothing changed); 1 it clashes with "
+                              "a hand edit, or the run's steps cannot be undone; 2 a bad flag")
+    p.add_argument("run_id", help="the run's id, or a unique prefix of it (at least 4 characters)")
+    p.add_argument("--step", type=int, required=True, action="append", metavar="K",
+                   help="the step whose revision to undo (repeat for several)")
+    p.add_argument("--put-back", action="store_true", help="use the step's revision again (undo the undo)")
+    p.add_argument("--out", help=OUT_HELP)
+    p.set_defaults(func=cmd_undo)
 
 
 def cmd_ui(args, app) -> int:
@@ -119,9 +143,13 @@ def cmd_run(args, app) -> int:
 def cmd_resume(args, app) -> int:
     """Continue the run; with ``--draft``, with the author's edited draft, first kept as a
     ``draft`` version of the run (as the Writer's Continue keeps it)."""
+    from common.errors import TaskError
+    from core.runner import FINISHED, finished_refusal
     from core.text.prompts import join_steps
     from data.versions import Versions
 
+    if app.store.get_run(args.run_id).status in FINISHED:  # checked before the draft is kept as a version
+        raise TaskError(finished_refusal(args.run_id))
     draft = None
     if getattr(args, "draft", None) is not None:
         draft = read_draft(args.draft)
@@ -337,29 +365,73 @@ def article_of(app, run, which: str):
     ``which`` names: "model" (the run's Final, as the model wrote it), "latest" (the author's
     newest version, else the model's) or a version's number. An unsourced run's article says so
     on every version. Raises ConfigError for a version the run does not have."""
-    from dataclasses import replace
-
     from common.errors import ConfigError, VersionNotFound
-    from common.types import RunStatus
-    from core.article.article import Article, unsourced_cause
-    from core.article.edits import Revisions
-    from data.versions import LATEST, MODEL, Versions
+    from core.authoring import Authoring
+    from data.versions import LATEST, MODEL
 
     which = str(which).strip().lower()
     if which not in (MODEL, LATEST) and not (which.isascii() and which.isdigit()):
         raise ConfigError(f"--version {which!r} names no version: give model, latest or a version's number "
                           f"(`python app.py versions {run.id}` lists them).")
     try:
-        version = Versions(app.store).find(run.id, which)
+        return Authoring(app.store, app.settings.method.cite_threshold).article(run.id, which)
     except VersionNotFound as exc:
         raise ConfigError(str(exc)) from exc  # a bad --version is a bad setting: exit 2
-    events = app.store.events(run.id)
-    unsourced = run.status == RunStatus.UNSOURCED
+
+
+def cmd_redo(args, app) -> int:
+    """Do ``--step`` again (regenerate, ``--query``, ``--exclude``), then keep the new text as a
+    version merged with the author's edits (``core.authoring``), and print it."""
+    from common.errors import RatStudioError
+    from core.authoring import Authoring
+
+    authoring = Authoring(app.store, app.settings.method.cite_threshold)
+    authoring.check_redo(args.run_id, args.step)  # a clash with a hand edit: refused before anything runs
+    action = "search" if args.query is not None else "exclude" if args.exclude else "regenerate"
+    events = app.runner.redo(args.run_id, args.step, action=action, query=args.query or "",
+                             exclude=[args.exclude] if args.exclude else ())
+
+    async def follow() -> None:
+        from ui.cli.progress import progress_line
+
+        async for event in events:
+            line = progress_line(event)
+            if line:
+                print(line, file=sys.stderr, flush=True)
+
+    asyncio.run(follow())
+    version = authoring.redone(args.run_id, action)
     if version is None:
-        return Article.from_events(run.task, events, unsourced=unsourced)
-    article = Revisions.from_events(events).article(run.task, version.text, version.undone, version.taken,
-                                                    threshold=app.settings.method.cite_threshold)
-    return replace(article, unsourced=unsourced_cause(events) if unsourced else "")
+        run = app.store.get_run(args.run_id)
+        raise RatStudioError(f"Step {args.step} of run {args.run_id} was not done again ({run.status}"
+                             f"{': ' + run.error if run.error else ''}): its article is as it was. "
+                             f"{again(app, args.run_id)}")
+    return _print_version(args, app, authoring, version, f"step {args.step} {_DONE[action]}")
+
+
+def cmd_undo(args, app) -> int:
+    """Undo (or, with ``--put-back``, use again) the revision of each ``--step``, keeping the
+    author's other edits; print the new version."""
+    from core.authoring import Authoring
+
+    authoring = Authoring(app.store, app.settings.method.cite_threshold)
+    latest = authoring.versions.latest(args.run_id)
+    undone = set(latest.undone) if latest else set()
+    undone = undone - set(args.step) if args.put_back else undone | set(args.step)
+    version = authoring.choose(args.run_id, undone, latest.taken if latest else ())
+    steps = ", ".join(str(k) for k in args.step)
+    return _print_version(args, app, authoring, version, f"step {steps} {'put back' if args.put_back else 'undone'}")
+
+
+_DONE = {"regenerate": "regenerated", "search": "searched again", "exclude": "revised without the page"}
+
+
+def _print_version(args, app, authoring, version, what: str) -> int:
+    """Say which version an action made, and write its article (as ``show`` would)."""
+    print(f"run {args.run_id}: {what}: version {version.n} ({version.action}, {version.words:,} words); "
+          f"`python app.py versions {args.run_id}` lists them", file=sys.stderr)
+    write_article(getattr(args, "out", None), authoring.article(args.run_id, version.n))
+    return 0
 
 
 def cmd_versions(args, app) -> int:

@@ -1,0 +1,285 @@
+"""The author's actions on a finished run's article, each kept as a version whose citations are
+bound to their sources; and the article of any stored version. The one door the Writer, the
+command line (``show``, ``redo``, ``undo``) and the arena read versions through.
+
+An action makes a version (``data.versions``) that holds the text, the steps undone and taken,
+and the text's ``Attribution`` (``core.article.attribution``): each [n] tied to the page and
+passage it came from, numbered only when shown. A stored version is read from what it stored, so
+it reads the same forever; the model's own text is the run's first Final (:func:`model_events`),
+which no later action changes.
+
+    authoring = Authoring(store)
+    authoring.edit(run_id, text)                 # the author's text, attributed
+    authoring.choose(run_id, undone=[2])         # undo step 2's revision (taken=[3]: take a refused one)
+    authoring.check_redo(run_id, 3)              # before a step is done again: would it lose an edit?
+    authoring.redone(run_id)                     # after it: the new text, merged with the author's
+    authoring.restore(run_id, 1)                 # or "model"
+    authoring.shown(run_id, "latest")            # Shown: the version, its Cited and Article
+
+Undoing, taking and redoing a step keep the author's hand edits elsewhere: the action's text
+(what the run's revisions give for the new choice) is merged, line by line, with the author's
+latest text against what the revisions gave for the latest version's choice (a three-way merge,
+``merge3``, the merge of Breezy). Where the author edited the lines the action rewrites, the action
+is refused before anything changes (:class:`common.errors.EditConflict`), naming what to do.
+
+Citations: a new version's text is attributed against the run's events as they are now
+(``core.article.edits.Revisions``); a sentence the previous version held too, and that is still
+supported, keeps the marks it had (the same pages), so an action changes the marks of only the
+sentences it changes. A sentence whose passage is gone loses its mark; none gains another page's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+import merge3
+
+from common.errors import EditConflict, RatStudioError, TaskError
+from common.events import Event, Final, StepRedone
+from common.types import RunStatus
+from core.article.article import Article, unsourced_cause
+from core.article.attribution import Attribution
+from core.article.citations import CITE_THRESHOLD, Cited, Piece
+from core.article.edits import Revisions
+from data.store import Store
+from data.versions import LATEST, MODEL, VersionRow, Versions
+
+
+def model_events(events: Sequence[Event]) -> list[Event]:
+    """The run's events as the method left them: up to the first step the author had done again
+    (``StepRedone``); all of them for a run with none. Their last Final is the model's own text."""
+    for k, e in enumerate(events):
+        if isinstance(e, StepRedone):
+            return list(events[:k])
+    return list(events)
+
+
+def before_last_redo(events: Sequence[Event]) -> list[Event]:
+    """The run's events before the author's last request to do a step again (all of them for none)."""
+    last = max((k for k, e in enumerate(events) if isinstance(e, StepRedone)), default=len(events))
+    return list(events[:last])
+
+
+def merge_text(base: str, ours: str, theirs: str) -> str | None:
+    """``theirs`` (an action's text, made from ``base``) with the author's changes of ``base`` in
+    ``ours`` kept, line by line; None where both changed the same lines differently."""
+    if ours == base:
+        return theirs
+    if theirs == base or theirs == ours:
+        return ours
+    b, o, t = (x.splitlines(keepends=True) for x in (base, ours, theirs))
+    out: list[str] = []
+    for region in merge3.Merge3(b, o, t).merge_regions():
+        kind, start, end = region[0], region[1], region[2]
+        if kind == "unchanged":
+            out += b[start:end]
+        elif kind in ("a", "same"):
+            out += o[start:end]
+        elif kind == "b":
+            out += t[start:end]
+        else:
+            return None
+    return "".join(out)
+
+
+def carry_marks(cited: Cited, previous: Attribution | None) -> Cited:
+    """``cited`` with each sentence that ``previous`` held too, and that is still supported, given
+    the marks it had there (the pages it cited then); any other sentence as ``cited`` has it."""
+    if previous is None:
+        return cited
+    had = {_key(p): p.marks for p in previous.cited.pieces if p.sentence and p.marks}
+    if not had:
+        return cited
+
+    def keep(piece: Piece) -> Piece:
+        old = had.get(_key(piece)) if piece.sentence and piece.marks else None
+        return replace(piece, marks=old) if old else piece
+
+    return replace(cited, pieces=tuple(keep(p) for p in cited.pieces))
+
+
+def attribute(revs: Revisions, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+              threshold: float = CITE_THRESHOLD, previous: Attribution | None = None) -> Attribution:
+    """``text`` (with the ``undone`` and ``taken`` steps) attributed against the run's events
+    ``revs``, the marks of unchanged sentences carried from ``previous`` (:func:`carry_marks`)."""
+    cited, article = revs.cited_article("", text, undone, taken, threshold=threshold)
+    cited = carry_marks(cited, previous)
+    sources = {s.url: replace(s, n=0) for s in revs.sources(*revs.chosen(undone, taken))}
+    for s in article.sources:  # every source the article lists, cited or not
+        sources.setdefault(s.url, replace(s, n=0))
+    return Attribution.of(cited, sources.values(), article.unchecked, article.cut)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a version shows: ``version`` (None: the model's own text), its ``text``, the steps it
+    has ``undone`` and ``taken``, its marks (``cited``, in the readers' numbering) and its ``article``."""
+
+    version: VersionRow | None
+    text: str
+    undone: tuple[int, ...]
+    taken: tuple[int, ...]
+    cited: Cited
+    article: Article
+
+
+class Authoring:
+    """The author's actions on the runs of ``store`` and the versions they leave. ``threshold``:
+    the cite threshold for runs that did not store their own (``--cite-threshold``)."""
+
+    def __init__(self, store: Store, threshold: float = CITE_THRESHOLD):
+        self.store = store
+        self.versions = Versions(store)
+        self.threshold = threshold
+
+    def threshold_of(self, run_id: str) -> float:
+        """The cite threshold the run was cited with (its Run settings'), else the server's."""
+        stored = self.store.get_run(run_id).settings.get("cite_threshold")
+        return float(stored) if stored is not None else self.threshold
+
+    # -- reading ------------------------------------------------------------------------------------
+    def shown(self, run_id: str, which: int | str = LATEST, *, events: Sequence[Event] | None = None) -> Shown:
+        """The version ``which`` names ("model", "latest" or a number; see ``Versions.find``) as it
+        reads: a stored attribution as stored, the model's text from its Final, a version stored
+        before attributions were from the run's events. Raises VersionNotFound, RunNotFound."""
+        run = self.store.get_run(run_id)
+        version = self.versions.find(run_id, which)
+        events = list(self.store.events(run_id) if events is None else events)
+        unsourced = unsourced_cause(events) if run.status == RunStatus.UNSOURCED else ""
+        if version is None:
+            model = model_events(events)
+            article = Article.from_events(run.task, model, unsourced=bool(unsourced))
+            final = next((e for e in reversed(model) if isinstance(e, Final)), None)
+            cited = (Revisions.from_events(model).cited(final.text, threshold=self.threshold_of(run_id))
+                     if final is not None else Cited())
+            return Shown(None, article.text, (), (), Attribution(cited).numbered(), article)
+        if version.attribution:
+            attribution = Attribution.from_json(version.attribution)
+        else:  # stored before versions kept their attribution: derived from the run's events
+            attribution = attribute(Revisions.from_events(events), version.text, version.undone, version.taken,
+                                    threshold=self.threshold_of(run_id))
+        article = Article.attributed(run.task, version.text, attribution, unsourced=unsourced)
+        return Shown(version, version.text, version.undone, version.taken, attribution.numbered(), article)
+
+    def article(self, run_id: str, which: int | str = LATEST) -> Article:
+        return self.shown(run_id, which).article
+
+    def model_text(self, run_id: str) -> str:
+        return self.shown(run_id, MODEL).text
+
+    # -- acting -------------------------------------------------------------------------------------
+    def edit(self, run_id: str, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+             action: str = "edit") -> VersionRow:
+        """The author's ``text`` (with the ``undone`` and ``taken`` steps) as the next version."""
+        revs, latest = self._state(run_id)
+        undone, taken = revs.chosen(undone, taken)
+        attribution = attribute(revs, text, undone, taken, threshold=self.threshold_of(run_id),
+                                previous=self.previous(run_id))
+        return self.versions.add(run_id, text, undone=undone, taken=taken, action=action,
+                                 attribution=attribution.to_json())
+
+    def choose(self, run_id: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> VersionRow:
+        """Undo the revisions of ``undone`` steps and take the refused ones of ``taken`` (each as the
+        mode's rules make of the choice, ``Revisions.chosen``): the steps' text changes, the
+        author's edits elsewhere stay. Raises EditConflict (nothing stored) where the author
+        edited the text the choice rewrites; TaskError for a run whose revisions cannot be undone."""
+        revs, latest = self._state(run_id)
+        if not revs.mode:
+            raise TaskError(f"Run {run_id}'s revisions cannot be undone step by step (its method does not revise "
+                            "the draft's steps): edit its text instead.")
+        undone, taken = revs.chosen(undone, taken)
+        text = self._merged(run_id, revs, latest, revs.text(undone, taken), "undo or take that step")
+        return self.edit(run_id, text, undone, taken, action="take" if taken else "undo")
+
+    def check_redo(self, run_id: str, i: int) -> None:
+        """Raises EditConflict when doing step ``i`` again would rewrite lines the author edited by
+        hand (nothing is done then); else nothing."""
+        revs, latest = self._state(run_id)
+        if latest is None:
+            return
+        undone, taken = set(latest.undone), set(latest.taken)
+        base = revs.text(undone, taken)
+        if latest.text == base:
+            return
+        touched = revs.text(undone - {i} if i in undone else undone | {i}, taken - {i})
+        if merge_text(base, latest.text, touched) is None:
+            raise EditConflict(_conflict(run_id, f"do step {i} again"))
+
+    def redone(self, run_id: str, action: str = "") -> VersionRow | None:
+        """After a step was done again and the run ended with its new Final: the new text as the
+        next version (``action``: the StepRedone's, by default), merged with the author's edits of
+        the latest version (where they clash, the new text; the author's stays the version before).
+        None when the run did not end with a new Final after the request (it failed, was stopped)."""
+        events = self.store.events(run_id)
+        if not events or not isinstance(events[-1], Final) or not any(isinstance(e, StepRedone) for e in events):
+            return None
+        asked = next(e for e in reversed(events) if isinstance(e, StepRedone))
+        revs = Revisions.from_events(events)
+        latest = self.versions.latest(run_id)
+        undone = set(latest.undone) - {asked.i} if latest else set()
+        taken = set(latest.taken) - {asked.i} if latest else set()
+        undone, taken = revs.chosen(undone, taken)
+        theirs = revs.text(undone, taken)
+        text = theirs
+        if latest is not None:
+            before = Revisions.from_events(before_last_redo(events))
+            merged = merge_text(before.text(latest.undone, latest.taken), latest.text, theirs)
+            text = theirs if merged is None else merged
+        return self.edit(run_id, text, undone, taken, action=action or asked.action)
+
+    def restore(self, run_id: str, which: int | str) -> VersionRow:
+        """Make version ``which`` (or the model's own text, "model") the latest, as a new version
+        that reads as it read."""
+        if str(which).strip().lower() in (MODEL, "0"):
+            shown = self.shown(run_id, MODEL)
+            if not shown.text.strip():
+                raise TaskError(f"Run {run_id} has no text of the model's to restore (it has not finished): "
+                                "finish it first (`python app.py resume`), or pick one of its versions.")
+            attribution = Attribution.of(shown.cited, shown.article.sources, shown.article.unchecked,
+                                         shown.article.cut)
+            return self.versions.add(run_id, shown.text, action="restore", attribution=attribution.to_json())
+        return self.versions.restore(run_id, which)
+
+    # -- inside -------------------------------------------------------------------------------------
+    def _state(self, run_id: str) -> tuple[Revisions, VersionRow | None]:
+        """The run's revisions now and its latest version; raises TaskError for a run with no
+        finished text, RunNotFound."""
+        revs = Revisions.from_events(self.store.events(run_id))
+        if revs.final is None:
+            self.store.get_run(run_id)  # RunNotFound for no such run
+            raise TaskError(f"Run {run_id} has no finished article to change: finish it first "
+                            f"(`python app.py resume {run_id}`).")
+        return revs, self.versions.latest(run_id)
+
+    def previous(self, run_id: str) -> Attribution | None:
+        """The marks of the run's latest version (the model's text's when it has none), which a new
+        version's unchanged sentences keep; None for a run with no finished text."""
+        latest = self.versions.latest(run_id)
+        if latest is not None and latest.attribution:
+            return Attribution.from_json(latest.attribution)
+        try:
+            return Attribution(self.shown(run_id, LATEST).cited)
+        except RatStudioError:
+            return None
+
+    def _merged(self, run_id: str, revs: Revisions, latest: VersionRow | None, theirs: str, what: str) -> str:
+        """``theirs`` with the author's edits of the latest version kept (:func:`merge_text`);
+        raises EditConflict where they clash."""
+        if latest is None:
+            return theirs
+        merged = merge_text(revs.text(latest.undone, latest.taken), latest.text, theirs)
+        if merged is None:
+            raise EditConflict(_conflict(run_id, what))
+        return merged
+
+
+def _conflict(run_id: str, what: str) -> str:
+    return (f"You edited by hand the text that would change if you {what}: nothing was changed, so your edit is "
+            f"kept. Undo your edit of that paragraph first (or restore an earlier version of run {run_id}), "
+            "or change the paragraph by hand.")
+
+
+def _key(piece: Piece) -> str:
+    return " ".join(piece.body.split())
+

@@ -1,0 +1,107 @@
+"""Step actions from the command line (issue 36): ``redo RUN --step K [--query Q | --exclude URL]``
+and ``undo RUN --step K [--put-back]`` store the versions the Writer stores, and print the article's
+new state; ``resume`` refuses a finished run and changes nothing. A rat-step run is made end to end
+(the fake model over HTTP quoting the passages it is shown, SearXNG-style search and page fetching
+over HTTP, a real database); the handlers are called as app.py calls them."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import re
+
+import app as app_module
+from common.events import Final, StepRevised
+from common.types import Task
+from core.authoring import Authoring
+from tests.core.test_truth import check_article
+from tests.fakes.scripts import QuotingAuthor, draft_steps
+from tests.helpers import collect, of
+from ui.cli import build_parser
+
+TASK = Task("Write a short history of Python 3 and its ecosystem.")
+
+
+def run(app, *argv: str) -> int:
+    args = build_parser().parse_args(list(argv))
+    return args.func(args, app)
+
+
+def show(app, capsys, run_id: str, *flags: str) -> str:
+    capsys.readouterr()
+    assert run(app, "show", run_id, *flags) == 0
+    return capsys.readouterr().out
+
+
+def test_redo_and_undo_from_the_command_line_keep_every_citation_and_version(app, llm, capsys, monkeypatch):
+    author = QuotingAuthor(draft_steps(5))
+    llm.reply(author)
+    events = asyncio.run(collect(app.runner.start("rat-step", TASK)))
+    assert isinstance(events[-1], Final)
+    run_id = events[0].run_id
+    model = show(app, capsys, run_id, "--version", "model")
+
+    capsys.readouterr()
+    assert run(app, "redo", run_id, "--step", "3") == 0
+    out, err = capsys.readouterr()
+    assert "step 3 regenerated: version 1 (regenerate" in err
+    assert out == show(app, capsys, run_id), "it prints the article's new state, as show does"
+    first = show(app, capsys, run_id, "--version", "1")
+
+    assert run(app, "redo", run_id, "--step", "2", "--query", "virtualenv pip environments") == 0
+    step5 = [e for e in of(app.store.events(run_id), StepRevised) if e.i == 5][-1]
+    assert step5.sources, "step 5 used a page to leave out"
+    assert run(app, "redo", run_id, "--step", "5", "--exclude", step5.sources[0]) == 0
+    assert run(app, "undo", run_id, "--step", "4") == 0
+    latest = show(app, capsys, run_id)
+    assert draft_steps(5)[3] in latest, "step 4's paragraph is its draft again"
+
+    authoring = Authoring(app.store)
+    rows = authoring.versions.list(run_id)
+    assert [v.action for v in rows] == ["regenerate", "search", "exclude", "undo"]
+    assert rows[-1].undone == (4,)
+    article = authoring.article(run_id)
+    assert check_article(article, author.quoted, "show") > 0, "quoted sentences are cited, each by its own page"
+    assert step5.sources[0] not in {s.url for s in article.numbered if 5 in s.steps}, "the page left out of step 5"
+    assert show(app, capsys, run_id, "--version", "model") == model, "the model's own text reads as it did"
+    assert show(app, capsys, run_id, "--version", "1") == first, "version 1 reads as it did"
+    assert app.store.get_run(run_id).final_text == events[-1].text
+
+    # resume of a finished run: refused, non-zero, nothing changed (not even a draft version)
+    monkeypatch.setattr("sys.stdin", io.StringIO("x\n"))
+    capsys.readouterr()
+    code = app_module.main(["resume", run_id, "--draft", "-"], env={"RAT_STUDIO_DB": str(app.settings.db_path)})
+    err = capsys.readouterr().err
+    assert code == 1 and "is finished" in err and f"redo {run_id} --step K" in err
+    assert len(authoring.versions.list(run_id)) == len(rows), "no draft version was kept"
+    assert show(app, capsys, run_id) == latest
+
+
+def test_undo_keeps_the_authors_hand_edit_elsewhere_and_refuses_one_it_would_lose(app, llm, capsys):
+    llm.reply(QuotingAuthor(draft_steps(4)))
+    events = asyncio.run(collect(app.runner.start("rat-step", TASK)))
+    run_id = events[0].run_id
+    authoring = Authoring(app.store)
+    paragraphs = events[-1].text.split("\n\n")
+    mine = "Two sentences the author typed. They are hers."
+    authoring.edit(run_id, "\n\n".join([paragraphs[0] + " " + mine, *paragraphs[1:]]))
+
+    assert run(app, "undo", run_id, "--step", "2") == 0
+    undone = authoring.versions.latest(run_id)
+    assert mine in undone.text, "the hand edit in step 1's paragraph is kept"
+    assert undone.text.split("\n\n")[1] == draft_steps(4)[1], "step 2's paragraph is its draft again"
+    assert run(app, "undo", run_id, "--step", "2", "--put-back") == 0
+    back = authoring.versions.latest(run_id)
+    assert mine in back.text and back.text.split("\n\n")[1] == paragraphs[1] and back.undone == ()
+
+    edited = back.text.split("\n\n")
+    edited[2] = edited[2].replace("Managing", "Handling")  # the author edits step 3's own paragraph
+    authoring.edit(run_id, "\n\n".join(edited))
+    count, stored = len(authoring.versions.list(run_id)), len(app.store.events(run_id))
+    capsys.readouterr()
+    code = app_module.main(["undo", run_id, "--step", "3"], env={"RAT_STUDIO_DB": str(app.settings.db_path)})
+    assert code == 1 and "edited by hand" in capsys.readouterr().err
+    assert len(authoring.versions.list(run_id)) == count, "refused: nothing stored"
+    code = app_module.main(["redo", run_id, "--step", "3"], env={"RAT_STUDIO_DB": str(app.settings.db_path)})
+    assert code == 1 and re.search(r"edited by hand.*nothing was changed", capsys.readouterr().err)
+    assert len(authoring.versions.list(run_id)) == count and len(app.store.events(run_id)) == stored
