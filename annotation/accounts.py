@@ -104,9 +104,11 @@ class Account:
     def is_admin(self) -> bool:
         return self.role == ADMIN
 
-    def code_after(self, votes: int) -> str | None:
-        """The completion code once ``votes`` >= the quota; None before, or without a quota or code."""
-        return self.completion_code if self.quota is not None and votes >= self.quota else None
+    def code_after(self, votes: int, quota: int | None = None) -> str | None:
+        """The completion code once ``votes`` >= the quota (``quota``: the one the annotator is shown,
+        e.g. a smaller campaign's; else the account's); None before, or without a quota or code."""
+        quota = self.quota if quota is None else quota
+        return self.completion_code if quota is not None and votes >= quota else None
 
 
 def _public(row: rows.AccountRow) -> Account:

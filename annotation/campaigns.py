@@ -77,6 +77,23 @@ class Campaign:
                  "voters " + ", ".join(self.voters) if self.voters else "anyone may vote"]
         return " · ".join(parts)
 
+    def shortfall(self, pairs: int) -> str:
+        """Why this campaign can never get the votes its ``pairs`` need (each ``overlap`` times),
+        with the numbers and what to change; "" when it can, or when who may vote is not known in
+        advance (anyone may, or a study's invite link admits them)."""
+        if not self.voters or any(v.startswith(STUDY) for v in self.voters) or not pairs:
+            return ""
+        voters, needed = len(self.voters), pairs * self.overlap
+        if voters < self.overlap:
+            return (f"each pair needs {self.overlap} different annotators but only {voters} may vote: it can "
+                    f"never finish; lower --overlap to {voters} or add voters (--voters)")
+        if self.quota is not None and voters * self.quota < needed:
+            at_least = -(-needed // voters)
+            return (f"{voters} voter{'s' * (voters != 1)} x quota {self.quota} = {voters * self.quota} votes, but "
+                    f"{pairs} pair{'s' * (pairs != 1)} x overlap {self.overlap} = {needed} are needed: it can never "
+                    f"finish; raise --quota to {at_least}, add voters (--voters) or lower --overlap")
+        return ""
+
     def as_json(self) -> dict:
         return {"name": self.name, "task_set": self.task_set, "methods": list(self.methods), "style": self.style,
                 "overlap": self.overlap, "quota": self.quota, "voters": list(self.voters), "status": self.status,

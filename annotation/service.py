@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
+
 from annotation import agreement, outliers, pairing, ratings
 from annotation import judge as judge_mod
 from annotation import style as style_control
@@ -245,7 +247,8 @@ class Arena:
         # (task set, text) -> (newest output id, the outputs, their pair space)
         self._outputs_kept: dict[tuple, tuple[int, list[arena.OutputRow], PairSpace]] = {}
         self._suspects_kept: tuple[tuple[int, int, int], list[tuple[str, str]]] | None = None
-        self._style_features = style_control.FeatureCache(style)  # each shown output's style, once
+        # each shown output's style, once per way of showing it (the arena's, a campaign's)
+        self._style_features: dict[str, style_control.FeatureCache] = {style: style_control.FeatureCache(style)}
         self.campaigns = Campaigns(store, clock=lambda: self.clock())
         self._campaign_now: dict[str, str | None] = {}  # annotator -> the campaign of the battle last shown
 
@@ -381,8 +384,9 @@ class Arena:
         """Take back ``annotator``'s last vote (the one on ``battle_id``, when given) within
         UNDO_SECONDS of casting it: a correction voids it (votes are append-only; the vote stays
         as cast), and the same two outputs, in the same A/B order, are shown again as a new
-        battle to vote on. Raises ArenaError naming why it cannot be undone (no vote, not their
-        last, already undone, too late), StoreError."""
+        battle to vote on, in the same campaign (its style, its count of votes). Raises ArenaError
+        naming why it cannot be undone (no vote, not their last, already undone, too late),
+        StoreError."""
         why = f"undone by the annotator within {UNDO_SECONDS} s"
         with self._undo_lock:  # one undo at a time: a double click voids once
             last = arena.last_vote(self.store, annotator)
@@ -398,7 +402,7 @@ class Arena:
                                  f"{age:.0f} s ago. If it was a mistake, ask the study's admin to correct it.")
             arena.correct_vote(self.store, last.id, arena.VOID, annotator, why)
             battle = arena.get_battle(self.store, last.battle_id)
-            again = arena.create_battle(self.store, battle.output_a, battle.output_b, annotator)
+            again = arena.create_battle(self.store, battle.output_a, battle.output_b, annotator, battle.campaign)
         return self._show(annotator, again)
 
     def progress(self, annotator: str, quota: int | None = None, *, task_set: str | None = None,
@@ -429,8 +433,9 @@ class Arena:
 
     def _campaign_progress_of(self, annotator: str, campaign: Campaign, quota: int | None,
                               left: int | None) -> Progress:
-        """``progress`` in a campaign: the votes cast in it, its quota (else the account's ``quota``)
-        and the pairs of it left for ``annotator`` (none once its quota is cast)."""
+        """``progress`` in a campaign: the votes cast in it, one quota (the smaller of the campaign's
+        and the account's ``quota``, where both are set) and the pairs of it left for ``annotator``
+        (none once that quota is cast)."""
         mine = self.campaigns.annotator_progress(campaign.name, annotator)
         total, today = mine.votes, mine.today
         if left is None:
@@ -438,9 +443,18 @@ class Arena:
             left = campaign_pairs_left(self._outputs(campaign.task_set, space=True, methods=campaign.methods),
                                        self.campaigns.held(campaign.name), campaign.overlap,
                                        arena.seen_output_pairs(self.store, annotator), unvoted)
-        if campaign.quota is not None:
-            left = min(left, max(0, campaign.quota - total))
-        return Progress(today, total, left, campaign.quota or quota, campaign.name)
+        quota = min((q for q in (campaign.quota, quota) if q is not None), default=None)  # one quota: the smaller
+        if quota is not None:
+            left = min(left, max(0, quota - total))
+        return Progress(today, total, left, quota, campaign.name)
+
+    def campaign_shortfall(self, name: str) -> str:
+        """Why campaign ``name`` can never get all the votes it needs, with the numbers ("" when it
+        can, or when who may vote is not known in advance: anyone, or a study's link). Raises
+        ArenaError for an unknown one, StoreError."""
+        campaign = self.campaigns.get(name)
+        arena.sync_run_outputs(self.store, self.text, self.render)
+        return campaign.shortfall(self._outputs(campaign.task_set, space=True, methods=campaign.methods).total)
 
     def campaign_progress(self, name: str) -> CampaignProgress:
         """How far campaign ``name`` is (``Campaigns.progress``), its candidate pairs counted from
@@ -602,8 +616,15 @@ class Arena:
         votes = arena.vote_rows(self.store, source, task_set, leave_out=flagged, campaign=campaign)
         shown = arena.vote_outputs(self.store, source)
         kept = [v for v in votes if v.id in shown]
-        ids = [o for v in kept for o in shown[v.id]]  # A, B, A, B, ...
-        table = self._style_features.table(ids, lambda missing: arena.output_texts(self.store, missing))
+        # each vote's style measured on the texts as its annotator saw them: its campaign's style
+        styles = {c.name: c.style for c in self.campaigns.list()}
+        table = np.zeros((2 * len(kept), len(style_control.FEATURES)))
+        for style in {styles.get(shown[v.id][2], self.style) for v in kept}:
+            rows = [k for k, v in enumerate(kept) if styles.get(shown[v.id][2], self.style) == style]
+            ids = [o for k in rows for o in shown[kept[k].id][:2]]  # A, B, A, B, ...
+            cache = self._style_features.setdefault(style, style_control.FeatureCache(style))
+            found = cache.table(ids, lambda missing: arena.output_texts(self.store, missing))
+            table[[2 * k for k in rows]], table[[2 * k + 1 for k in rows]] = found[0::2], found[1::2]
         return style_control.board(kept, table[0::2], table[1::2], left_out=len(votes) - len(kept))
 
     def flags(self) -> dict[str, str]:

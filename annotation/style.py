@@ -15,6 +15,13 @@ half a win to each side, and the L2 penalty on the coefficients is the Bradley�
 ``ratings.to_elo``); a style coefficient is the log-odds a side gains by being one standard
 deviation "more" (longer, more cited, ...) at equal quality. A feature in which no two answers
 shown together differ is left out of the fit (its coefficient is None).
+
+How sure it is: each coefficient and each controlled score has a 95% interval from the fit
+repeated on votes resampled with replacement (``bootstrap_rounds`` rounds, seeded, so the same
+votes give the same intervals); below MIN_VOTES votes no effect is put in words as a finding (the
+sentence says how many votes are needed), and an effect whose interval holds 50% says the votes
+cannot tell it from none. Each vote's style is measured on the texts as its annotator saw them:
+a vote of a ``plain`` campaign counts no [n] mark (none was shown).
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
@@ -37,6 +45,18 @@ _SIDE = {"words": ("the longer answer", "words"), "citations": ("the answer with
          "list_items": ("the answer with more list items", "list items")}
 
 _SHARE = {"a": 1.0, "b": 0.0, "draw": 0.5}  # A's share of a vote's win, by ratings.outcome
+MIN_VOTES = 50  # fewer votes than this: no effect is stated as a finding
+BOOTSTRAP_ROUNDS = 100  # resampled fits for the intervals, for up to BOOTSTRAP_VOTES votes
+BOOTSTRAP_VOTES = 20_000  # past this many votes the rounds shrink (never under MIN_ROUNDS): one fit costs ~votes
+MIN_ROUNDS = 20
+
+
+def bootstrap_rounds(votes: int) -> int:
+    """How many resampled fits the intervals of ``votes`` votes take: BOOTSTRAP_ROUNDS, fewer
+    (at least MIN_ROUNDS) past BOOTSTRAP_VOTES votes, so a large arena's board stays quick."""
+    if votes <= BOOTSTRAP_VOTES:
+        return BOOTSTRAP_ROUNDS
+    return max(MIN_ROUNDS, BOOTSTRAP_ROUNDS * BOOTSTRAP_VOTES // votes)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S")
 _MARKER = re.compile(r"^\s*(?:#{1,6}|[-*+]|\d{1,9}[.)])\s+")
 _WORD = re.compile(r"\w+(?:['’-]\w+)*")
@@ -166,6 +186,8 @@ class StyleRow:
     rank: int
     rank_raw: int
     battles: int
+    bt_low: float = float("nan")  # the 95% interval of ``bt`` (bootstrap); NaN: not estimated
+    bt_high: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -177,6 +199,9 @@ class Effect:
     feature: str
     coef: float | None
     sd: float
+    low: float | None = None  # the 95% interval of ``coef`` (bootstrap); None: not estimated
+    high: float | None = None
+    votes: int = 0  # the votes fitted
 
     @property
     def odds_ratio(self) -> float | None:
@@ -186,17 +211,35 @@ class Effect:
     def win_share(self) -> float | None:
         """How often the side with one standard deviation more wins two answers of equal
         quality (0.5 without the feature's pull)."""
-        return None if self.coef is None else 1.0 / (1.0 + math.exp(-self.coef))
+        return None if self.coef is None else _sigmoid(self.coef)
+
+    @property
+    def share_interval(self) -> tuple[float, float] | None:
+        """The 95% interval of :attr:`win_share`; None when not estimated."""
+        if self.low is None or self.high is None:
+            return None
+        return _sigmoid(self.low), _sigmoid(self.high)
 
     def sentence(self) -> str:
-        """The coefficient in words: "At equal quality, the longer answer (by one standard
-        deviation of the difference, ~180 words) wins 62% of the time instead of 50% (odds x1.63)."""
+        """The coefficient in words, with how sure it is: "At equal quality, the longer answer (by
+        one standard deviation of the difference, ~180 words) wins 62% of the time instead of 50%
+        (95% interval 55–69%; odds ×1.63)"; with fewer than MIN_VOTES votes, that there are too
+        few to say; with an interval that holds 50%, that the votes cannot tell it from none."""
         side, unit = _SIDE[self.feature]
         if self.coef is None:
             return f"No two answers shown together differ in {unit}: its effect is not estimated."
+        if self.votes < MIN_VOTES:
+            return (f"Too few votes to say what {unit} are worth: {self.votes:,} of the {MIN_VOTES} needed "
+                    "for an estimate.")
         amount = f"~{self.sd:,.0f}" if self.sd >= 10 else f"~{self.sd:.1f}"
+        spread = self.share_interval
+        interval = f"95% interval {spread[0]:.0%}–{spread[1]:.0%}" if spread else "no interval"
+        if spread and spread[0] <= 0.5 <= spread[1]:
+            return (f"At equal quality, {side} (by one standard deviation of the difference, {amount} {unit}) "
+                    f"wins {self.win_share:.0%} of the time ({interval}): the votes cannot tell this from 50%, "
+                    "no effect.")
         return (f"At equal quality, {side} (by one standard deviation of the difference, {amount} {unit}) "
-                f"wins {self.win_share:.0%} of the time instead of 50% (odds ×{self.odds_ratio:.2f}).")
+                f"wins {self.win_share:.0%} of the time instead of 50% ({interval}; odds ×{self.odds_ratio:.2f}).")
 
 
 @dataclass(frozen=True)
@@ -214,18 +257,21 @@ class StyleBoard:
         standard deviation, odds ratio, win share and sentence), for ``leaderboard --json``."""
         return {
             "style_controlled": [asdict(r) for r in self.rows],
-            "style": [{"feature": e.feature, "coef": e.coef, "sd": e.sd, "odds_ratio": e.odds_ratio,
-                       "win_share": e.win_share, "sentence": e.sentence()} for e in self.effects],
+            "style": [{"feature": e.feature, "coef": e.coef, "coef_low": e.low, "coef_high": e.high, "sd": e.sd,
+                       "odds_ratio": e.odds_ratio, "win_share": e.win_share,
+                       "win_share_interval": list(e.share_interval) if e.share_interval else None,
+                       "sentence": e.sentence()} for e in self.effects],
             "style_votes": self.votes, "style_left_out": self.left_out,
         }
 
 
 def board(votes: Iterable, features_a: np.ndarray, features_b: np.ndarray, *, left_out: int = 0,
-          reg: float = ratings.BT_REG) -> StyleBoard:
+          reg: float = ratings.BT_REG, rounds: int | None = None, seed: int = 0) -> StyleBoard:
     """The style-controlled leaderboard of ``votes`` (records with method_a, method_b, choice; see
     ``annotation.ratings``) whose shown outputs had the features ``features_a``/``features_b``
-    (one row per vote, FEATURES' order). Raises ValueError for an unknown choice, a method
-    against itself, or a features row count that is not the votes'."""
+    (one row per vote, FEATURES' order), with 95% intervals from ``rounds`` resampled fits
+    (None: ``bootstrap_rounds``; 0: none), seeded by ``seed``. Raises ValueError for an unknown
+    choice, a method against itself, or a features row count that is not the votes'."""
     votes = list(votes)
     if len(features_a) != len(votes) or len(features_b) != len(votes):
         raise ValueError(f"one features row per vote: {len(votes)} votes, {len(features_a)} and "
@@ -244,11 +290,45 @@ def board(votes: Iterable, features_a: np.ndarray, features_b: np.ndarray, *, le
     battles = np.bincount(np.r_[i, j], minlength=len(methods))
     elo, elo_raw = ratings.to_elo(styled.theta), ratings.to_elo(raw)
     rank, rank_raw = _ranks(elo, methods), _ranks(elo_raw, methods)
-    rows = [StyleRow(m, float(elo[k]), float(elo_raw[k]), int(rank[k]), int(rank_raw[k]), int(battles[k]))
+    rounds = bootstrap_rounds(len(votes)) if rounds is None else rounds
+    elo_low, elo_high, coef_low, coef_high = _intervals(i, j, share, diff, len(methods), reg, rounds, seed)
+    rows = [StyleRow(m, float(elo[k]), float(elo_raw[k]), int(rank[k]), int(rank_raw[k]), int(battles[k]),
+                     float(elo_low[k]), float(elo_high[k]))
             for k, m in enumerate(methods)]
-    effects = [Effect(f, None if np.isnan(c) else float(c), float(s))
-               for f, c, s in zip(FEATURES, styled.coef, styled.sd, strict=True)]
+    effects = [Effect(f, None if np.isnan(c) else float(c), float(s), _number(lo), _number(hi), len(votes))
+               for f, c, s, lo, hi in zip(FEATURES, styled.coef, styled.sd, coef_low, coef_high, strict=True)]
     return StyleBoard(sorted(rows, key=lambda r: (r.rank, r.method)), effects, len(votes), left_out)
+
+
+def _intervals(i: np.ndarray, j: np.ndarray, share: np.ndarray, diff: np.ndarray, n_methods: int, reg: float,
+               rounds: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The 95% intervals (2.5th and 97.5th percentiles over ``rounds`` fits on votes resampled
+    with replacement) of the controlled scores (Elo scale) and of the style coefficients; NaN
+    where not estimated (no rounds, or a feature no resample could fit)."""
+    nan_m, nan_f = np.full(n_methods, np.nan), np.full(diff.shape[1], np.nan)
+    if rounds <= 0 or len(i) < 2:
+        return nan_m, nan_m, nan_f, nan_f
+    rng = np.random.default_rng(seed)
+    thetas, coefs = [], []
+    for _ in range(rounds):
+        pick = rng.integers(0, len(i), len(i))
+        f = fit(i[pick], j[pick], share[pick], diff[pick], n_methods, reg)
+        thetas.append(ratings.to_elo(f.theta))
+        coefs.append(f.coef)
+    thetas, coefs = np.array(thetas), np.array(coefs)
+    low, high = np.percentile(thetas, [2.5, 97.5], axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a feature no resample fitted: all NaN
+        c_low, c_high = np.nanpercentile(coefs, [2.5, 97.5], axis=0)
+    return low, high, c_low, c_high
+
+
+def _number(x: float) -> float | None:
+    return None if np.isnan(x) else float(x)
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
 
 
 def _raw_theta(i: np.ndarray, j: np.ndarray, share: np.ndarray, n_methods: int, reg: float) -> np.ndarray:

@@ -646,18 +646,20 @@ def export_votes(store: Store) -> Iterator[dict]:
         yield {k: v for k, v in row.items() if v is not None}
 
 
-def vote_outputs(store: Store, source: str = "people") -> dict[int, tuple[int, int]]:
-    """Vote id (as ``vote_rows`` gives it) -> the ids of the outputs shown as A and B, for the
-    votes whose battle (people's) or judged pair (the judge's) names both (a vote imported
-    without its texts has none): what style control reads. Raises ValueError for another source."""
+def vote_outputs(store: Store, source: str = "people") -> dict[int, tuple[int, int, str | None]]:
+    """Vote id (as ``vote_rows`` gives it) -> the ids of the outputs shown as A and B and the
+    campaign the vote was cast in (None: the open arena, and every judge's vote), for the votes
+    whose battle (people's) or judged pair (the judge's) names both (a vote imported without its
+    texts has none): what style control reads. Raises ValueError for another source."""
     if source == "people":
-        sql = ("select v.id, b.output_a, b.output_b from votes v join battles b on b.id = v.battle_id "
+        sql = ("select v.id, b.output_a, b.output_b, b.campaign from votes v join battles b on b.id = v.battle_id "
                "where b.output_a is not null and b.output_b is not null")
     elif source == "judge":
-        sql = "select id, output_a, output_b from judge_votes where output_a is not null and output_b is not null"
+        sql = ("select id, output_a, output_b, null from judge_votes "
+               "where output_a is not null and output_b is not null")
     else:
         raise ValueError(f"source must be one of {SOURCES}, not {source!r}")
-    return {r[0]: (r[1], r[2]) for r in store.db.execute(sql).fetchall()}
+    return {r[0]: (r[1], r[2], r[3]) for r in store.db.execute(sql).fetchall()}
 
 
 def output_texts(store: Store, ids: Iterable[int]) -> dict[int, str]:

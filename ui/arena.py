@@ -283,7 +283,8 @@ class ArenaTab:
             account = self.accounts.get(annotator) if self.accounts is not None else None
             quota = account.quota if account is not None else None
             progress = self.arena.progress(annotator, quota, left=left)
-            code = account.code_after(progress.total) if account is not None else None
+            # the code once the quota shown is cast (a campaign's, when smaller than the account's)
+            code = account.code_after(progress.total, progress.quota) if account is not None else None
         except StoreError as exc:
             return f"*Progress unavailable: {safe_markdown(str(exc))}*", None
         line = progress_text(progress)

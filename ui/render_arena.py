@@ -173,12 +173,20 @@ def table_rows(rows: Sequence[Row]) -> list[list]:
     ]
 
 
-STYLE_HEADERS = ["method", "BT style-controlled", "rank", "BT raw", "rank raw", "battles"]
+STYLE_HEADERS = ["method", "BT style-controlled", "95% interval", "rank", "BT raw", "rank raw", "battles"]
 
 
 def style_rows(styled: StyleBoard) -> list[list]:
     """The style-controlled ranking for a table with STYLE_HEADERS, best first."""
-    return [[r.method, round(r.bt), r.rank, round(r.bt_raw), r.rank_raw, r.battles] for r in styled.rows]
+    return [[r.method, round(r.bt), interval(r.bt_low, r.bt_high), r.rank, round(r.bt_raw), r.rank_raw, r.battles]
+            for r in styled.rows]
+
+
+def interval(low: float, high: float) -> str:
+    """"1,012–1,088" (a bootstrap interval on the Elo scale); "–" when not estimated."""
+    if low != low or high != high:  # NaN
+        return "–"
+    return f"{low:,.0f}–{high:,.0f}"
 
 
 def style_text(styled: StyleBoard) -> str:

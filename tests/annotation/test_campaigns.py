@@ -194,3 +194,49 @@ def test_annotators_asking_at_once_never_push_a_pair_past_its_overlap(service, s
     assert not errors
     pairs = pairs_of(service, sorted(set(got)))  # (one with nothing new left is shown her own skipped one again)
     assert len(pairs) == len(set(pairs)) == 18  # every pair held by one annotator, none by two
+
+
+def test_an_undo_in_a_campaign_shows_the_pair_again_inside_it_with_its_style_and_vote_count(service):
+    service.campaigns.create("plainly", task_set="s", style="plain", voters=["ana"], quota=3)
+    shown = service.next_pair("ana")
+    assert (shown.campaign, shown.style) == ("plainly", "plain")
+    service.vote(shown.battle_id, "ana", "a")
+    assert service.campaigns.votes_of("plainly", "ana") == 1
+    again = service.undo("ana")
+    battle = arena.get_battle(service.store, again.battle_id)
+    assert (again.campaign, again.style, battle.campaign) == ("plainly", "plain", "plainly"), \
+        "the pair comes back inside its campaign, shown in its style"
+    assert service.campaigns.votes_of("plainly", "ana") == 0, "the undone vote no longer counts"
+    service.vote(again.battle_id, "ana", "b")
+    assert service.campaigns.votes_of("plainly", "ana") == 1, "the vote cast again counts in the campaign"
+    assert service.progress("ana").campaign == "plainly"
+
+
+def test_a_campaign_that_can_never_finish_is_said_with_its_numbers(service):
+    # 6 tasks x 3 methods: 3 pairs a task, 18 pairs; with overlap 2, 36 votes are needed
+    service.campaigns.create("short", task_set="s", overlap=2, quota=4, voters=["ana", "bob", "cy"])
+    said = service.campaign_shortfall("short")
+    assert "3 voters x quota 4 = 12 votes" in said and "18 pairs x overlap 2 = 36" in said
+    assert "raise --quota to 12" in said
+    service.campaigns.change("short", quota=12, by="lee")
+    assert service.campaign_shortfall("short") == ""
+    service.campaigns.change("short", overlap=4, by="lee")
+    assert "needs 4 different annotators but only 3 may vote" in service.campaign_shortfall("short")
+    service.campaigns.change("short", voters=["ana", "study:prolific-1"], by="lee")
+    assert service.campaign_shortfall("short") == "", "a study's link admits people not known in advance"
+    service.campaigns.create("open", task_set="s", quota=1)
+    assert service.campaign_shortfall("open") == "", "anyone may vote: not known in advance"
+
+
+def test_one_quota_is_shown_the_smaller_and_the_completion_code_after_it(service):
+    from annotation.accounts import Account
+
+    service.campaigns.create("pilot", task_set="s", quota=4, voters=["ana"])
+    for _ in range(3):
+        service.vote(service.next_pair("ana").battle_id, "ana", "a")
+    progress = service.progress("ana", quota=3)  # the account's quota is 3, the campaign's 4
+    assert (progress.total, progress.quota, progress.left) == (3, 3, 0), "one quota: the smaller"
+    account = Account("ana", quota=3, completion_code="C0DE1234")
+    assert account.code_after(progress.total, progress.quota) == "C0DE1234"
+    assert service.progress("ana", quota=9).quota == 4, "the campaign's, when it is the smaller"
+    assert account.code_after(3, 4) is None, "no code before the quota shown is cast"

@@ -129,6 +129,44 @@ def test_a_better_method_at_equal_length_keeps_its_lead():
         "its shorter answers hid part of its lead"
 
 
+def test_the_effects_and_scores_say_how_sure_they_are():
+    votes, fa, fb = simulate({"long": 0, "mid": 0, "short": 0}, {"long": 600, "mid": 450, "short": 300}, 1.0,
+                             n=2000)
+    board = style.board(votes, fa, fb)
+    length, cites = board.effects[:2]
+    low, high = length.share_interval
+    assert 0.5 < low < length.win_share < high, "the length effect's interval is clear of 50%"
+    assert f"(95% interval {low:.0%}–{high:.0%}; odds" in length.sentence()
+    assert cites.share_interval[0] < 0.5 < cites.share_interval[1], "random citations: the interval holds 50%"
+    assert "cannot tell this from 50%, no effect" in cites.sentence()
+    for r in board.rows:
+        assert r.bt_low < r.bt < r.bt_high and r.bt_high - r.bt_low < 120, r
+    assert style.board(votes, fa, fb) == board, "seeded: the same votes give the same intervals"
+    few = style.board(votes[:style.MIN_VOTES - 1], fa[:style.MIN_VOTES - 1], fb[:style.MIN_VOTES - 1])
+    assert few.effects[0].sentence() == (f"Too few votes to say what words are worth: {style.MIN_VOTES - 1} of the "
+                                         f"{style.MIN_VOTES} needed for an estimate.")
+    assert style.bootstrap_rounds(100) == style.BOOTSTRAP_ROUNDS
+    assert style.MIN_ROUNDS <= style.bootstrap_rounds(10**6) < style.BOOTSTRAP_ROUNDS
+
+
+def test_a_plain_campaigns_votes_count_no_citation_marks(local_app):
+    from tests.annotation.conftest import seed_outputs
+
+    arena_ = local_app.arena
+    seed_outputs(local_app.store, {f"t{k}": {"rat": LONG, "cot": LONG.replace("[1]", "")} for k in range(4)},
+                 task_set="s")
+    arena_.campaigns.create("plainly", task_set="s", style=PLAIN, voters=["ana"])
+    for _ in range(4):
+        arena_.vote(arena_.next_pair("ana").battle_id, "ana", "a")
+    board = arena_.style_board("people", campaign="plainly")
+    assert board.votes == 4 and board.effects[1].coef is None, \
+        "the marks were not shown in a plain campaign: no answer differs in citations"
+    arena_.campaigns.close("plainly", by="lee")
+    for _ in range(2):
+        arena_.vote(arena_.next_pair("bob").battle_id, "bob", "a")  # the open arena shows the marks
+    assert arena_.style_board("people").effects[1].coef is not None
+
+
 def test_a_lone_vote_and_no_vote_fit():
     one = style.board([ratings.VoteRecord("x", "y", "a")], np.array([[5, 0, 0, 0]]), np.array([[3, 0, 0, 0]]))
     assert [r.method for r in one.rows] == ["x", "y"] and one.effects[0].coef > 0
@@ -149,7 +187,7 @@ def vote_lines(n: int = 12) -> list[dict]:
         a_long = k % 3 != 0
         lines.append({"task": f"task {k % 4}", "method_a": "rat" if k % 2 else "cot",
                       "method_b": "cot" if k % 2 else "rat", "winner": "a" if a_long else "b",
-                      "annotator": f"ann{k % 3}", "output_a": LONG if a_long else SHORT,
+                      "annotator": f"ann{k}", "output_a": LONG if a_long else SHORT,
                       "output_b": SHORT if a_long else LONG})
     lines.append({"task": "task 9", "method_a": "rat", "method_b": "cot", "winner": "a", "annotator": "ann0"})
     return lines
@@ -171,13 +209,18 @@ def test_cli_leaderboard_style(local_app, tmp_path, capsys):
     assert set(out) >= {"rows", "style_controlled", "style"}
     assert {r["method"] for r in out["style_controlled"]} == {"rat", "cot"} == {r["method"] for r in out["rows"]}
     assert [s["feature"] for s in out["style"]] == list(style.FEATURES)
-    assert out["style"][0]["coef"] > 0 and out["style"][0]["sentence"].startswith("At equal quality, the longer")
+    assert out["style"][0]["coef"] > 0
+    assert out["style"][0]["sentence"] == \
+        "Too few votes to say what words are worth: 12 of the 50 needed for an estimate."
+    assert out["style"][0]["coef_low"] is not None and out["style_controlled"][0]["bt_low"] <= \
+        out["style_controlled"][0]["bt"] <= out["style_controlled"][0]["bt_high"]
     run(local_app, "leaderboard", "--json")
     assert isinstance(json.loads(capsys.readouterr().out), list), "without --style, the rows as before"
     run(local_app, "leaderboard", "--style")
     text = capsys.readouterr().out
     assert "Style-controlled ranking (12 vote(s); 1 without their texts left out)" in text
-    assert "At equal quality, the longer answer" in text
+    assert "95% interval" in text and "Too few votes to say what words are worth: 12 of the 50 needed" in text
+    assert "At equal quality" not in text, "13 votes state no effect as a finding (issue 36)"
 
 
 def test_the_leaderboard_tab_shows_the_style_controlled_ranking(local_app, tmp_path):
@@ -186,9 +229,10 @@ def test_the_leaderboard_tab_shows_the_style_controlled_ranking(local_app, tmp_p
         tab = leaderboard.build(Arena(local_app.store), None)
     out = tab.styled("people", leaderboard.ALL, False, True)
     assert sorted(row[0] for row in out[tab.style_table]) == ["cot", "rat"]
-    assert [row[2] for row in out[tab.style_table]] == [1, 2]
+    assert [row[3] for row in out[tab.style_table]] == [1, 2]
+    assert all(re.fullmatch(r"[\d,]+–[\d,]+", row[2]) for row in out[tab.style_table]), "each score's interval"
     assert "**12** votes (1 imported without their texts left out)" in out[tab.style_note]
-    assert "- At equal quality, the longer answer" in out[tab.style_note]
+    assert "- Too few votes to say what words are worth: 12 of the 50 needed" in out[tab.style_note]
     closed = tab.styled("people", leaderboard.ALL, False, False)
     assert closed[tab.style_table] == gr.update(), "a closed accordion fits nothing"
     assert "No task set" in tab.styled("people", "gone", False, True)[tab.style_note]
@@ -199,7 +243,7 @@ def test_the_leaderboard_tab_shows_the_style_controlled_ranking(local_app, tmp_p
 @pytest.mark.skipif(bool(chromium_missing()), reason=chromium_missing())
 def test_an_admin_sees_the_style_controlled_ranking_in_the_browser(tmp_path):
     app = app_module.build(Settings(db_path=tmp_path / "style.db", arena_only=True))
-    run(app, "votes", "import", write_jsonl(tmp_path / "v.jsonl", vote_lines()))
+    run(app, "votes", "import", write_jsonl(tmp_path / "v.jsonl", vote_lines(60)))
     accounts = Accounts(app.store, hasher=PasswordHasher(time_cost=1, memory_cost=8, parallelism=1))
     accounts.add("boss", "correct-horse", role="admin")
     with serve(app, accounts) as url, chromium() as browser:

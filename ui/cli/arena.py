@@ -19,6 +19,7 @@ from annotation.judge import N_CALLS
 from annotation.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE
 from annotation.service import CHOICES, SOURCES, VOID, Leaderboard
 from annotation.style import StyleBoard
+from ui.render_arena import interval
 
 
 def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -242,8 +243,9 @@ def format_style(styled: StyleBoard) -> str:
     if not styled.rows:
         return "\nStyle control: no vote with both texts known (votes imported without their texts have no style)."
     left = f"; {styled.left_out} without their texts left out" if styled.left_out else ""
-    head = f"{'method':<20} {'BT style-controlled':>19} {'rank':>5} {'BT raw':>7} {'rank':>5}"
-    body = [f"{r.method[:20]:<20} {r.bt:19.0f} {r.rank:5d} {r.bt_raw:7.0f} {r.rank_raw:5d}" for r in styled.rows]
+    head = f"{'method':<20} {'BT style-controlled':>19} {'95% interval':>13} {'rank':>5} {'BT raw':>7} {'rank':>5}"
+    body = [f"{r.method[:20]:<20} {r.bt:19.0f} {interval(r.bt_low, r.bt_high):>13} {r.rank:5d} {r.bt_raw:7.0f} "
+            f"{r.rank_raw:5d}" for r in styled.rows]
     return "\n".join([f"\nStyle-controlled ranking ({styled.votes} vote(s){left})", head, *body, "",
                       *(e.sentence() for e in styled.effects)])
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 
 from annotation.campaigns import STUDY, Campaign, CampaignProgress
@@ -90,7 +91,15 @@ def cmd_create(args, app) -> int:
                                    overlap=args.overlap, quota=args.quota, voters=split(args.voters), by=args.by)
     print(f"Created campaign {c.name!r} (open): {c.settings()}.")
     print(who_line(c))
+    _warn_shortfall(app, c.name)
     return 0
+
+
+def _warn_shortfall(app, name: str) -> None:
+    """A warning on standard error, with the numbers, for a campaign that can never finish."""
+    short = app.arena.campaign_shortfall(name)
+    if short:
+        print(f"warning: campaign {name!r}: {short} (`python app.py campaign set {name} ...`).", file=sys.stderr)
 
 
 def cmd_set(args, app) -> int:
@@ -103,6 +112,7 @@ def cmd_set(args, app) -> int:
     print(f"Changed campaign {new.name!r}: {difference(old, new)}.")
     print(f"Now: {new.settings()}.")
     print(who_line(new))
+    _warn_shortfall(app, new.name)
     return 0
 
 
