@@ -210,6 +210,7 @@ class RunPanel:
         self._redos: set[asyncio.Task] = set()  # redos whose tab went away, saved as versions when they end
         self._acting: dict[str, asyncio.Lock] = {}  # run id -> its step actions, one at a time (queued)
         self.exports = export_view.ExportFolder()  # the download buttons' files
+        self.stop: gr.Button | None = None  # the tab's Stop, when it has one: enabled only while a run goes on
 
     def layout(self) -> None:
         empty = RunView()
@@ -283,7 +284,7 @@ class RunPanel:
         return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
                 self.result_box, self.undo, self.take, self.article, self.cited, self.download, self.download_docx,
                 self.saved, self.version_pick, self.restore_btn, self.sources, *self.copy_parts(), self.notes,
-                self.draft_cards]
+                self.draft_cards, *([self.stop] if self.stop is not None else [])]
 
     def export_parts(self) -> list:
         """What ``export_outputs`` updates: the download buttons and ``copy_parts``."""
@@ -385,6 +386,8 @@ class RunPanel:
             out.update(self.version_outputs(view, None))
             out.update(self.export_outputs(view, ""))
         out[self.notes] = view.export_notes
+        if self.stop is not None:  # Stop is for a run going on (another tab's, or this one's after a reload)
+            out[self.stop] = gr.Button(interactive=bool(view.run_id) and self.live.is_live(view.run_id))
         return out
 
     def shown_outputs(self, view: RunView, shown: Shown) -> dict:
@@ -459,6 +462,8 @@ class RunPanel:
         out.update({self.editor_box: gr.Group(visible=False), self.result_box: gr.Column(visible=False),
                     self.download: gr.DownloadButton(visible=False),
                     self.download_docx: gr.DownloadButton(visible=False)})
+        if self.stop is not None:
+            out[self.stop] = gr.Button(interactive=True)
         return out
 
     async def follow(self, events: AsyncIterator[Event | Timed], view: RunView, *,
@@ -780,7 +785,9 @@ class WriterTab:
                     self.draft_only = gr.Checkbox(label="Draft only: stop after the draft so I can edit its steps",
                                                   scale=3)
                     self.run_btn = gr.Button("Run", variant="primary", scale=1)
-                    self.stop_btn = gr.Button("Stop", variant="stop", scale=1)
+                    # enabled only while a run goes on (the panel turns it on and off)
+                    self.stop_btn = gr.Button("Stop", variant="stop", scale=1, interactive=False)
+                    self.panel.stop = self.stop_btn
             with gr.Column(scale=2):
                 self.model = gr.HTML(model_html(s), js_on_load=None)
                 # the run this browser last started or opened: shown again after a reload

@@ -149,6 +149,8 @@ def test_a_run_streams_the_draft_queries_pages_and_diffs(open_page, llm, web):
     llm.latency, llm.tokens_per_second = 0.15, 120  # slow enough to see the run mid-way
     web.extra_results = [{"url": web.url("/status/404"), "title": "A dead page", "content": "gone"}]
     page, writer = open_page()
+    stop = writer.get_by_role("button", name="Stop", exact=True)
+    expect(stop).to_be_disabled()  # nothing runs: Stop is off (it was bright red and enabled, issue 36)
     start(writer, "Write a short history of Python 3 and its ecosystem.")
     progress = writer.locator(".rat-progress")
     draft, steps = writer.locator(".block.rat-draft-panel"), writer.locator(".block.rat-steps-panel")
@@ -156,6 +158,7 @@ def test_a_run_streams_the_draft_queries_pages_and_diffs(open_page, llm, web):
     # mid-run: the numbered draft, step 1 revised with its query, pages and diff, step 2 highlighted
     expect(progress).to_contain_text(re.compile(r"Step 2 of 3"), timeout=TIMEOUT)
     assert "Done" not in progress.inner_text(), "shown while it runs, not at the end"
+    expect(stop).to_be_enabled()
     expect(draft.locator("ol.rat-draft > li")).to_have_count(3)
     expect(draft.locator("li.rat-current")).to_contain_text("Step 2:")
     card1 = steps.locator("#rat-step-1")
@@ -168,6 +171,7 @@ def test_a_run_streams_the_draft_queries_pages_and_diffs(open_page, llm, web):
     screenshot(page, "writer-mid-run.png", top=progress)
 
     expect(progress).to_contain_text("Done: 3 steps revised.", timeout=TIMEOUT)
+    expect(stop).to_be_disabled()
     expect(steps.locator(".rat-card")).to_have_count(3)
     expect(steps.locator(".rat-card.rat-current")).to_have_count(0)
     article = article_box(writer)
