@@ -101,15 +101,14 @@ def test_an_unknown_choice_is_refused():
         outliers.examine([AnnotatedVote("ana", "x", "y", "maybe")])
 
 
-def test_one_hundred_thousand_votes_take_under_a_second():
+def test_one_hundred_thousand_votes_of_honest_annotators_flag_almost_none():
+    """(How long it takes is bench.outliers's business: under a second there.)"""
     rng = random.Random(7)
     votes = []
     for _ in range(100_000):
         a, b = rng.sample(sorted(STRENGTH), 2)
         votes.append(AnnotatedVote(f"u{rng.randrange(2000)}", a, b, honest_choice(rng, a, b)))
-    started = time.perf_counter()
     tests = outliers.examine(votes)
-    assert time.perf_counter() - started < 1.0
     assert len(tests) == 2000 and sum(t.flagged for t in tests.values()) <= 10
 
 
