@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from common.events import PageRead, SearchDone, StepRevised
 from common.types import Passage
 from core.article.article import CUT, unsourced_cause
-from core.article.citations import Cited, citation_line
+from core.article.citations import Cited, citation_line, renumber_marks
 from core.text.oneline import short
 from ui.controls import for_browser
 from ui.diff import changed, diff_html
@@ -213,10 +213,13 @@ def passages_html(passages: Sequence[Passage]) -> str:
             f"{quotes}</details>")
 
 
-def revision_html(rev: StepRevised, *, undone: bool = False, taken: bool = False, whole: bool = False) -> str:
+def revision_html(rev: StepRevised, *, undone: bool = False, taken: bool = False, whole: bool = False,
+                  marks: Mapping[int, int] | None = None) -> str:
     """What a revision did: its word diff (a long text, or with ``whole`` a revision that rewrote
     the answer so far, shows only the words around its changes), why it was kept as drafted, or
-    the refused revision."""
+    the refused revision. ``marks``: the [n] the model wrote (the labels its prompt showed) ->
+    the numbers the article on screen gives the same pages, so a card's [4] is the article's [4]
+    (a label the article does not cite is left out); None: as the model wrote them."""
     if rev.skipped:
         return f"<div class='rat-skipped'>Kept as drafted: {esc(rev.skipped)}</div>"
     if rev.guarded:
@@ -224,10 +227,13 @@ def revision_html(rev: StepRevised, *, undone: bool = False, taken: bool = False
         return (f"<div class='rat-skipped'>Kept as it stood: the model's revision {esc(rev.guarded)}{used}.</div>"
                 f"<details class='rat-more rat-refused'><summary>The refused revision ({len(rev.rejected):,} "
                 f"characters)</summary><pre class='rat-rejected'>{esc(rev.rejected) or '(empty)'}</pre></details>")
-    added, removed = changed(rev.before, rev.after)
+    before, after = rev.before, rev.after
+    if marks is not None:
+        before, after = renumber_marks(before, marks), renumber_marks(after, marks)
+    added, removed = changed(before, after)
     note = " — undone in the article below" if undone else ""
-    long = whole or len(rev.before.split()) > LONG_DIFF
-    body = diff_html(rev.before, rev.after, DIFF_CONTEXT if long else None)
+    long = whole or len(before.split()) > LONG_DIFF
+    body = diff_html(before, after, DIFF_CONTEXT if long else None)
     return (f"<div class='rat-label'>Revision <span class='rat-meta'>+{added} / −{removed} words{note}</span></div>"
             f"<div class='rat-diff'>{body}</div>")
 
@@ -248,7 +254,7 @@ def card_summary(card: StepCard) -> str:
 
 
 def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, taken: bool = False,
-              whole: bool = False, actions: str = "") -> str:
+              whole: bool = False, actions: str = "", marks: Mapping[int, int] | None = None) -> str:
     """One step's card, a ``<details>`` whose summary is its header line (title, badge, and for a
     finished card a one-line summary; ``actions``, trusted HTML, at its end): open while the step
     is worked on (``current``) or unfinished, folded to that line once it is done. ``whole``: the
@@ -281,7 +287,7 @@ def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, ta
     parts.append(passages_html(card.passages))
     parts += [f"<div class='rat-note rat-{esc(note.level)}'>{esc(for_browser(note.text))}</div>" for note in card.notes]
     if card.revised is not None:
-        parts.append(revision_html(card.revised, undone=undone, taken=taken, whole=whole))
+        parts.append(revision_html(card.revised, undone=undone, taken=taken, whole=whole, marks=marks))
     else:
         for role, text in card.live.items():
             if role != "query":
@@ -302,10 +308,10 @@ def rewrites_answer(view: RunView, i: int) -> bool:
 
 
 def steps_html(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-               actions: Callable[[int], str] | None = None) -> str:
+               actions: Callable[[int], str] | None = None, marks: Mapping[int, int] | None = None) -> str:
     """A card per step: query, search, pages, passages and the revision's diff; the step being
     worked on is highlighted and open, the finished ones folded to one line. ``actions(i)``:
-    trusted HTML put in step i's header line (shown folded too)."""
+    trusted HTML put in step i's header line (shown folded too); ``marks``: as ``revision_html``."""
     undone, taken = set(undone), set(taken)
     thoughts = [t for t in view.thinking if t.role != "draft"]  # of calls in no step, but the draft's
     thinking = {r: t for r, t in view.thinking_live.items() if r != "draft"}
@@ -318,7 +324,7 @@ def steps_html(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] =
     for i, card in sorted(view.cards.items()):
         out.append(card_html(card, n=n, current=i == view.current and view.final is None,
                              undone=i in undone, taken=i in taken, whole=rewrites_answer(view, i),
-                             actions=actions(i) if actions else ""))
+                             actions=actions(i) if actions else "", marks=marks))
     for role, text in view.live.items():
         if role != "draft":
             out.append(f"<div class='rat-card rat-current'><div class='rat-label'>{esc(role.capitalize())}…</div>"

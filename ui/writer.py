@@ -30,7 +30,9 @@ from common.settings import Settings
 from common.types import Task
 from core.article import edits
 from core.article.article import Article
+from core.article.attribution import Attribution
 from core.article.citations import Cited
+from core.article.sources import SourceBook
 from core.authoring import Authoring, Shown, attribute
 from core.clients import Clients
 from core.live import LiveRuns, Timed
@@ -403,7 +405,7 @@ class RunPanel:
                 self.article: shown.text,
                 self.cited: article_view.cited_html(shown.cited),
                 self.sources: article_view.sources_html(shown.article),
-                self.steps: self.steps_out(view, shown.undone, shown.taken),
+                self.steps: self.steps_out(view, shown.undone, shown.taken, shown),
                 **self.version_outputs(view, shown.version),
                 **self.export_outputs(view, shown.text, shown.undone, shown.taken, article=shown.article)}
 
@@ -539,10 +541,18 @@ class RunPanel:
             await asyncio.sleep(0.05)
         return self.settle(runview.fold(self.store.events(view.run_id)))
 
-    def steps_out(self, view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> str:
-        """The step cards, with the actions of a finished rat or rat-step run (``ui.step_actions``)."""
+    def steps_out(self, view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (),
+                  shown: Shown | None = None) -> str:
+        """The step cards, with the actions of a finished rat or rat-step run (``ui.step_actions``);
+        with the version ``shown``, the marks in their revisions numbered as that article numbers
+        the pages (a presenter's card said [9] of the page the article calls [4])."""
         actions = step_actions.card_actions(view, undone, taken, panel=self.act_id)
-        return run_html.steps_html(view, undone, taken, actions=actions)
+        marks = None
+        if shown is not None:
+            order = Attribution(shown.cited).order()
+            labels = SourceBook.from_events(view.events).numbers()  # what the model was shown: its marks' meaning
+            marks = {label: order[url] for url, label in labels.items() if url in order}
+        return run_html.steps_html(view, undone, taken, actions=actions, marks=marks)
 
     async def on_step_action(self, view: RunView | None, command: str, undone: list[int] | None,
                              taken: list[int] | None):

@@ -279,6 +279,15 @@ def test_regenerate_then_two_more_actions_leave_each_quote_citing_its_own_page(o
     pairs = [(s["text"], s["marks"]) for s in shown["sentences"]]
     assert quotes_cite_their_pages(pairs, entries, author.quoted, "the Writer") > 0
 
+    # the step cards: a quote's [n] in a revision is the article's number for the quote's page (the
+    # cards showed the labels the model was given, e.g. [9] of the page the article calls [4])
+    cards = panel.evaluate("""p => [...p.querySelectorAll('.rat-steps-panel .rat-diff')].map(d => {
+        const copy = d.cloneNode(true); copy.querySelectorAll('del').forEach(x => x.remove());
+        return copy.textContent; })""")
+    card_pairs = [(s, [int(n) for n in re.findall(r"\[(\d+)\]", s)])
+                  for text in cards for s in re.split(r"(?<=[.!?])\s+", text)]
+    assert quotes_cite_their_pages(card_pairs, entries, author.quoted, "the step cards") > 0
+
     # the Markdown and Word files the download buttons hold
     with page.expect_download() as got:
         panel.get_by_role("button", name=re.compile("^Download Markdown")).click()
