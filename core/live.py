@@ -85,29 +85,33 @@ class LiveRuns:
 
     # -- launching ----------------------------------------------------------------------------
     def start(self, method: str, task: Task, *, draft_only: bool = False, providers: Sequence[str] | None = None,
-              settings: Settings | None = None) -> AsyncIterator[Event | Queued]:
+              settings: Settings | None = None, timed: bool = False) -> AsyncIterator[Event | Queued | Timed]:
         """Launch a run (``Runner.start``, with the run's own ``settings`` when given) and follow
         it. Following raises what the runner raises before the run exists (TaskError,
-        ConfigError); closing it leaves the run going."""
+        ConfigError); closing it leaves the run going. ``timed``: each event as a ``Timed``, with when
+        it happened (as :meth:`follow` gives it: every follower of a run sees the same times, so their
+        elapsed times agree)."""
         live = self._launch(lambda: self.runner.start(method, task, draft_only=draft_only, providers=providers,
                                                       settings=settings))
-        return self._follow(live)
+        return self._follow(live, timed=timed)
 
     def resume(self, run_id: str, *, draft: list[str] | None = None,
-               providers: Sequence[str] | None = None) -> AsyncIterator[Event | Queued]:
+               providers: Sequence[str] | None = None, timed: bool = False) -> AsyncIterator[Event | Queued | Timed]:
         """Launch the continuation of a stored run (``Runner.resume``) and follow it, from the
-        run's stored events on. Raises (when followed) what ``Runner.resume`` raises."""
+        run's stored events on (``timed``: as :meth:`start`). Raises (when followed) what
+        ``Runner.resume`` raises."""
         live = self._launch(lambda: self.runner.resume(run_id, draft=draft, providers=providers),
                             prior=self._stored(run_id))
-        return self._follow(live)
+        return self._follow(live, timed=timed)
 
-    def redo(self, run_id: str, i: int, *, action: str, query: str = "",
-             exclude: Sequence[str] = ()) -> AsyncIterator[Event | Queued]:
+    def redo(self, run_id: str, i: int, *, action: str, query: str = "", exclude: Sequence[str] = (),
+             timed: bool = False) -> AsyncIterator[Event | Queued | Timed]:
         """Launch the redo of step ``i`` of a stored run (``Runner.redo``) and follow it, from the
-        run's stored events on. Raises (when followed) what ``Runner.redo`` raises."""
+        run's stored events on (``timed``: as :meth:`start`). Raises (when followed) what
+        ``Runner.redo`` raises."""
         live = self._launch(lambda: self.runner.redo(run_id, i, action=action, query=query, exclude=exclude),
                             prior=self._stored(run_id))
-        return self._follow(live)
+        return self._follow(live, timed=timed)
 
     def _stored(self, run_id: str) -> tuple[list[Event], list[float | None]]:
         """The run's stored events and when each was stored (None where that is not known)."""

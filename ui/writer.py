@@ -512,7 +512,7 @@ class RunPanel:
             self.versions.add(view.run_id, join_steps(draft), action="draft")
         run = self.store.get_run(view.run_id)
         providers = providers_for(self.runner.settings, run.settings.get("search"))
-        events = self.live.resume(view.run_id, draft=draft, providers=providers)
+        events = self.live.resume(view.run_id, draft=draft, providers=providers, timed=True)
         async for update in self.follow(events, view):
             yield update
 
@@ -603,7 +603,7 @@ class RunPanel:
         except EditConflict as exc:
             raise gr.Error(str(exc), title="Your edit is kept") from exc
         events = self.live.redo(view.run_id, cmd.i, action=cmd.action, query=cmd.query,
-                                exclude=[cmd.url] if cmd.url else ())
+                                exclude=[cmd.url] if cmd.url else (), timed=True)
         redone, saved = runview.fold(stored), False
         try:
             async for update in self.follow(_after(events, len(stored)), redone):
@@ -853,7 +853,7 @@ class WriterTab:
         """Start a run with the Run settings (``chosen``, as ``check_run`` checked them) and follow it."""
         events = self.live.start(method, Task(prompt), draft_only=bool(draft_only),
                                  providers=providers_for(self.settings, search),
-                                 settings=self.run_settings.build(method, chosen))
+                                 settings=self.run_settings.build(method, chosen), timed=True)
         view, remembered = RunView(), False
         async for update in self.panel.follow(events, view):
             if view.run_id and not remembered:  # a reload comes back to this run

@@ -256,3 +256,39 @@ async def test_stop_on_the_page_of_a_queued_run_takes_it_out_of_the_line(app, ll
     assert [e async for e in two] == [] and len(app.store.list_runs(limit=100)) == runs_before
     gate.open.set()
     assert isinstance([e async for e in one][-1], Final)
+
+
+async def test_the_starting_follower_and_a_late_one_see_the_same_times_so_their_clocks_agree(app, llm):
+    """The Writer that started a run and another that joined it (a reload, Open, Present) time it
+    from the same start: their elapsed times agree (one said 0:40, then the other 0:39)."""
+    from ui import run_html
+    from ui.runview import RunView
+
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner)
+    starting = live.start("rat", TASK, timed=True)
+    first_seen = [t async for t in _until(starting, RunStarted)]
+    assert all(isinstance(t, Timed) for t in first_seen)
+    run_id = first_seen[-1].item.run_id
+    await wait_for(gate.held.is_set, "the first revision")
+    late = live.follow(run_id, timed=True)
+    late_seen = [t async for t in _until(late, RunStarted)]
+    assert late_seen[-1].at == first_seen[-1].at, "one start for every follower"
+    views = [RunView(), RunView()]
+    for view, seen in zip(views, (first_seen, late_seen), strict=True):
+        for t in seen:
+            view.apply(t.item, t.at)
+    now = first_seen[-1].at + 40.4
+    assert run_html.timing(views[0], now=now) == run_html.timing(views[1], now=now) == "0:40 elapsed"
+    gate.open.set()
+    await starting.aclose()
+    await late.aclose()
+    await wait_for(lambda: not live.is_live(run_id), "the run's end")
+
+
+async def _until(events, kind):
+    async for t in events:
+        yield t
+        if isinstance(t.item, kind):
+            return
