@@ -343,3 +343,29 @@ def test_two_step_actions_in_a_row_are_queued_each_saved_and_only_the_redone_ste
     assert not any("No run yet" in s for s in seen)
     article = article_box(panel).input_value().split("\n\n")
     assert article[0] == author.steps[0] + " [revised]" and article[3] == author.steps[3] + " [revised]"
+
+
+def test_an_undo_that_would_lose_a_hand_edit_is_refused_and_one_elsewhere_keeps_it(open_page, llm, app):
+    run_id, _ = finished_run(app, llm, "Undo a hand edit: a short history of Python 3.")
+    page, _ = open_page()
+    panel = open_in_history(page, run_id)
+    article = article_box(panel)
+    text = article.input_value().split("\n\n")
+    text[1] = text[1].replace("Mercurial", "The Mercurial project")  # the author edits step 2's paragraph
+    article.fill("\n\n".join(text)[:-1])
+    article.press_sequentially("\n\n".join(text)[-1])  # typed: Playwright's fill fires no input event Gradio hears
+    deadline = time.monotonic() + TIMEOUT / 1000
+    while not versions_of(app, run_id) and time.monotonic() < deadline:  # saved a second after the last key
+        time.sleep(0.1)
+    step2 = panel.get_by_role("checkbox", name=re.compile("^Step 2: "))
+    step2.check()
+    expect(page.get_by_text("Your edit is kept").first).to_be_visible(timeout=TIMEOUT)
+    expect(step2).not_to_be_checked()
+    assert [a for a, _ in versions_of(app, run_id)] == ["edit"], "refused: nothing stored"
+    assert "The Mercurial project" in article.input_value()
+    step3 = panel.get_by_role("checkbox", name=re.compile("^Step 3: "))
+    step3.check()  # another step's undo keeps the edit in step 2
+    expect(panel.get_by_label(re.compile("^Versions"))).to_have_value(re.compile(r"· undo ·"), timeout=TIMEOUT)
+    action, saved = versions_of(app, run_id)[-1]
+    assert action == "undo" and "The Mercurial project" in saved and saved.split("\n\n")[2] == draft_steps(3)[2]
+    expect(article).to_have_value(saved)
