@@ -17,20 +17,9 @@ from core.authoring import Authoring
 from tests.core.test_truth import check_article
 from tests.fakes.scripts import QuotingAuthor, draft_steps
 from tests.helpers import collect, of
-from ui.cli import build_parser
+from tests.test_versions_cli import run, show
 
 TASK = Task("Write a short history of Python 3 and its ecosystem.")
-
-
-def run(app, *argv: str) -> int:
-    args = build_parser().parse_args(list(argv))
-    return args.func(args, app)
-
-
-def show(app, capsys, run_id: str, *flags: str) -> str:
-    capsys.readouterr()
-    assert run(app, "show", run_id, *flags) == 0
-    return capsys.readouterr().out
 
 
 def test_redo_and_undo_from_the_command_line_keep_every_citation_and_version(app, llm, capsys, monkeypatch):
