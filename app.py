@@ -1,15 +1,14 @@
 """RAT Studio: the one place that reads settings (flags and environment), builds the store, clients and runner
 and wires them; then runs the command the flags name (``ui.cli`` parses them and holds the commands).
 
-    python app.py                      the browser UI on http://127.0.0.1:7860
-    python app.py run "TASK"           write an article from the command line
-    python app.py resume RUN_ID        continue an interrupted run
-    python app.py fetch URL            a page's extracted text and metadata
-    python app.py search "QUERY"       search results
-    python app.py history              past runs
+    python app.py                      the browser UI on http://127.0.0.1:7860 (also: ui)
+    writing      run, resume, redo, undo, show, versions, history, fetch, search
+    comparing    methods, batch, eval, judge, leaderboard, outputs, votes, procedures
+    annotating   campaign, annotators, dataset
 
 Every flag works with every command, before or after its name. `python app.py --help` and
-README.md list them with their environment variables.
+`python app.py COMMAND --help` say what each does; README.md lists them with their environment
+variables (tests/test_settings_table.py holds this list to the parser's commands).
 """
 
 from __future__ import annotations

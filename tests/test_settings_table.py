@@ -288,3 +288,17 @@ def test_share_without_auth_is_refused():
     with pytest.raises(ConfigError) as caught:
         settings_from(build_parser().parse_args(["--share"]), {})
     assert str(caught.value) == "--share makes the UI public: also pass --auth USER:PASSWORD."
+
+
+def test_app_docstring_names_every_command_the_parser_has():
+    import argparse
+    import re
+
+    import app as app_module
+    from ui.cli import build_parser
+
+    parser = build_parser()
+    commands = {name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+                for name in action.choices}
+    said = set(re.findall(r"[a-z][a-z-]+", app_module.__doc__.split("python app.py ", 1)[1].split("Every flag")[0]))
+    assert commands and commands <= said, f"app.py's docstring does not name {sorted(commands - said)}"
