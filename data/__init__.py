@@ -1,2 +1,6 @@
-"""Persistence: the one SQLite file (sqlite-utils; schema, migrations, queries) and the bundled
-task sets. Only this package writes SQL."""
+"""Persistence: the database, SQLite by default or PostgreSQL by URL (``sql``: one connection
+type for both; ``store``: runs and events; ``schema``, ``migrations`` and ``pg_migrations``: the
+tables, their checks and append-only triggers, on each database), the queries of each table by
+subject (``arena`` outputs, battles and votes; ``versions`` an article's versions; ``campaigns``;
+``accounts``; ``procedures``; ``dataset``), the FTS5 indexes (``fts``, ``corpus``) and the
+bundled task sets (``tasks/``). Only this package writes SQL."""
