@@ -19,6 +19,7 @@ from annotation.judge import N_CALLS
 from annotation.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE
 from annotation.service import CHOICES, SOURCES, VOID, Leaderboard
 from annotation.style import StyleBoard
+from core.text.oneline import short
 from ui.render_arena import interval
 
 
@@ -125,14 +126,8 @@ def cmd_gold_outputs(args, app) -> int:
     if not rows:
         print("No output in the arena yet: `python app.py outputs import FILE.jsonl`, or run methods.")
     for o in rows:
-        print(f"{o.id}\ttask {o.task_id}: {_short(o.prompt, 50)}\t{o.method}\t{_short(o.text, 70)}")
+        print(f"{o.id}\ttask {o.task_id}: {short(o.prompt, 50)}\t{o.method}\t{short(o.text, 70)}")
     return 0
-
-
-def _short(text: str, n: int) -> str:
-    """``text`` on one line, cut to ``n`` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= n else flat[: n - 1] + "…"
 
 
 def cmd_votes_import(args, app) -> int:
