@@ -26,7 +26,7 @@ from core.article.markdown import to_markdown
 from core.authoring import Authoring
 from core.clients import Clients
 from tests.fakes.model import FakeModel
-from tests.fakes.scripts import QuotingAuthor, draft_steps
+from tests.fakes.scripts import ChineseQuotingAuthor, QuotingAuthor, draft_steps
 from tests.helpers import collect, of
 
 TASK = Task("Write a short history of Python 3 and its ecosystem.")
@@ -47,7 +47,7 @@ def check_article(article, quoted: dict[str, tuple[str, str]], where: str) -> in
     entries = {s.n: s for s in article.numbered}
     checked = 0
     body = article.cited or ""
-    for sentence in re.split(r"(?<=[.!?])\s+|\n+", body):
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", body):  # as cite splits: not on 。 yet (issue 37)
         marks = [int(n) for n in re.findall(r"\[(\d+)\]", sentence)]
         for n in marks:
             assert n in entries, f"{where}: [{n}] has no entry in the source list"
@@ -118,8 +118,10 @@ async def scenario(app, method: str, moves: list[tuple[str, int, int]], author: 
     return checked
 
 
-@pytest.mark.parametrize("method", ["rat-step", "rat"])
-def test_random_author_actions_keep_every_citation_true_and_every_version_as_it_was(app, monkeypatch, method):
+@pytest.mark.parametrize("method, author_of", [("rat-step", QuotingAuthor), ("rat", QuotingAuthor),
+                                               ("rat-step", ChineseQuotingAuthor)], ids=["rat-step", "rat", "zh"])
+def test_random_author_actions_keep_every_citation_true_and_every_version_as_it_was(app, monkeypatch, method,
+                                                                                    author_of):
     totals = []
 
     @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -128,7 +130,7 @@ def test_random_author_actions_keep_every_citation_true_and_every_version_as_it_
     @example(THE_ISSUES + [("edit", 1, 7), ("undo", 2, 0), ("put back", 2, 0), ("restore", 1, 3)] * 4 + [
         ("regenerate", 1, 0)])
     def run(moves):
-        author = QuotingAuthor(draft_steps(5))
+        author = author_of(draft_steps(5))
         monkeypatch.setattr(Clients, "llm", lambda self: FakeModel(author))
         totals.append(asyncio.run(scenario(app, method, moves, author)))
 

@@ -122,3 +122,24 @@ class QuotingAuthor(RatAuthor):
         quote = " ".join(words)
         self.quoted[quote.lower()] = (url, title)
         return reply.rstrip() + f" {quote[0].upper()}{quote[1:]} [{label}]."
+
+
+class ChineseQuotingAuthor(QuotingAuthor):
+    """A QuotingAuthor that writes each revised paragraph in Chinese (step-scope revisions only):
+    a sentence of its own, then one that names the passage's page with the passage's label as its
+    mark ("据《Title》报道，这是第3条引文[2]。"); ``quoted`` maps that sentence's words to the page."""
+
+    def __call__(self, body: dict) -> str:
+        prompt = prompt_of(body)
+        if kind_of(prompt) != "revise-step":
+            return super().__call__(body)
+        passages = [(m.group(1), m.group(3) or m.group(2), m.group(2))
+                    for m in _LABEL.finditer(sections(prompt).get("Existing Text in Wiki Web", ""))]
+        self.turn += 1
+        head = f"第{self.turn}段用中文写成，讨论这个步骤。"
+        if not passages:
+            return head
+        label, url, title = passages[self.turn % len(passages)]
+        sentence = f"据《{title}》报道，这是第{self.turn}条引文"
+        self.quoted[" ".join(re.sub(r"[^\w\s'-]", " ", sentence).lower().split())] = (url, title)
+        return f"{head}{sentence}[{label}]。"
