@@ -104,11 +104,7 @@ def attribute(revs: Revisions, text: str, undone: Iterable[int] = (), taken: Ite
     """``text`` (with the ``undone`` and ``taken`` steps) attributed against the run's events
     ``revs``, the marks of unchanged sentences carried from ``previous`` (:func:`carry_marks`)."""
     cited, article = revs.cited_article("", text, undone, taken, threshold=threshold)
-    cited = carry_marks(cited, previous)
-    sources = {s.url: replace(s, n=0) for s in revs.sources(*revs.chosen(undone, taken))}
-    for s in article.sources:  # every source the article lists, cited or not
-        sources.setdefault(s.url, replace(s, n=0))
-    return Attribution.of(cited, sources.values(), article.unchecked, article.cut)
+    return Attribution.of(carry_marks(cited, previous), article.sources, article.unchecked, article.cut)
 
 
 @dataclass(frozen=True)
@@ -173,11 +169,7 @@ class Authoring:
              action: str = "edit") -> VersionRow:
         """The author's ``text`` (with the ``undone`` and ``taken`` steps) as the next version."""
         revs, latest = self._state(run_id)
-        undone, taken = revs.chosen(undone, taken)
-        attribution = attribute(revs, text, undone, taken, threshold=self.threshold_of(run_id),
-                                previous=self.previous(run_id))
-        return self.versions.add(run_id, text, undone=undone, taken=taken, action=action,
-                                 attribution=attribution.to_json())
+        return self._save(run_id, revs, latest, text, undone, taken, action)
 
     def choose(self, run_id: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> VersionRow:
         """Undo the revisions of ``undone`` steps and take the refused ones of ``taken`` (each as the
@@ -190,7 +182,7 @@ class Authoring:
                             "the draft's steps): edit its text instead.")
         undone, taken = revs.chosen(undone, taken)
         text = self._merged(run_id, revs, latest, revs.text(undone, taken), "undo or take that step")
-        return self.edit(run_id, text, undone, taken, action="take" if taken else "undo")
+        return self._save(run_id, revs, latest, text, undone, taken, "take" if taken else "undo")
 
     def check_redo(self, run_id: str, i: int) -> None:
         """Raises EditConflict when doing step ``i`` again would rewrite lines the author edited by
@@ -226,7 +218,7 @@ class Authoring:
             before = Revisions.from_events(before_last_redo(events))
             merged = merge_text(before.text(latest.undone, latest.taken), latest.text, theirs)
             text = theirs if merged is None else merged
-        return self.edit(run_id, text, undone, taken, action=action or asked.action)
+        return self._save(run_id, revs, latest, text, undone, taken, action or asked.action)
 
     def restore(self, run_id: str, which: int | str) -> VersionRow:
         """Make version ``which`` (or the model's own text, "model") the latest, as a new version
@@ -252,16 +244,28 @@ class Authoring:
                             f"(`python app.py resume {run_id}`).")
         return revs, self.versions.latest(run_id)
 
-    def previous(self, run_id: str) -> Attribution | None:
+    def previous(self, run_id: str, *, latest: VersionRow | None = None,
+                 events: Sequence[Event] | None = None) -> Attribution | None:
         """The marks of the run's latest version (the model's text's when it has none), which a new
-        version's unchanged sentences keep; None for a run with no finished text."""
-        latest = self.versions.latest(run_id)
+        version's unchanged sentences keep; None for a run with no finished text. ``latest`` and
+        ``events``: the run's, when the caller has read them already."""
+        latest = latest or self.versions.latest(run_id)
         if latest is not None and latest.attribution:
             return Attribution.from_json(latest.attribution)
         try:
-            return Attribution(self.shown(run_id, LATEST).cited)
+            return Attribution(self.shown(run_id, LATEST, events=events).cited)
         except RatStudioError:
             return None
+
+    def _save(self, run_id: str, revs: Revisions, latest: VersionRow | None, text: str, undone: Iterable[int],
+              taken: Iterable[int], action: str) -> VersionRow:
+        """``text`` as the next version, attributed against ``revs`` (the run's events as read) with
+        the marks of ``latest``'s unchanged sentences carried."""
+        undone, taken = revs.chosen(undone, taken)
+        attribution = attribute(revs, text, undone, taken, threshold=self.threshold_of(run_id),
+                                previous=self.previous(run_id, latest=latest, events=revs.events))
+        return self.versions.add(run_id, text, undone=undone, taken=taken, action=action,
+                                 attribution=attribution.to_json())
 
     def _merged(self, run_id: str, revs: Revisions, latest: VersionRow | None, theirs: str, what: str) -> str:
         """``theirs`` with the author's edits of the latest version kept (:func:`merge_text`);

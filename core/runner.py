@@ -223,6 +223,7 @@ class Runner:
             yield edited
         ctx = None
         book = SourceBook.from_events(prior, settings.method.cite_threshold)  # Final's sources and marks
+        redoing = any(isinstance(e, StepRedone) for e in prior)  # an author's step done again: its Final is a version
         beating = asyncio.get_running_loop().create_task(self._beat(run_id, owner))
         with self._driving_lock:
             self._driving.add(run_id)
@@ -236,7 +237,7 @@ class Runner:
                     raise LLMError(f"The method {method!r} ended with no text: the model's answers held nothing "
                                    "it could use (the run's notes say why). Try again, or pick a stronger model "
                                    "with --model.")
-                if isinstance(event, Final) and any(isinstance(e, StepRedone) for e in prior):
+                if isinstance(event, Final) and redoing:
                     # a redone step's earlier revision no longer counts: the sources of the latest ones
                     shown = book.numbers()  # the numbers the model was shown: what its own marks mean
                     book = SourceBook.from_events(latest_revisions([*prior, *tally.seen]), book.threshold)
@@ -244,7 +245,7 @@ class Runner:
                 event = book.sourced(event)
                 if isinstance(event, Final):
                     status = RunStatus.UNSOURCED if _unsourced(method, event) else RunStatus.DONE
-                    if any(isinstance(e, StepRedone) for e in prior):  # the model's own text stays the run's:
+                    if redoing:  # the model's own text stays the run's:
                         store(event, status=status, finished=_now())  # the author's redo is a version
                     else:
                         store(event, status=status, final_text=event.text,

@@ -25,7 +25,7 @@ from contextlib import aclosing
 import gradio as gr
 
 from common.errors import EditConflict, RatStudioError
-from common.events import Event, Failed, Final, TokenDelta
+from common.events import Event, Failed, TokenDelta
 from common.settings import Settings
 from common.types import Task
 from core.article import edits
@@ -452,7 +452,7 @@ class RunPanel:
         """``text`` as the author has it now, attributed as saving it would attribute it (the marks
         of sentences the latest version held carried over: ``core.authoring.attribute``)."""
         undone, taken = view.edits.chosen(undone, taken)
-        previous = self.authoring.previous(view.run_id) if view.run_id else None
+        previous = self.authoring.previous(view.run_id, events=view.events) if view.run_id else None
         attribution = attribute(view.edits, text, undone, taken, threshold=self.threshold_of(view),
                                 previous=previous)
         return attribution.numbered(), Article.attributed(view.task, text, attribution)
@@ -577,7 +577,7 @@ class RunPanel:
     def _finished_once(self, run_id: str) -> bool:
         """Whether the run has a finished article (a step of it may be being done again now: the
         next action waits for it)."""
-        return any(isinstance(e, Final) for e in self.store.events(run_id))
+        return bool(self.store.get_run(run_id).final_text)  # (the model's text, kept through every redo)
 
     async def _step_action(self, view: RunView, cmd, undone: list[int] | None, taken: list[int] | None):
         """:meth:`on_step_action` once the run is this action's: only what the step does again is
