@@ -80,6 +80,9 @@ class MethodSettings:
     # method parameters by key, e.g. {"itrg.iterations": 3, "furepa.theta": 0.6}; an absent key
     # keeps the method's default (the paper's value). See each method module's docstring.
     params: dict[str, str] = field(default_factory=dict, hash=False)
+    # the language the model writes in: "auto" (the task's, detected: core.text.language) or a
+    # language code (zh, ja, fr, en, pt-BR)
+    language: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,15 @@ def _share(flag: str) -> Callable[[object], None]:
     return check
 
 
+_LANGUAGE_CODE = re.compile(r"auto|[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{2,8})*")
+
+
+def _check_language(value) -> None:
+    if not _LANGUAGE_CODE.fullmatch(value):
+        raise ConfigError(f"--language {value!r} is not a language code: give auto (the task's language) or a "
+                          "code such as zh, ja, fr or en.")
+
+
 def _check_auth(value) -> None:
     user, sep, password = value.partition(":")
     if not sep or not user.strip() or len(password) < MIN_PASSWORD:
@@ -312,6 +324,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--cite-threshold", "RAT_STUDIO_CITE_THRESHOLD", float, MethodSettings.cite_threshold,
             "share of a sentence's content words a retrieved passage must hold for the sentence to cite it",
             _share("--cite-threshold"), group=SEARCH_GROUP),
+    Setting("--language", "RAT_STUDIO_LANGUAGE", str, MethodSettings.language,
+            "the language the model writes in: auto (the task's) or a code such as zh, ja, fr, en",
+            _check_language, group=SEARCH_GROUP, metavar="CODE"),
     Setting("--max-task-chars", "RAT_STUDIO_MAX_TASK_CHARS", int, MethodSettings.max_task_chars,
             "longest task accepted", group=SEARCH_GROUP),
     Setting("--param", "RAT_STUDIO_PARAMS", list, None,

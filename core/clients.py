@@ -27,11 +27,12 @@ class Clients:
     cache: Any = None  # data.store.Store or anything with get/put_page and get/put_search
     corpus_db: Path | None = None  # where the local corpus keeps its index
 
-    def llm(self) -> LLMClient:
-        """A new LLM client. Raises LLMAuthError when no key is set for a server that needs one."""
+    def llm(self, *, system: str = "") -> LLMClient:
+        """A new LLM client; ``system``: a system message its every request begins with ("" for
+        none). Raises LLMAuthError when no key is set for a server that needs one."""
         from core.llm import LLMClient  # the openai SDK is imported when a model is first called
 
-        return LLMClient(self.settings.llm)
+        return LLMClient(self.settings.llm, system=system)
 
     def search(self, providers: tuple[str, ...] | None = None) -> SearchChain:
         """The search providers of the settings (or ``providers``, for one run), in order,

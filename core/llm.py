@@ -330,8 +330,10 @@ class LLMClient:
     the running event loop. Use one client per event loop; ``aclose()`` it (or ``async with``).
     """
 
-    def __init__(self, settings: LLMSettings, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+    def __init__(self, settings: LLMSettings, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 system: str = ""):
         self.settings = settings
+        self.system = system  # a system message every request begins with (the run's language)
         self.base_url = (settings.base_url or OPENAI_BASE_URL).rstrip("/")
         self._sleep = sleep
         self._client: openai.AsyncOpenAI | None = None
@@ -365,7 +367,10 @@ class LLMClient:
         """
         model = self.settings.model_for(role)
         roomy = max_tokens is not None and (self.base_url, model) in _THINKERS
-        request = self._request(as_messages(messages), model, temperature,
+        messages = as_messages(messages)
+        if self.system:
+            messages = [{"role": "system", "content": self.system}, *messages]
+        request = self._request(messages, model, temperature,
                                 max_tokens + THINKING_ROOM if roomy and max_tokens is not None else max_tokens)
         refused = _QUIRKS.get((self.base_url, model), {})
         dropped = [_leave_out(request, param, model, *how) for param, how in refused.items() if param in request]

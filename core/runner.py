@@ -38,11 +38,13 @@ from common.events import (
 )
 from common.settings import DEFAULT_CONTEXT_TOKENS, Settings
 from common.types import RunStatus, Task
+from core.article.citations import shown_labels
 from core.article.edits import latest_revisions
 from core.article.sources import SourceBook
 from core.clients import Clients
 from core.methods import METHODS, MethodContext, get_method
 from core.methods.base import check_params
+from core.text import language
 
 if TYPE_CHECKING:  # pragma: no cover
     from data.store import RunRow
@@ -82,6 +84,7 @@ class Runner:
         info = get_method(method)
         settings = settings or self.settings
         check_params([info.name], settings.method.params, strict=False)  # shared by the UI's methods
+        language.check(settings.method.language)
         task = task.validated(settings.method.max_task_chars)
         providers = tuple(providers or settings.search.providers)
         task_id = self.store.add_task(task.prompt, task.kind, task.task_set)
@@ -228,7 +231,7 @@ class Runner:
         with self._driving_lock:
             self._driving.add(run_id)
         try:
-            ctx = self._context(prior, providers, book, settings)
+            ctx = self._context(prior, providers, book, settings, task)
             if ctx.settings.context_tokens is None:  # what the server reports, else the default
                 window = await ctx.llm.context_window() if hasattr(ctx.llm, "context_window") else None
                 ctx.settings = replace(ctx.settings, context_tokens=window or DEFAULT_CONTEXT_TOKENS)
@@ -239,9 +242,9 @@ class Runner:
                                    "with --model.")
                 if isinstance(event, Final) and redoing:
                     # a redone step's earlier revision no longer counts: the sources of the latest ones
-                    shown = book.numbers()  # the numbers the model was shown: what its own marks mean
-                    book = SourceBook.from_events(latest_revisions([*prior, *tally.seen]), book.threshold)
-                    book.labels = shown
+                    events = [*prior, *tally.seen]
+                    book = SourceBook.from_events(latest_revisions(events), book.threshold)
+                    book.labels = shown_labels(events)  # what the model was shown: what its own marks mean
                 event = book.sourced(event)
                 if isinstance(event, Final):
                     status = RunStatus.UNSOURCED if _unsourced(method, event) else RunStatus.DONE
@@ -299,14 +302,16 @@ class Runner:
                 log.debug("heartbeat of run %s failed: %s", run_id, exc)
 
     def _context(self, prior: list[Event], providers: tuple[str, ...], book: SourceBook,
-                 settings: Settings | None = None) -> MethodContext:
-        """The method's context for a run with ``settings`` (None: the runner's): its method
-        settings, and an LLM client made from its model settings (its model per role, its
-        --max-tokens); the runner's clients and settings are left as they are."""
+                 settings: Settings | None = None, task: Task | None = None) -> MethodContext:
+        """The method's context for a run of ``task`` with ``settings`` (None: the runner's): its
+        method settings, and an LLM client made from its model settings (its model per role, its
+        --max-tokens) whose requests ask for the run's language (``core.text.language``); the
+        runner's clients and settings are left as they are."""
         settings = settings or self.settings
         search = self.clients.search(providers)
         clients = self.clients if settings.llm == self.settings.llm else replace(self.clients, settings=settings)
-        return MethodContext(llm=clients.llm(), search=search, fetch=self.clients.fetcher(),
+        system = language.instruction(settings.method.language, task.prompt) if task else ""
+        return MethodContext(llm=clients.llm(system=system), search=search, fetch=self.clients.fetcher(),
                              settings=settings.method, prior=prior,
                              read_local=getattr(search, "read_local", None), memory=self.memory,
                              numbers=book.numbers)
@@ -338,6 +343,7 @@ RUN_SETTINGS = {
     "k": ("method", "k"), "passage_tokens": ("method", "passage_tokens"), "max_steps": ("method", "max_steps"),
     "context_tokens": ("method", "context_tokens"), "min_keep": ("method", "min_keep"),
     "cite_threshold": ("method", "cite_threshold"), "params": ("method", "params"),
+    "language": ("method", "language"),
 }
 
 

@@ -31,7 +31,7 @@ from data.fts import fts_query
 
 __all__ = ["CorpusStore", "IndexedFile", "fts_query", "path_to_url", "url_to_path"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: text of scripts without spaces is stored parted into words (core.retrieval.corpus)
 TITLE_WEIGHT = 4.0  # bm25 weight of a title match relative to a body match
 SNIPPET_TOKENS = 40
 

@@ -59,14 +59,11 @@ class VersionRow:
     created: str = ""
     attribution: str | None = None
 
-    @property
-    def words(self) -> int:
-        return len(self.text.split())
-
-    def to_dict(self) -> dict:
-        """The row as JSON-friendly values (``versions --json``), with its word count."""
+    def to_dict(self, *, words: int) -> dict:
+        """The row as JSON-friendly values (``versions --json``), with its word count ``words``
+        (counted by the caller, in the text's script: ``core.text.segment.word_count``)."""
         return {"n": self.n, "created": self.created, "action": self.action, "restored_from": self.restored_from,
-                "words": self.words, "undone": list(self.undone), "taken": list(self.taken), "text": self.text}
+                "words": words, "undone": list(self.undone), "taken": list(self.taken), "text": self.text}
 
 
 class Versions:

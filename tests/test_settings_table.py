@@ -220,6 +220,8 @@ BAD = {
                                "model (the method's own text), not 'author'."),
     "--arena-style": ("fancy", "--arena-style must be sources (each output's citations and sources in one house "
                                "style) or plain (citation marks and source lists taken away), not 'fancy'."),
+    "--language": ("Chinese", "--language 'Chinese' is not a language code: give auto (the task's language) or a "
+                              "code such as zh, ja, fr or en."),
     "--votes-per-minute": (0, "--votes-per-minute must be at least 1, not 0."),
     "--votes-per-address": (-1, "--votes-per-address must be at least 0, not -1."),
     "--votes-per-day": (-1, "--votes-per-day must be at least 0, not -1."),
@@ -235,7 +237,8 @@ BAD = {
 GOOD = {"--search": "searxng,corpus", "--max-tokens": 1, "--context-tokens": 1024, "--min-keep": 0,
         "--cite-threshold": 1, "--auth": "ana:correct-horse",
         "--arena-text": "model", "--arena-style": "plain", "--votes-per-minute": 1, "--votes-per-address": 0,
-        "--votes-per-day": 0, "--db": "data/rat.db", "--trusted-proxies": "127.0.0.1, 10.0.0.0/8"}
+        "--votes-per-day": 0, "--db": "data/rat.db", "--language": "pt-BR",
+        "--trusted-proxies": "127.0.0.1, 10.0.0.0/8"}
 
 
 def test_auth_with_spaces_around_its_parts_is_refused():

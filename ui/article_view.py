@@ -87,7 +87,7 @@ def cited_html(cited: Cited, *, head: bool = True) -> str:
     for piece in cited.pieces:
         if piece.marks:
             marks = "".join(mark_html(m) for m in piece.marks)
-            parts.append(f"<span class='rat-sentence'>{esc(piece.body)} {marks}</span>{esc(piece.tail)}")
+            parts.append(f"<span class='rat-sentence'>{esc(piece.body)}{piece.space}{marks}</span>{esc(piece.tail)}")
         elif piece.sentence:
             parts.append(f"<span class='rat-sentence rat-unsupported' title='{UNSUPPORTED}'>{esc(piece.body)}"
                          f"<sup class='rat-nosource' title='{UNSUPPORTED}'>?</sup></span>{esc(piece.tail)}")

@@ -28,6 +28,7 @@ LABELS: dict[str, tuple[str, str]] = {
     "--max-steps": ("Max steps", RUN_SETTINGS),
     "--min-keep": ("Min keep", RUN_SETTINGS),
     "--cite-threshold": ("Cite threshold", RUN_SETTINGS),
+    "--language": ("Language", RUN_SETTINGS),
     "--search": ("Search", WRITER),
     "--method": ("Method", WRITER),
 }

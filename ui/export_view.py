@@ -22,6 +22,7 @@ from core.article.article import Article
 from core.article.citations import CITE_THRESHOLD, strip_marks
 from core.article.docx import to_docx
 from core.article.markdown import to_markdown, to_text
+from core.text.segment import word_count
 from ui import article_view
 from ui.escape import esc
 from ui.runview import RunView
@@ -34,7 +35,7 @@ EMPTY = "The article is empty: write something, or undo fewer steps."
 def reading_line(text: str) -> str:
     """"1,234 words · 6 min read" for ``text`` (its [n] marks not counted; at least a minute),
     "" for an empty text."""
-    words = len(strip_marks(text or "").split())
+    words = word_count(strip_marks(text or ""))
     if not words:
         return ""
     minutes = max(1, round(words / WORDS_PER_MINUTE))

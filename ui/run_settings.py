@@ -21,11 +21,16 @@ from common.errors import ConfigError
 from common.settings import MIN_CONTEXT_TOKENS, SETTINGS, Settings
 from core.methods import METHODS
 from core.methods.base import Param
+from core.text import language
 from ui.controls import RUN_SETTINGS, control, for_browser, label, param_label
 
 PRIVATE = {"api_visibility": "private"}
 ROWS = {row.flag: row for row in SETTINGS if row.flag}
 MODEL = "model"  # the name of the model control's value; a role's is "model:ROLE"
+LANGUAGE = "--language"
+#: The Language control's choices (any other code may be typed): the task's own, then the
+#: languages of the field's benchmarks and users first.
+LANGUAGES = (language.AUTO, "en", "zh", "ja", "ko", "fr", "de", "es", "pt", "ru", "ar", "hi", "it")
 
 
 @dataclass(frozen=True)
@@ -144,9 +149,19 @@ def per_run(server: Settings, method: str, values: Mapping[str, Any]) -> Setting
              for role, model in llm.role_models.items()}
     llm = replace(llm, model=(values.get(MODEL) or "").strip() or llm.model, role_models=roles,
                   max_tokens=chosen.pop("--max-tokens"))
-    method_settings = replace(server.method, params=params,
+    method_settings = replace(server.method, params=params, language=_language(values.get(LANGUAGE), server),
                               **{n.attr: chosen[n.flag] for n in NUMBERS if n.section == "method"})
     return replace(server, llm=llm, method=method_settings)
+
+
+def _language(value: Any, server: Settings) -> str:
+    """The Language control's value (empty: the server's --language), a code or "auto". Raises
+    ConfigError naming the control for a code no language has."""
+    code = str(value or "").strip() or server.method.language
+    try:
+        return language.check(code)
+    except ConfigError as exc:
+        raise ConfigError(for_browser(str(exc))) from exc
 
 
 def summary(settings: Settings) -> str:
@@ -176,6 +191,9 @@ class RunSettings:
                             "the model of every role" + (" without a model of its own" if s.llm.role_models else ""))
                 for role, model in s.llm.role_models.items():
                     self._model(f"{MODEL}:{role}", label(f"--{role}-model"), model, f"the model of the {role} role")
+                self.language = self._add(LANGUAGE, gr.Dropdown(
+                    [(language_choice(code), code) for code in LANGUAGES], value=s.method.language,
+                    label=label(LANGUAGE), info=ROWS[LANGUAGE].help, allow_custom_value=True, min_width=200))
             with gr.Row(equal_height=True, elem_classes="rat-run-numbers"):
                 for n in NUMBERS:
                     row, value = ROWS[n.flag], n.server(s)
@@ -258,9 +276,12 @@ class RunSettings:
         for role, model in (stored.get("role_models") or {}).items():
             if f"{MODEL}:{role}" in self.models and model:
                 out[self.models[f"{MODEL}:{role}"]] = model
-        for n, component in zip(NUMBERS, self._components[len(self.models):], strict=False):
+        by_name = dict(zip(self.names, self._components, strict=True))
+        for n in NUMBERS:
             if n.attr in stored:
-                out[component] = 0 if stored[n.attr] is None else stored[n.attr]
+                out[by_name[n.flag]] = 0 if stored[n.attr] is None else stored[n.attr]
+        if stored.get("language"):
+            out[self.language] = stored["language"]
         params = stored.get("params") or {}
         for p in _declared():
             if p.key in params:
@@ -276,6 +297,11 @@ class RunSettings:
         return {dropdown: gr.Dropdown(choices=model_choices(llm.role_models.get(name.partition(":")[2]) or llm.model,
                                                             served))
                 for name, dropdown in self.models.items()}
+
+
+def language_choice(code: str) -> str:
+    """How the Language control shows ``code``: "auto (the task's language)", "zh · Chinese"."""
+    return "auto (the task's language)" if code == language.AUTO else f"{code} · {language.name(code)}"
 
 
 def _declared() -> list[Param]:

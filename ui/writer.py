@@ -39,6 +39,7 @@ from core.live import LiveRuns, Timed
 from core.methods import METHODS, get_method
 from core.runner import Runner
 from core.text.prompts import join_steps, split_steps
+from core.text.segment import word_count
 from data.versions import LATEST, MODEL, VersionRow, Versions
 from ui import article_view, export_view, presenting, run_html, runview, step_actions
 from ui.controls import control, for_browser
@@ -758,7 +759,7 @@ async def _after(events: AsyncIterator, skip: int) -> AsyncIterator:
 def version_label(version: VersionRow) -> str:
     """'3 · 14:02:11 · edit · 812 words' (and 'from 1' for a restore), for the versions list."""
     restored = f" from {version.restored_from}" if version.restored_from else ""
-    return f"{version.n} · {when(version.created)} · {version.action}{restored} · {version.words:,} words"
+    return f"{version.n} · {when(version.created)} · {version.action}{restored} · {word_count(version.text):,} words"
 
 
 def stop_running(button: gr.Button, panel: RunPanel, events: list) -> None:

@@ -27,8 +27,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+import regex
+
 from common.events import DraftReady, Event, Final, PassagesChosen, SourcesUsed, StepRevised
 from common.types import Passage
+from core.text.segment import sentence_spans
 from core.text.tokens import tokenize
 
 CITE_THRESHOLD = 0.6  # share of a sentence's content words a passage must hold to support it
@@ -39,10 +42,13 @@ RANGE_MAX = 10  # "[2-5]" in a model's text names each of 2..5 when the range is
 
 # [3], [1, 2], [2-4], [1; 5]: not a Markdown link "[1](...)" nor a reference definition "[1]:"
 _MARK = re.compile(r"[ \t]?\[(\d{1,4}(?:\s*[,;]\s*\d{1,4}|\s*[-–]\s*\d{1,4})*)\](?![(:])")
-# a sentence ends at . ! ? … (closing quotes or brackets after it), before whitespace and a
-# character that does not start with a lowercase letter (so "e.g. this" stays one sentence)
-_SENTENCE_END = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s+[^a-z\s]|\s*$)")
-_TAIL = re.compile(r"[.!?…:;,]*[\"'”’)\]]*\s*$")
+# a sentence's closing punctuation, in any script (. , ; : ! ? 。 ， ！ ？ ...), with the closing
+# quotes or brackets after it, and the whitespace after them: its marks go before it
+_TAIL = regex.compile(r"(?:[\p{Terminal_Punctuation}…]+[\p{Pe}\p{Pf}\"']*)?\s*$")
+# text that ends in a script written without spaces (or its punctuation: 》」）): its mark follows it
+# with no space, as Chinese and Japanese write citations
+_UNSPACED_END = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
+                              r"\p{Block=CJK_Symbols_and_Punctuation}\p{Block=Halfwidth_and_Fullwidth_Forms}]$")
 _LINE_PREFIX = re.compile(r"^\s*(?:[-*+]\s+|\d{1,3}[.)]\s+|>\s*)*")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6}\s|={3,}\s*$|-{3,}\s*$|\*{3,}\s*$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -71,10 +77,16 @@ class Piece:
     sentence: bool = False
 
     @property
+    def space(self) -> str:
+        """What goes between the body and its marks: a space, none after a script written without
+        spaces ("…《茶经》[1]。", "… in 2008 [1].")."""
+        return "" if _UNSPACED_END.search(self.body) else " "
+
+    @property
     def text(self) -> str:
         if not self.marks:
             return self.body + self.tail
-        return self.body + " " + "".join(f"[{m.n}]" for m in self.marks) + self.tail
+        return self.body + self.space + "".join(f"[{m.n}]" for m in self.marks) + self.tail
 
 
 @dataclass(frozen=True)
@@ -121,6 +133,33 @@ class StepEvidence:
     i: int
     text: str
     passages: list[Passage] = field(default_factory=list)
+    #: the label its prompt gave each page (``shown_labels``): what a mark the model wrote in it means
+    labels: Mapping[str, int] | None = None
+
+
+def shown_labels(events: Iterable[Event]) -> dict[int, dict[str, int]]:
+    """For each step of the run's last draft, the labels its latest revision prompt gave the pages
+    it was shown, as ``core.text.fencing.format_passages`` gave them: a page already used by a
+    step its number (in order of first use, as ``core.article.sources.SourceBook`` numbers), any
+    other the next free one in the order the step chose them. A page the step then did not use
+    gets another number when a later step uses it, so the label a model copied names a page only
+    through the prompt it was written in; ``events``: all of them, earlier revisions of a step
+    done again included (they numbered the pages the later prompts were shown)."""
+    used: dict[str, None] = {}  # URLs in order of first use
+    pending: dict[int, list[str]] = {}  # each step's pages chosen since its last revision
+    labels: dict[int, dict[str, int]] = {}
+    for e in events:
+        if isinstance(e, DraftReady):
+            used, pending, labels = {}, {}, {}
+        elif isinstance(e, PassagesChosen):
+            pending.setdefault(e.i, []).extend(p.url for p in e.passages)
+        elif isinstance(e, StepRevised | SourcesUsed):
+            shown = {url: n for n, url in enumerate(used, start=1)}
+            for url in dict.fromkeys(pending.pop(e.i, [])):
+                shown.setdefault(url, len(shown) + 1)
+            labels[e.i] = shown
+            used.update(dict.fromkeys(e.sources if isinstance(e, StepRevised) else e.urls))
+    return labels
 
 
 def evidence(events: Iterable[Event], *, undone: Iterable[int] = (),
@@ -175,16 +214,18 @@ def cite(text: str, steps: list[StepEvidence], numbers: Mapping[str, int], *,
          threshold: float = CITE_THRESHOLD, labels: Mapping[str, int] | None = None) -> Cited:
     """``text`` with marks: each sentence of it gets the marks the model wrote that name a
     passage of its step and those of its best one or two supporting sources; a mark naming
-    anything else is removed and counted. ``numbers`` gives each source's number (a mark's ``n``);
-    ``labels`` the numbers the model was shown for them in its prompts (default ``numbers``),
-    which is what a mark the model wrote means: after an author had a step done again, the
-    run's sources are numbered anew, but what the model wrote still means what it was shown."""
+    anything else is removed and counted. ``numbers`` gives each source's number (a mark's ``n``).
+    A mark the model wrote means the label the prompt it wrote it in gave the page: its step's
+    ``labels`` (``shown_labels``), else ``labels`` (default ``numbers``). The two differ: a page
+    a prompt showed but its step did not use is numbered later by the step that uses it, and
+    after an author had a step done again the run's sources are numbered anew."""
     titles: dict[str, str] = {}
     for step in steps:
         for p in step.passages:
             titles.setdefault(p.url, p.title or p.url)
-    held = [(_norm(strip_marks(s.text)), s) for s in steps if s.text]
-    loose = [p for s in steps if not s.text for p in s.passages]
+    held = [(_norm(strip_marks(s.text)), s) for s in sorted(steps, key=lambda s: s.i) if s.text]
+    loose_steps = [s for s in sorted(steps, key=lambda s: s.i) if not s.text]
+    loose = [p for s in loose_steps for p in s.passages]
     bags: dict[str, frozenset[str]] = {}  # a passage's text -> its content words
     pieces: list[Piece] = []
     removed = 0
@@ -203,22 +244,33 @@ def cite(text: str, steps: list[StepEvidence], numbers: Mapping[str, int], *,
                 pieces.append(Piece(body + tail))
                 continue
             key = _norm(body)
-            passages = [p for norm, s in held if key in norm for p in s.passages] if key else []
+            holding = [s for norm, s in held if key in norm] if key else []
+            passages = [p for s in holding for p in s.passages]
             if not passages and key:
-                passages = loose
+                holding, passages = loose_steps, loose
             sentence = len(words) >= MIN_WORDS  # shorter pieces keep the model's marks, get none added
             marks, dropped = _marks(words, passages, written, numbers, titles,
-                                    threshold if sentence else float("inf"), bags, labels or numbers)
+                                    threshold if sentence else float("inf"), bags, _said(holding, labels or numbers))
             removed += dropped
             pieces.append(Piece(body, tail, marks, sentence=sentence))
     return Cited(tuple(pieces), removed)
 
 
+def _said(steps: list[StepEvidence], labels: Mapping[str, int]) -> dict[int, str]:
+    """What each label a model wrote in a sentence of ``steps`` names: the page the prompt of the
+    first of them labelled so (its ``labels``, else ``labels``)."""
+    said: dict[int, str] = {}
+    for s in steps:
+        for url, n in (s.labels if s.labels is not None else labels).items():
+            said.setdefault(n, url)
+    return said
+
+
 def _marks(words: set[str], passages: list[Passage], written: list[int], numbers: Mapping[str, int],
            titles: Mapping[str, str], threshold: float,
-           bags: dict[str, frozenset[str]], labels: Mapping[str, int]) -> tuple[tuple[Mark, ...], int]:
-    """The marks of one sentence: the model's that name (by ``labels``) a passage of its step
-    (else counted as removed), then its best supporting sources."""
+           bags: dict[str, frozenset[str]], said: Mapping[int, str]) -> tuple[tuple[Mark, ...], int]:
+    """The marks of one sentence: the model's that name (by ``said``: label -> page) a passage of
+    its step (else counted as removed), then its best supporting sources."""
     best: dict[str, tuple[float, Passage]] = {}  # url -> its best passage for this sentence
     for p in passages:
         if p.url not in numbers:
@@ -230,7 +282,7 @@ def _marks(words: set[str], passages: list[Passage], written: list[int], numbers
         score = shared / len(words) if words and shared >= min(MIN_SHARED, len(words)) else 0.0
         if p.url not in best or score > best[p.url][0]:
             best[p.url] = (score, p)
-    by_label = {labels[url]: url for url in best if url in labels}
+    by_label = {n: url for n, url in said.items() if url in best}
     marks: list[Mark] = []
     dropped = 0
     for n in dict.fromkeys(written):
@@ -256,13 +308,9 @@ def _sentences(line: str) -> list[tuple[str, str, list[int]]]:
     list marker or quote prefix is a body of its own with no words."""
     clean, found = _unmark(line)
     prefix = _LINE_PREFIX.match(clean).end()
-    spans: list[tuple[int, int]] = []
-    start = prefix
-    for m in _SENTENCE_END.finditer(clean, prefix):
-        spans.append((start, m.end()))
-        start = m.end()
-    if clean[start:].strip() or not spans:
-        spans.append((start, len(clean)))
+    spans = [(prefix + a, prefix + b) for a, b in sentence_spans(clean[prefix:])]
+    if not spans:
+        spans.append((prefix, len(clean)))
     out: list[tuple[str, str, list[int]]] = [(clean[:prefix], "", [])] if prefix else []
     ends = [end for _, end in spans]
     for k, (a, b) in enumerate(spans):

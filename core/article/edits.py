@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from common.events import DraftReady, Event, Final, PassagesChosen, StepRedone, StepRevised
 from common.types import Passage, Source
 from core.article.article import Article
-from core.article.citations import CITE_THRESHOLD, Cited
+from core.article.citations import CITE_THRESHOLD, Cited, shown_labels
 from core.article.sources import SourceBook, unchecked_lines
 from core.text.guards import strip_chatter
 from core.text.prompts import join_steps, tidy_reply
@@ -157,8 +157,7 @@ class Revisions:
         shown); both as :meth:`chosen` leaves them."""
         undone, taken = self.chosen(undone, taken)
         book = SourceBook(threshold)
-        if any(isinstance(e, StepRedone) for e in self.events):  # numbered anew: marks mean what the model saw
-            book.labels = SourceBook.from_events(self.events, threshold).numbers()
+        book.labels = shown_labels(self.events)  # what the model's marks mean: what each prompt showed
         for e in latest_revisions(self.events):
             if isinstance(e, StepRevised) and e.i in undone:
                 continue

@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from common.events import DraftReady, Event, Final, LLMCalled, PageRead, PassagesChosen, SourcesUsed, StepRevised
 from common.types import Source
-from core.article.citations import CITE_THRESHOLD, cite, evidence
+from core.article.citations import CITE_THRESHOLD, cite, evidence, shown_labels
 
 
 class SourceBook:
@@ -47,10 +47,10 @@ class SourceBook:
         self._failed: dict[str, str] = {}  # URL -> why its page could not be read
         self._events: list[Event] = []  # what citations are computed from (since the last draft)
         self._cut_endings: set[str] = set()  # the endings of answers the token limit cut short
-        #: the numbers the model was shown in its prompts, when not this book's own: a book made of
-        #: each step's latest revision only (a step done again) renumbers the sources, but a mark
-        #: the model wrote means the number it was shown (``core.article.citations.cite``'s labels)
-        self.labels: dict[str, int] | None = None
+        #: each step's labels as its prompt showed them (``core.article.citations.shown_labels``),
+        #: when not read from this book's own events: a book made of each step's latest revision
+        #: only (a step done again) lacks the earlier revisions that numbered the later prompts
+        self.labels: dict[int, dict[str, int]] | None = None
 
     def see(self, event: Event) -> None:
         if isinstance(event, LLMCalled):
@@ -102,7 +102,10 @@ class SourceBook:
         """``text`` with its citations (a ``core.article.citations.Cited``), from the evidence of the
         run's steps (``undone`` and ``taken``: as the author edited the article)."""
         steps = evidence(self._events, undone=undone, taken=taken)
-        return cite(text, steps, self.numbers(), threshold=self.threshold, labels=self.labels)
+        shown = self.labels if self.labels is not None else shown_labels(self._events)
+        for step in steps:
+            step.labels = shown.get(step.i)
+        return cite(text, steps, self.numbers(), threshold=self.threshold)
 
     def ends_cut(self, text: str) -> bool:
         """Whether ``text`` ends as an answer the token limit cut short ended (its end is missing)."""

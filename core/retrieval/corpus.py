@@ -2,7 +2,10 @@
 FTS5 with BM25) so that a run can cite them like web pages.
 
 This module scans the folder and extracts each file's text; the index itself (storage, search,
-read) is :class:`data.corpus.CorpusStore`.
+read) is :class:`data.corpus.CorpusStore`. Text in scripts written without spaces (Chinese,
+Japanese, Thai) is indexed by its words: it is stored with an invisible separator between them
+(``core.text.segment.spaced``), and queries are parted the same way, so "量子计算" finds the
+documents that hold 量子 and 计算 as English finds its words; what is read back has no separator.
 
 Supported files: ``.md``, ``.markdown``, ``.txt``, ``.html``/``.htm`` (main text extracted by
 :func:`core.retrieval.extract.extract_html`, as Markdown; the title from the page's metadata, else the file
@@ -19,11 +22,13 @@ import logging
 import os
 import re
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 from common.errors import ConfigError, ExtractionError
 from common.types import SearchResult
 from core.retrieval.extract import Extracted, extract_html, extract_pdf
+from core.text.segment import spaced, unspaced
 from data.corpus import CorpusStore, IndexedFile
 
 log = logging.getLogger(__name__)
@@ -88,14 +93,16 @@ class CorpusIndex:
     def search(self, query: str, k: int, provider: str = "corpus") -> list[SearchResult]:
         """The ``k`` best documents for ``query`` (see :meth:`data.corpus.CorpusStore.search`).
         Does not refresh. Raises StoreError when the index cannot be read."""
-        return self.store.search(query, k, provider)
+        return [replace(r, title=unspaced(r.title), snippet=unspaced(r.snippet))
+                for r in self.store.search(spaced(query), k, provider)]
 
     def read(self, url: str) -> tuple[str, str] | None:
         """``(title, text)`` of an indexed document by its ``file://`` URL or path, None when it
         is not indexed. The text is what was indexed (Markdown for HTML pages), so the retrieval
         step can use a corpus document without HTTP. Raises StoreError when the index cannot be
         read."""
-        return self.store.read(url)
+        found = self.store.read(url)
+        return (unspaced(found[0]), unspaced(found[1])) if found else None
 
     def stats(self) -> dict[str, int]:
         """``{"documents": n}``: how many files the index holds."""
@@ -119,7 +126,7 @@ class CorpusIndex:
         if extracted is None:
             return self._drop(row)
         self.store.put(path, mtime_ns=stat.st_mtime_ns, size=stat.st_size, sha1=sha1,
-                       title=extracted.title, text=extracted.text)
+                       title=spaced(extracted.title), text=spaced(extracted.text))
         return "updated" if row else "added"
 
     def _drop(self, row: IndexedFile | None) -> str:

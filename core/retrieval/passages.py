@@ -12,13 +12,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from common.types import Page, Passage
-from core.text.tokens import STOPWORDS, WORD, count_tokens, tokenize
+from core.text.segment import sentence_spans, word_spans, words
+from core.text.tokens import STOPWORDS, count_tokens, tokenize
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
-# a sentence ends at . ! ? … (and CJK full stops), possibly followed by closing quotes or
-# brackets, before whitespace; a line break inside a paragraph (list items) is a boundary too
-_SENTENCE_END = re.compile(r"(?<=[.!?…。！？])[\"'”’)\]]*\s+|\n")
-_WORD_END = re.compile(r"\s+")
 
 
 # -- splitting ---------------------------------------------------------------------------------
@@ -58,12 +55,13 @@ def split_passages(page: Page, *, size_tokens: int = 180) -> list[Passage]:
 
 
 def _cut(text: str, size_tokens: int) -> list[str]:
-    """``text`` in pieces of at most ``size_tokens``, cut at sentence ends, else word ends, else
-    anywhere."""
+    """``text`` in pieces of at most ``size_tokens``, cut at sentence ends (``core.text.segment``,
+    in any script; a line break inside a paragraph, as between list items, is one too), else
+    word ends, else anywhere."""
     if count_tokens(text) <= size_tokens:
         return [text]
-    for boundary in (_SENTENCE_END, _WORD_END):
-        units = _split_after(text, boundary)
+    for ends in (_sentence_ends, _word_ends):
+        units = _split_at(text, ends(text))
         if len(units) > 1:
             pieces: list[str] = []
             for unit in _pack(units, size_tokens):
@@ -73,13 +71,27 @@ def _cut(text: str, size_tokens: int) -> list[str]:
     return [text[i:i + width] for i in range(0, len(text), width)]
 
 
-def _split_after(text: str, boundary: re.Pattern) -> list[str]:
-    """``text`` split after each match of ``boundary``, separators kept with the unit before."""
+def _sentence_ends(text: str) -> list[int]:
+    ends = {end for _, end in sentence_spans(text)} | {m.end() for m in re.finditer(r"\n", text)}
+    return sorted(ends)
+
+
+def _word_ends(text: str) -> list[int]:
+    """Where whitespace ends, and where a word of a script written without spaces ends inside a
+    run of letters: cut there, a piece keeps whole words."""
+    ends = [m.end() for m in re.finditer(r"\s+", text)]
+    spans = word_spans(text)
+    ends += [a for (_, b), (a, _) in zip(spans, spans[1:], strict=False) if a == b]
+    return sorted(ends)
+
+
+def _split_at(text: str, ends: list[int]) -> list[str]:
+    """``text`` split at each of ``ends``, separators kept with the unit before."""
     units, start = [], 0
-    for match in boundary.finditer(text):
-        if match.end() > start:
-            units.append(text[start:match.end()])
-            start = match.end()
+    for end in ends:
+        if end > start:
+            units.append(text[start:end])
+            start = end
     units.append(text[start:])
     return [unit for unit in units if unit.strip()]
 
@@ -111,10 +123,10 @@ def rank_passages(query: str, passages: Sequence[Passage], *, k1: float = 1.5, b
     terms = set(tokenize(query))
     counts, lengths = [], []
     for passage in passages:  # the hot loop: C-level counting, no per-word Python code
-        words = WORD.findall(passage.text.lower())
-        count = Counter(words)
+        found = words(passage.text.lower())
+        count = Counter(found)
         counts.append(count)
-        lengths.append(len(words) - sum(count[word] for word in STOPWORDS.intersection(count)))
+        lengths.append(len(found) - sum(count[word] for word in STOPWORDS.intersection(count)))
     average = (sum(lengths) / len(lengths)) or 1.0
     n = len(passages)
     idf = {}

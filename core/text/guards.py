@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from core.text.fencing import echoed_heading
 from core.text.prompts import tidy_reply
+from core.text.segment import sentences
 from core.text.talk import is_talk, kept_topic, shares_topic, topic_words
 
 MIN_KEEP = 0.4  # the default share of characters a revision must keep (--min-keep)
@@ -31,9 +32,15 @@ _OPENERS = r"(?:sure|certainly|of course|okay|ok|great|absolutely|alright)\b[^\n
 _ANNOUNCE = (r"(?:here(?:'s| is| are)|below is|following is)\b[^\n]*?:"
              r"|(?:the\s+|my\s+)?(?:revised|updated|corrected|edited|final|improved|new)\s+"
              r"(?:answer|text|paragraph|version|response|article|step|content)(?:\s+[^\s:]+){0,3}?\s*:")
+#: The same in Chinese and Japanese: "好的，", "以下是修改后的段落：", "はい、", "修正した文章："
+_OPENERS_CJK = r"(?:好的|当然|没问题|はい|もちろん|承知しました)[^\n:：]{0,20}?[，,。！!、]"
+_ANNOUNCE_CJK = (r"(?:以下是|下面是|这是|以下は)[^\n]{0,40}?[:：]"
+                 r"|(?:修改|修订|更新|改写|润色)后的(?:段落|文本|答案|回答|内容|文章|版本)\s*[:：]"
+                 r"|(?:修正|改訂|更新)(?:した|後の)(?:段落|文章|回答|テキスト)\s*[:：]")
 #: What a reply may begin with before the text itself: "Sure!", "Here is the revised answer:",
-#: "**Revised paragraph:**", "### Revised answer", each at most once per pass.
-_PREAMBLE = re.compile(rf"^\s*(?:[#>*_]+\s*)*(?:{_OPENERS}|{_ANNOUNCE})\s*(?:[*_]+)?\s*", re.I)
+#: "**Revised paragraph:**", "### Revised answer", "好的，以下是修改后的段落：", each at most once per pass.
+_PREAMBLE = re.compile(rf"^\s*(?:[#>*_]+\s*)*(?:{_OPENERS}|{_ANNOUNCE}|{_OPENERS_CJK}|{_ANNOUNCE_CJK})"
+                       r"\s*(?:[*_]+)?\s*", re.I)
 _HEADING_ONLY = re.compile(r"^\s*#+\s*(?:revised|updated|final|improved)\s+\w+\s*:?\s*$", re.I)
 #: A closing paragraph that talks to the reader rather than continuing the text.
 _POSTSCRIPT = re.compile(r"^\s*[(*_]*\s*(?:note\b|i hope|hope this|let me know|feel free|if you (?:need|want|have)"
@@ -83,7 +90,6 @@ def strip_prompt_echo(reply: str) -> str:
 _LABEL_MARK = re.compile(r"^(\s*(?:[#>*_-]+\s*)?)\[\d{1,3}\]\s*", re.M)
 #: A sentence addressed to the reader or the author: second person, or "please".
 _ADDRESSED = re.compile(r"\b(?:you|your|yours|you've|you're|you'll|please)\b", re.I)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 
 
 def drop_asides(before: str, text: str) -> tuple[str, tuple[str, ...]]:
@@ -109,9 +115,9 @@ def drop_asides(before: str, text: str) -> tuple[str, tuple[str, ...]]:
 
     lines = []
     for line in text.split("\n"):
-        kept = [x for x in _SENTENCE_END.split(line) if keep(x)]
+        kept = [x for x in sentences(line) if x.strip() and keep(x)]
         if kept or not line.strip():
-            lines.append(" ".join(x.strip() for x in kept) if len(kept) != 1 else kept[0].rstrip())
+            lines.append("".join(kept).rstrip())  # as written: a space between sentences where there was one
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip(), tuple(dropped)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from common.types import Task
 from core.text.fencing import prompt_template
+from core.text.segment import ends_sentence, first_words, word_count, words
 from core.text.talk import is_talk, shares_topic, topic_words
 
 # Ours: the sentence every prompt of ours that holds passages carries (not B.1-B.3: the paper's words).
@@ -178,12 +179,15 @@ def _merge_fragments(steps: list[str]) -> list[str]:
 def _is_fragment(step: str) -> bool:
     """A heading or label too short to search alone ("### Intro", "Step 1:"); a short sentence
     that ends like one ("First, gather wood.") is a step of its own."""
-    return _content_words(step) < MIN_STEP_WORDS and not re.search(r"[.!?][\"')\]]*$", step.strip())
+    return _content_words(step) < MIN_STEP_WORDS and not ends_sentence(step)
 
 
 def _content_words(text: str) -> int:
-    """Words a search could use: letters only, two or more, not the label "step"."""
-    return sum(word.lower() != "step" for word in re.findall(r"[^\W\d_]{2,}", text))
+    """Words a search could use (``core.text.segment.words``, in any script): with no digit, of
+    two letters or more where words are spaced (a Chinese word may be one character), not the
+    label "step"."""
+    return sum(not any(c.isdigit() for c in w) and (len(w) >= 2 or not w.isascii()) and w.lower() != "step"
+               for w in words(text))
 
 
 def merge_steps(steps: list[str], most: int) -> list[str]:
@@ -250,10 +254,10 @@ def query_problem(query: str, *, question: str, content: str, step: str = "") ->
     the question or the ``step`` it searches for)."""
     if not query:
         return "is empty or only echoes the prompt's labels"
-    if len(query.split()) > MAX_QUERY_WORDS:
-        return f"is {len(query.split())} words long (a query has at most {MAX_QUERY_WORDS})"
+    if word_count(query) > MAX_QUERY_WORDS:
+        return f"is {word_count(query)} words long (a query has at most {MAX_QUERY_WORDS})"
     flat = " ".join(query.split()).lower()
-    copies = [question] + [line for line in content.splitlines() if len(line.split()) >= 6]
+    copies = [question] + [line for line in content.splitlines() if word_count(line) >= 6]
     if any(flat == " ".join(text.split()).lower() for text in copies):
         return "copies the prompt"
     words = re.findall(r"[a-z0-9]+", flat)
@@ -287,9 +291,9 @@ def step_query(step: str, words: int = 20) -> str:
     for line in step.splitlines():
         line = re.sub(r"^\s*(?:#+|\d{1,3}[.)]|[-*+>])\s*", "", line).replace("**", "").strip()
         line = _QUERY_LABEL.sub("", line).strip()
-        if len(line.split()) >= 2:
-            return " ".join(line.split()[:words])
-    return " ".join(step.split()[:words])
+        if word_count(line) >= 2:
+            return first_words(line, words)
+    return first_words(step, words) or " ".join(step.split())
 
 
 def choose_query(model_text: str, step: str, *, question: str, content: str) -> tuple[str, str]:

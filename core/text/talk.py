@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from core.text import segment
 from core.text.tokens import STOPWORDS
 
 #: A sentence about the task rather than about the subject.
@@ -20,8 +21,12 @@ _TALK = re.compile(
     r"|cannot|can't|can not|am unable|apologi[sz]e)"
     r"|as an ai|language model|the requested changes?|(?:your|the) (?:question|instruction|request)s?\b"
     r"|(?:revised|updated|original|given|provided|existing) (?:answer|text|paragraph|version|response|content)"
-    r"|according to the (?:wiki|instructions?|content|passages?|text))", re.I)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+    r"|according to the (?:wiki|instructions?|content|passages?|text))"
+    # the same in Chinese and Japanese, where no space marks a word's start
+    r"|我(?:已经?|将|会|无法|不能)(?:修改|修订|更新|删除|添加|改写|重写|调整|保留|回答|总结)"
+    r"|作为(?:一个)?(?:AI|人工智能|语言模型)|[您你]的(?:问题|要求|指示|请求)"
+    r"|(?:修改|修订|更新|原始|给定|提供)(?:后)?的(?:段落|文本|答案|回答|版本|内容)"
+    r"|(?:修正|変更|追加|削除|更新)しました|AIとして|ご(?:質問|要望|指示)", re.I)
 
 
 def is_talk(text: str, *, about: str = "") -> bool:
@@ -32,7 +37,7 @@ def is_talk(text: str, *, about: str = "") -> bool:
     unchanged. Output only response. Nothing else was needed.", one talk sentence in four): a
     revision of a text keeps some of its words, so one that keeps none and says what it did is
     about itself."""
-    sentences = [s for s in _SENTENCE.split(text) if re.search(r"\w", s)]
+    sentences = [s for line in text.split("\n") for s in segment.sentences(line) if re.search(r"\w", s)]
     if not sentences:
         return False
     talk = sum(bool(_TALK.search(s)) for s in sentences)

@@ -14,12 +14,13 @@ import docx
 import pytest
 
 import app as app_module
-from common.events import Final, Note, PassagesChosen, QueryMade, SearchDone, StepRevised
+from common.events import DraftReady, Final, Note, PassagesChosen, QueryMade, SearchDone, StepRevised
 from common.types import Passage, Source, Task
 from core.article.article import Article
-from core.article.citations import StepEvidence, cite, strip_marks
+from core.article.citations import StepEvidence, cite, shown_labels, strip_marks
 from core.article.docx import to_docx
 from core.article.markdown import to_markdown
+from core.article.sources import SourceBook
 from core.text.fencing import format_passages
 from tests.fakes.scripts import RatAuthor, draft_steps, kind_of, sections
 from tests.helpers import collect, of
@@ -51,6 +52,25 @@ def test_a_copied_label_stays_and_an_invented_one_is_removed_and_counted():
     assert "Ming Pao [2]." in cited.text
     assert "retired from writing novels [1]." in cited.text, "a mark naming a passage of the step stays"
     assert cited.supported == 2 and cited.sentences == 3
+
+
+def test_a_mark_means_the_label_its_own_prompt_gave_the_page():
+    """Step 1's prompt showed Jin as [1] and Ming as [2] but used Ming only (Ming: source 1); step 2's
+    prompt showed the article's source 1 (Ming) and then Tea as [2]: a [2] the model wrote names Ming
+    in step 1 and Tea in step 2, though the article numbers Ming 1 and Tea 2 (a found truth bug: a
+    step's quote was said to come from a later step's page)."""
+    tea = Passage("Green tea, black tea and oolong are the common teas of China.", "https://c.example/tea", "Tea")
+    one, two = "He founded the newspaper Ming Pao [2].", "Oolong and green tea are common teas of China [2]."
+    events = [DraftReady(steps=("a", "b")), PassagesChosen(1, (JIN, MING)), StepRevised(1, "a", one, (MING.url,)),
+              PassagesChosen(2, (MING, tea)), StepRevised(2, "b", two, (tea.url,))]
+    assert shown_labels(events) == {1: {JIN.url: 1, MING.url: 2}, 2: {MING.url: 1, tea.url: 2}}
+    book = SourceBook.from_events(events)
+    assert book.numbers() == {MING.url: 1, tea.url: 2}
+    cited = book.cited(f"{one}\n\n{two}")
+    marks = {p.body: [(m.url, m.by_model) for m in p.marks] for p in cited.pieces if p.marks}
+    assert marks == {"He founded the newspaper Ming Pao": [(MING.url, True)],
+                     "Oolong and green tea are common teas of China": [(tea.url, True)]}, marks
+    assert cited.removed == 0
 
 
 def test_a_mark_naming_a_source_of_another_step_is_removed():

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.both_databases
 def model(app, monkeypatch):
     """The in-process fake model as every run's LLM, answering as a RatAuthor of 4 steps."""
     fake = FakeModel(RatAuthor(draft_steps(4)))
-    monkeypatch.setattr(Clients, "llm", lambda self: fake)
+    monkeypatch.setattr(Clients, "llm", lambda self, system="": fake)
     return fake
 
 

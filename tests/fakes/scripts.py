@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from core.text.segment import sentences
 from tests.fakes.llm_server import message_text
 
 TOPICS = [
@@ -143,3 +144,36 @@ class ChineseQuotingAuthor(QuotingAuthor):
         sentence = f"据《{title}》报道，这是第{self.turn}条引文"
         self.quoted[" ".join(re.sub(r"[^\w\s'-]", " ", sentence).lower().split())] = (url, title)
         return f"{head}{sentence}[{label}]。"
+
+
+class SentenceQuotingAuthor(RatAuthor):
+    """Answers RAT's prompts in the language of its ``steps`` (Chinese, Japanese: no spaces
+    between words): the draft is ``steps``; a query, the step it searches for (the content's last
+    paragraph, its closing stop taken off); a step-scope revision, the paragraph followed by the
+    first sentence of the first passage it was shown, copied whole, with the passage's label as
+    its mark before the sentence's stop ("…全部是竹子[2]。"), as models cite. ``quoted`` maps each
+    quoted sentence (without its stop) to the page's URL and title."""
+
+    def __init__(self, steps: list[str]):
+        super().__init__(steps)
+        self.quoted: dict[str, tuple[str, str]] = {}
+
+    def __call__(self, body: dict) -> str:
+        prompt = prompt_of(body)
+        kind = kind_of(prompt)
+        self.calls.append((kind, prompt))
+        parts = sections(prompt)
+        if kind == "query":
+            return parts["Content"].split("\n\n")[-1].strip().rstrip("。！？.")
+        if kind != "revise-step":
+            return rat_reply(kind, prompt, self.steps) or "ok"
+        paragraph = parts["Paragraph to revise"]
+        passages = [(m.group(1), m.group(3) or m.group(2), m.group(2), m.group(4))
+                    for m in _LABEL.finditer(parts.get("Existing Text in Wiki Web", ""))]
+        for label, url, title, text in passages:
+            sentence = next((s.strip() for s in sentences(text)
+                             if s.strip().endswith("。") and not s.lstrip().startswith("#")), "")
+            if sentence:
+                self.quoted[sentence[:-1]] = (url, title)
+                return f"{paragraph}{sentence[:-1]}[{label}]。"
+        return paragraph

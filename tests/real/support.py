@@ -85,8 +85,8 @@ class CappedLLM:
 class CappedClients(Clients):
     caps: dict[str, int] = field(default_factory=dict, hash=False)
 
-    def llm(self):
-        return CappedLLM(super().llm(), self.caps)
+    def llm(self, *, system: str = ""):
+        return CappedLLM(super().llm(system=system), self.caps)
 
 
 def settings_for(base_url: str, model: str, searxng_url: str, db_path: Path, *,

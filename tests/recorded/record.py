@@ -50,8 +50,8 @@ EXCERPT = 300
 class RecordingClients(support.CappedClients):
     calls: list = field(default_factory=list, hash=False, compare=False)
 
-    def llm(self):
-        return RecordingLLM(Clients.llm(self), self.caps, self.calls)
+    def llm(self, *, system: str = ""):
+        return RecordingLLM(Clients.llm(self, system=system), self.caps, self.calls)
 
 
 class RecordingLLM(support.CappedLLM):

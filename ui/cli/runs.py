@@ -428,26 +428,28 @@ _DONE = {"regenerate": "regenerated", "search": "searched again", "exclude": "re
 
 def _print_version(args, app, authoring, version, what: str) -> int:
     """Say which version an action made, and write its article (as ``show`` would)."""
-    print(f"run {args.run_id}: {what}: version {version.n} ({version.action}, {version.words:,} words); "
+    from core.text.segment import word_count
+    print(f"run {args.run_id}: {what}: version {version.n} ({version.action}, {word_count(version.text):,} words); "
           f"`python app.py versions {args.run_id}` lists them", file=sys.stderr)
     write_article(getattr(args, "out", None), authoring.article(args.run_id, version.n))
     return 0
 
 
 def cmd_versions(args, app) -> int:
+    from core.text.segment import word_count
     from data.versions import Versions
 
     run = app.store.get_run(args.run_id)
     versions = Versions(app.store).list(run.id)
     if args.json:
-        print(json.dumps([v.to_dict() for v in versions], ensure_ascii=False, indent=2))
+        print(json.dumps([v.to_dict(words=word_count(v.text)) for v in versions], ensure_ascii=False, indent=2))
         return 0
     words = len(run.final_text.split())
     print(f"{'model':>5}  {(run.finished or run.updated)[:19]}  {'model':<8} {words:>6} words  the model's own text")
     for v in versions:
         restored = f"  restored from {v.restored_from}" if v.restored_from else \
             "  restored the model's text" if v.action == "restore" else ""
-        print(f"{v.n:>5}  {v.created[:19]}  {v.action:<8} {v.words:>6} words{restored}")
+        print(f"{v.n:>5}  {v.created[:19]}  {v.action:<8} {word_count(v.text):>6} words{restored}")
     if not versions:
         print(f"run {run.id} has no author versions: its text is the model's own", file=sys.stderr)
     return 0
