@@ -601,8 +601,8 @@ class Arena:
     def style_board(self, source: str = "people", task_set: str | None = None, *,
                     leave_out_flagged: bool = False, campaign: str | None = None) -> style_control.StyleBoard:
         """The style-controlled ranking of ``source``'s votes (``annotation.style``): Bradley–Terry
-        with the length, citations, headings and list items of the two outputs shown as
-        covariates, over the votes whose texts are known; kept until a vote arrives, like
+        with the length, citations, headings, list items and opening chatter of the two outputs
+        shown as covariates, over the votes whose texts are known; kept until a vote arrives, like
         ``leaderboard``. Raises ValueError for an unknown source, ArenaError for an unknown task
         set, StoreError."""
         self.check_task_set(task_set)

@@ -2,8 +2,11 @@
 measures it. Pure functions over vote outcomes and output texts; no SQL, no gradio.
 
 An output's style is what an annotator saw of it (``annotation.present``, in the arena's style):
-its length in words, the [n] citation marks shown in its body, its headings and its list items
-(``features``; the sources list under the body is not counted). Outputs never change, so each
+its length in words, the [n] citation marks shown in its body, its headings, its list items and
+its opening chatter: the lines at its top in which the writer speaks of its own work ("Let me
+search for...", "I'll research...", "我将为您撰写...", "好的，我来..."), which some systems leave in
+their reports and which are shown as written (``features``; the sources list under the body is
+not counted). A feature no answer has (chatter, in most arenas) is left out of the fit. Outputs never change, so each
 one's features are computed once (``FeatureCache``, by output id).
 
 The fit (``fit``) is one logistic regression over the votes, each vote a row: +1 in the column of
@@ -36,13 +39,15 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from annotation import ratings
-from annotation.present import HEADING, SOURCES, Mark, check_style, parse
+from annotation.present import HEADING, SOURCES, Mark, Parsed, check_style, parse
+from core.text.segment import word_count
 
-FEATURES = ("words", "citations", "headings", "list_items")
+FEATURES = ("words", "citations", "headings", "list_items", "chatter")
 #: How the sentence about each feature names the side that has more of it, and its unit.
 _SIDE = {"words": ("the longer answer", "words"), "citations": ("the answer with more [n] citations", "citations"),
          "headings": ("the answer with more headings", "headings"),
-         "list_items": ("the answer with more list items", "list items")}
+         "list_items": ("the answer with more list items", "list items"),
+         "chatter": ("the answer that opens with more remarks about its own work", "opening remarks")}
 
 _SHARE = {"a": 1.0, "b": 0.0, "draw": 0.5}  # A's share of a vote's win, by ratings.outcome
 MIN_VOTES = 50  # fewer votes than this: no effect is stated as a finding
@@ -60,20 +65,32 @@ def bootstrap_rounds(votes: int) -> int:
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])\s+\S")
 _MARKER = re.compile(r"^\s*(?:#{1,6}|[-*+]|\d{1,9}[.)])\s+")
 _WORD = re.compile(r"\w+(?:['’-]\w+)*")
+MAX_CHATTER_CHARS = 300  # a line of opening chatter is short: a longer first line is the answer's own
+#: A line in which the writer speaks, in the first person, of what it will do or is doing: an
+#: optional acknowledgement ("Sure,", "好的，"), then "let me", "let's", "I'll", "I am", "I have",
+#: "I need to", ... or "让我", "我将", "我来", "我正在", ... ("我们" is a report's voice, not chatter).
+_CHATTER = re.compile(
+    r"^[\W_]*(?:(?:ok(?:ay)?|sure|alright|all right|great|certainly|of course|got it|understood|absolutely|perfect|"
+    r"好的|好|当然|没问题|明白了?|收到|可以)[\s,，.。!！:：~～—-]*)?"
+    r"(?:let\s+me\b|let['’]s\b|let\s+us\b|i\s*['’]\s*(?:ll|m|ve|d)\b|"
+    r"i\s+(?:will|shall|am|have|need|want|would|can|must|should|plan|intend|began|started|now)\b|"
+    r"(?:now|first|next|then|to\s+begin)[,，]?\s+(?:i|let)\b|"
+    r"让我|我(?!们)(?:将|会|来|先|要|需要|正在|现在|已经|开始|打算|准备|马上|立即|这就|为您|为你|给您|给你|帮您|帮你|去|再|想))",
+    re.I)
 
 
 def features(text: str, style: str = SOURCES) -> np.ndarray:
     """The style of one output as shown in ``style`` (``annotation.present.STYLES``): its body's
     words, its [n] citation marks (each number shown counts; none in ``plain``, which shows no
-    mark), its headings and its list items, in the order of FEATURES. Code blocks count as words
-    only. Raises ValueError for an unknown style."""
+    mark), its headings, its list items and its lines of opening chatter (``chatter``), in the
+    order of FEATURES. Code blocks count as words only. Raises ValueError for an unknown style."""
     check_style(style)
     parsed = parse(text or "")
     numbers, _ = parsed.numbered()
     words = citations = headings = items = 0
     for line in parsed.lines:
         plain = line.text()
-        words += len(_WORD.findall(plain if line.code else _MARKER.sub("", plain)))
+        words += _words(plain if line.code else _MARKER.sub("", plain))
         if line.code:
             continue
         headings += plain.startswith(HEADING + " ")
@@ -81,7 +98,31 @@ def features(text: str, style: str = SOURCES) -> np.ndarray:
         if style == SOURCES:
             citations += sum(len({numbers[k] for k in p.keys if k in numbers})
                              for p in line.pieces if isinstance(p, Mark))
-    return np.array([words, citations, headings, items], dtype=float)
+    return np.array([words, citations, headings, items, chatter(parsed)], dtype=float)
+
+
+def _words(text: str) -> int:
+    """The words of a line: each run of word characters, and the words ICU finds in a run of a
+    script written without spaces ("量子计算的原理" is four, not one: ``core.text.segment``)."""
+    found = _WORD.findall(text)
+    return len(found) if text.isascii() else sum(word_count(w) for w in found)
+
+
+def chatter(parsed: Parsed) -> int:
+    """How many lines at the top of the body (blank lines aside) speak of the writer's own work
+    (``_CHATTER``, each at most MAX_CHATTER_CHARS long): 0 for an answer that begins with its
+    answer. A heading, code or any other line ends them."""
+    count = 0
+    for line in parsed.lines:
+        text = line.text().strip()
+        if line.code or text.startswith(HEADING + " "):
+            break
+        if not text:
+            continue
+        if len(text) > MAX_CHATTER_CHARS or not _CHATTER.match(text):
+            break
+        count += 1
+    return count
 
 
 class FeatureCache:

@@ -195,8 +195,9 @@ def style_text(styled: StyleBoard) -> str:
         return "No vote with both texts known yet: votes imported without their texts have no style."
     left = f" ({styled.left_out:,} imported without their texts left out)" if styled.left_out else ""
     effects = "\n".join(f"- {e.sentence()}" for e in styled.effects)
-    return (f"Bradley–Terry over **{styled.votes:,}** votes{left}, with the length, [n] citations, headings and "
-            f"list items of the two answers shown as covariates: the ranking at equal style.\n\n{effects}")
+    return (f"Bradley–Terry over **{styled.votes:,}** votes{left}, with the length, [n] citations, headings, "
+            f"list items and opening remarks (\"Let me search…\") of the two answers shown as covariates: "
+            f"the ranking at equal style.\n\n{effects}")
 
 
 def agreement_text(shared: Agreement) -> str:

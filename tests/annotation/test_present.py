@@ -336,3 +336,210 @@ async def test_the_judge_reads_the_outputs_as_people_see_them(app, llm):
     assert prompts and all("References" not in p and "[1]" not in p and S2[:-1] in p for p in prompts)
     with pytest.raises(ValueError, match="--arena-style"):
         await judge.judge_store(app.store, app.clients.llm, "other-model", n=2, style="fancy")
+
+
+# -- other systems' reports: their reference headings and citation styles (issue 37, item 5) ---------
+#: Reference headings as long reports of other systems write them, in their languages.
+REFERENCE_HEADINGS = [
+    "References", "Sources", "Bibliography", "Works cited", "参考文献", "参考资料", "参考来源", "引用", "来源",
+    "Références", "Bibliographie", "Quellen", "Literatur", "Literaturverzeichnis", "Referencias", "Fuentes",
+    "Bibliografía", "Riferimenti", "Fonti", "Referências", "Fontes", "出典", "참고 문헌", "참고자료", "Источники",
+    "Литература", "Список литературы",
+]
+#: How a heading is set: alone on its line, with a colon (a full-width one too), as a Markdown
+#: heading, bold, bold with its colon.
+HEADING_FORMS = ["{}", "{}:", "{}：", "## {}", "### 5. {}", "**{}**", "**{}:**"]
+OWL_REF = "Owlson, A. (2010). Owls at night. Bird Press."
+QUIET_REF = "Feather, B., & Park, D. (2012). Silent flight. Wing Press."
+PROSE = f"{S1}\n\n{S2}"
+
+
+def house_list(*entries: str) -> str:
+    return "**Sources**\n\n" + "\n".join(f"{n}. {e}" for n, e in enumerate(entries, start=1))
+
+
+def assert_plain(shown: str, prose: str = PROSE, words_of: str | None = None) -> None:
+    """No citation mark, URL, list or reference heading is left, the prose is as written, and
+    the marks went cleanly: no double space, no space before a stop, no empty parentheses."""
+    assert shown == prose, shown
+    for leftover in ("[1]", "http", "**Sources**", "  ", " .", " ,", "()", "（）"):
+        assert leftover not in shown, (leftover, shown)
+
+
+def assert_sources(shown: str, body: str, *entries: str) -> None:
+    """The body with its marks as [n], then exactly one Sources list in the house style, in the
+    order the sources are first cited."""
+    assert shown.count("**Sources**") == 1 and shown == f"{body}\n\n{house_list(*entries)}", shown
+    marks = [int(n) for n in re.findall(r"\[(\d+)\]", body)]
+    assert sorted(set(marks)) == list(range(1, len(entries) + 1))
+    assert [n for k, n in enumerate(marks) if n not in marks[:k]] == sorted(set(marks)), "numbered by first use"
+
+
+@pytest.mark.parametrize("form", HEADING_FORMS)
+@pytest.mark.parametrize("name", REFERENCE_HEADINGS)
+def test_each_reference_heading_in_each_form_ends_the_body(name, form):
+    heading = form.format(name)
+    text = (f"{S1[:-1]} [2].\n\n{S2[:-1]} [2][1].\n\n{heading}\n\n1. {QUIET[0]} - {QUIET[1]}\n"
+            f"2. {OWL[0]} - {OWL[1]}\n")
+    assert_plain(present(text, PLAIN))
+    assert_sources(present(text, SOURCES), f"{S1[:-1]} [1].\n\n{S2[:-1]} [1][2].",
+                   f"[Owl - Wikipedia]({OWL[1]})", f"[{QUIET[0]}]({QUIET[1]})")
+
+
+@pytest.mark.parametrize("form", ["{}", "{}:", "## {}", "**{}**"])
+@pytest.mark.parametrize("name", REFERENCE_HEADINGS)
+def test_plain_academic_references_under_each_heading_are_sources(name, form):
+    """A list of references with no URL (lines of author, year and title, as printed)."""
+    text = f"{S1[:-1]} (Owlson, 2010).\n\n{S2[:-1]} (Owlson, 2010; Feather & Park, 2012).\n\n" \
+           f"{form.format(name)}\n\n{QUIET_REF}\n{OWL_REF}\n"
+    assert_plain(present(text, PLAIN))
+    assert_sources(present(text, SOURCES), f"{S1[:-1]} [1].\n\n{S2[:-1]} [1][2].",
+                   r"Owlson, A. \(2010\). Owls at night. Bird Press.",
+                   r"Feather, B., & Park, D. \(2012\). Silent flight. Wing Press.")
+
+
+#: The same two sentences and two sources in each citation style of other systems: the Owl page
+#: (or Owlson's book) cited by both, the page on silent flight (Feather's book) by the second.
+CITED = {
+    "author-date": (f"{S1[:-1]} (Owlson, 2010).\n\n{S2[:-1]} (Owlson, 2010; Feather & Park, 2012).\n\n"
+                    f"References\n\n{QUIET_REF}\n{OWL_REF}"),
+    "author-date, no comma": (f"{S1[:-1]} (Owlson 2010).\n\n{S2[:-1]} (Owlson 2010; Feather and Park 2012).\n\n"
+                              f"## Bibliography\n\n- {OWL_REF}\n- {QUIET_REF}"),
+    "et al.": (f"{S1[:-1]} (Owlson et al., 2010, p. 4).\n\n{S2[:-1]} (see Owlson et al., 2010; Feather & Park, "
+               f"2012).\n\nWorks cited:\n\nOwlson, A., Kim, C., & Lee, D. (2010). Owls at night. Bird Press.\n"
+               f"{QUIET_REF}"),
+    "superscript after the stop": (f"{S1}²\n\n{S2}²˒¹\n\n**References**\n\n1. {QUIET[0]}, {QUIET[1]}\n"
+                                   f"2. {OWL[0]}, {OWL[1]}"),
+    "superscript after the word": (f"{S1[:-1]}¹.\n\n{S2[:-1]}¹⁻².\n\nSources:\n1. [{OWL[0]}]({OWL[1]})\n"
+                                   f"2. [{QUIET[0]}]({QUIET[1]})"),
+    "bare URLs": f"{S1[:-1]} {OWL[1]}.\n\n{S2[:-1]} {OWL[1]} {QUIET[1]}.",
+    "bare URLs and a list": (f"{S1[:-1]} {OWL[1]}.\n\n{S2[:-1]} {OWL[1]}, {QUIET[1]}.\n\nReferences:\n"
+                             f"- {QUIET[0]}: {QUIET[1]}\n- {OWL[0]}: {OWL[1]}"),
+    "URLs in parentheses": f"{S1[:-1]} ({OWL[1]}).\n\n{S2[:-1]} ({OWL[1]}, {QUIET[1]}).",
+    "links in parentheses": (f"{S1[:-1]} ([{OWL[0]}]({OWL[1]})).\n\n"
+                             f"{S2[:-1]} ([{OWL[0]}]({OWL[1]}); [{QUIET[0]}]({QUIET[1]}))."),
+    "marks in parentheses": (f"{S1[:-1]} ([1]).\n\n{S2[:-1]} ([1], [2]).\n\n## Sources\n\n1. {OWL[0]} {OWL[1]}\n"
+                             f"2. {QUIET[0]} {QUIET[1]}"),
+}
+CITED_LISTS = {
+    "author-date": (r"Owlson, A. \(2010\). Owls at night. Bird Press.",
+                    r"Feather, B., & Park, D. \(2012\). Silent flight. Wing Press."),
+    "et al.": (r"Owlson, A., Kim, C., & Lee, D. \(2010\). Owls at night. Bird Press.",
+               r"Feather, B., & Park, D. \(2012\). Silent flight. Wing Press."),
+    "bare URLs": (f"[{OWL[1]}]({OWL[1]})", f"[{QUIET[1]}]({QUIET[1]})"),  # each its own source, titled by its URL
+}
+CITED_LISTS["author-date, no comma"] = CITED_LISTS["author-date"]
+CITED_LISTS["URLs in parentheses"] = CITED_LISTS["bare URLs"]
+
+
+@pytest.mark.parametrize("shape", sorted(CITED))
+def test_each_citation_style_is_read(shape):
+    text = CITED[shape]
+    assert_plain(present(text, PLAIN))
+    entries = CITED_LISTS.get(shape, (f"[Owl - Wikipedia]({OWL[1]})", f"[{QUIET[0]}]({QUIET[1]})"))
+    assert_sources(present(text, SOURCES), f"{S1[:-1]} [1].\n\n{S2[:-1]} [1][2].", *entries)
+    assert len(parse(text).marks) == 2
+    for style in STYLES:
+        once = present(text, style)
+        assert present(once, style) == once, (shape, style)
+
+
+@pytest.mark.parametrize("a, b", list(combinations(sorted(CITED), 2)))
+def test_other_systems_reports_look_alike(a, b):
+    """The same elements, a source's link aside (a printed reference has no URL to link)."""
+    for style in STYLES:
+        side_a, side_b = shown_kinds(CITED[a], CITED[b], style)
+        assert side_a - {"a"} == side_b - {"a"}, (a, b, style)
+
+
+CHINESE = """# 印刷术与欧洲
+
+印刷术在十五世纪改变了欧洲的知识传播[1][2]。宗教改革借助印刷品迅速扩散[2]，识字率随之上升（Owlson，2010）。
+
+参考文献：
+[1] 古登堡与印刷革命 https://zh.wikipedia.org/wiki/约翰内斯·古腾堡
+[2] 宗教改革与印刷 https://example.cn/reformation
+[3] Owlson, A. (2010). Owls at night. Bird Press.
+"""
+
+
+def test_a_chinese_report_with_its_reference_list():
+    assert present(CHINESE, PLAIN) == ("#### 印刷术与欧洲\n\n"
+                                       "印刷术在十五世纪改变了欧洲的知识传播。宗教改革借助印刷品迅速扩散，识字率随之上升。")
+    assert present(CHINESE, SOURCES) == (
+        "#### 印刷术与欧洲\n\n印刷术在十五世纪改变了欧洲的知识传播[1][2]。"
+        "宗教改革借助印刷品迅速扩散[2]，识字率随之上升[3]。\n\n"
+        "**Sources**\n\n1. [古登堡与印刷革命](https://zh.wikipedia.org/wiki/约翰内斯·古腾堡)\n"
+        "2. [宗教改革与印刷](https://example.cn/reformation)\n3. Owlson, A. \\(2010\\). Owls at night. Bird Press.")
+
+
+PETTEGREE = """## The printing press in Europe
+
+Printing spread quickly across the cities of Europe after 1450 (Pettegree, 2010). Books became cheaper, \
+and more people learned to read (Eisenstein 1979; Pettegree 2010). Historians still debate how far print \
+changed the way people thought (Johns et al., 1998, p. 12).
+
+In 1500 (see Table 2) there were presses in more than 200 towns (2010).
+
+References
+
+Eisenstein, E. L. (1979). The Printing Press as an Agent of Change. Cambridge University Press.
+Johns, A., Smith, B., & Lee, C. (1998). The Nature of the Book. University of Chicago Press.
+Pettegree, A. (2010). The Book in the Renaissance. Yale University Press.
+"""
+
+
+def test_an_author_date_report_with_a_plain_reference_list():
+    prose = ("#### The printing press in Europe\n\nPrinting spread quickly across the cities of Europe after 1450. "
+             "Books became cheaper, and more people learned to read. Historians still debate how far print changed "
+             "the way people thought.\n\nIn 1500 (see Table 2) there were presses in more than 200 towns (2010).")
+    assert present(PETTEGREE, PLAIN) == prose, "(see Table 2) and a year alone are no citations"
+    assert present(PETTEGREE, SOURCES) == (
+        "#### The printing press in Europe\n\nPrinting spread quickly across the cities of Europe after 1450 [1]. "
+        "Books became cheaper, and more people learned to read [1][2]. Historians still debate how far print "
+        "changed the way people thought [3].\n\nIn 1500 (see Table 2) there were presses in more than 200 towns "
+        "(2010).\n\n**Sources**\n\n1. Pettegree, A. \\(2010\\). The Book in the Renaissance. Yale University Press.\n"
+        "2. Eisenstein, E. L. \\(1979\\). The Printing Press as an Agent of Change. Cambridge University Press.\n"
+        "3. Johns, A., Smith, B., & Lee, C. \\(1998\\). The Nature of the Book. University of Chicago Press.")
+
+
+@pytest.mark.parametrize("text", [
+    f"{S1}\n\nReferences\n\nThis report draws on many books about owls, and on field notes from 2010.",  # prose
+    f"{S1}\n\n## References\n\nOwlson (2010) and Feather (2012) wrote the books this report draws on.\n"
+    "Both are in print.",  # prose of two lines
+    f"{S1} The area is 5 km² and grows by 10³ m² a year.",  # units, not superscript citations
+    f"{S1} Owls appear in (Windows 2000) and in (May 2020) and (see Table 2) and (2010).",  # no author-date
+    f"{S1} Visit https://owl.example/night for more, or see https://owl.example/day.",  # URLs of the prose
+    f"{S1} Website: https://owl.example/night",
+])
+def test_lookalikes_of_other_styles_stay(text):
+    assert parse(text).sources == ()
+    for style in STYLES:
+        assert present(text, style) == text.replace("## References", "#### References"), style
+
+
+def test_a_superscript_that_names_no_listed_source_stays():
+    text = f"Owls hunt at night.¹\n\n## References\n\n2. {OWL[0]} {OWL[1]}"
+    assert present(text, PLAIN) == "Owls hunt at night.¹"
+
+
+def test_a_bare_url_the_list_already_holds_is_that_source():
+    text = f"{S1[:-1]} {QUIET[1]}.\n\nSources:\n1. [{OWL[0]}]({OWL[1]})\n2. [{QUIET[0]}]({QUIET[1]}/)"
+    assert present(text, SOURCES) == (f"{S1[:-1]} [1].\n\n**Sources**\n\n1. [{QUIET[0]}]({QUIET[1]}/)\n"
+                                      f"2. [{OWL[0]}]({OWL[1]})")
+
+
+@pytest.mark.parametrize("style", STYLES)
+def test_presenting_other_systems_reports_twice_changes_nothing(style):
+    for text in (CHINESE, PETTEGREE):
+        once = present(text, style)
+        assert present(once, style) == once
+
+
+def test_a_cited_url_is_kept_in_the_stored_output_and_shown_alike(store):
+    """present() works when a pair is shown: the stored text stays as the system wrote it."""
+    seed_outputs(store, {"Describe owls": {"x": CITED["bare URLs"], "y": PETTEGREE}})
+    texts = stored(store)
+    assert texts == {"x": CITED["bare URLs"], "y": PETTEGREE}
+    _, a, b = battle_view(Shown(1, "Describe owls", texts["x"], texts["y"]), PLAIN)
+    assert "http" not in a + b and "References" not in b and "(Pettegree, 2010)" not in b

@@ -15,7 +15,7 @@ from argon2 import PasswordHasher
 import app as app_module
 from annotation import ratings, style
 from annotation.accounts import Accounts
-from annotation.present import PLAIN
+from annotation.present import PLAIN, SOURCES, present
 from annotation.service import Arena
 from common.settings import Settings
 from data import arena
@@ -35,20 +35,83 @@ Owls hunt at night [1], and most [2][3] are silent.
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("One two three.", [3, 0, 0, 0]),
-    ("", [0, 0, 0, 0]),
-    (SOURCED, [9, 3, 1, 0]),  # the sources list is neither words nor list items
-    ("Intro\n\n- a b\n* c\n1. d\n2) e\n\n```\n- in code\n# not a heading\n```", [11, 0, 0, 4]),
-    ("## One\n\nText.\n\nTwo\n---\n\nIn [2020] it rained.", [7, 0, 2, 0]),  # [2020] is a year, not a mark
+    ("One two three.", [3, 0, 0, 0, 0]),
+    ("", [0, 0, 0, 0, 0]),
+    (SOURCED, [9, 3, 1, 0, 0]),  # the sources list is neither words nor list items
+    ("Intro\n\n- a b\n* c\n1. d\n2) e\n\n```\n- in code\n# not a heading\n```", [11, 0, 0, 4, 0]),
+    ("## One\n\nText.\n\nTwo\n---\n\nIn [2020] it rained.", [7, 0, 2, 0, 0]),  # [2020] is a year, not a mark
 ])
 def test_features_of_small_texts(text, expected):
     assert style.features(text).tolist() == expected
 
 
 def test_the_plain_style_shows_no_citation():
-    assert style.features(SOURCED, PLAIN).tolist() == [9, 0, 1, 0]
+    assert style.features(SOURCED, PLAIN).tolist() == [9, 0, 1, 0, 0]
     with pytest.raises(ValueError, match="--arena-style"):
         style.features("x", "fancy")
+
+
+#: Outputs that open with the writer speaking of its own work, and how many such lines each has.
+CHATTY = {
+    "Let me search for recent work on owls.\n\nI'll write the report now.\n\n# Owls\n\nOwls hunt.": 2,
+    "Sure! I'm going to research owl flight first.\nOwls hunt at night.": 1,
+    "Okay, I will look into the flight of owls [1].\n\nOwls hunt.\n\n## Sources\n1. [A](https://a.example)": 1,
+    "我将为您撰写一份关于猫头鹰的研究报告。\n\n# 猫头鹰\n\n猫头鹰在夜间捕猎。": 1,
+    "好的，我来研究一下这个问题。\n\n猫头鹰在夜间捕猎。": 1,
+    "让我先搜索相关资料。\n我正在整理搜索结果。\n\n猫头鹰在夜间捕猎。": 2,
+}
+NOT_CHATTY = [
+    "Owls hunt at night. I will come back to this.",  # the answer first
+    "# Owls\n\nLet me explain how owls hunt.",  # after the answer's heading: its own voice
+    "In this report I will describe owls.",
+    "我们将在本文中讨论猫头鹰。",  # a report's "we"
+    "Iceland has few owls.",
+    "I will argue that " + "owls hunt at night and " * 20 + "sleep by day.",  # a long first line: an essay's
+]
+
+
+@pytest.mark.parametrize("text", sorted(CHATTY))
+def test_opening_chatter_is_counted_and_shown_as_written(text):
+    assert style.features(text)[-1] == CHATTY[text] == style.features(text, PLAIN)[-1]
+    first = text.splitlines()[0]
+    assert present(text, SOURCES).startswith(first) and present(text, PLAIN).startswith(first.replace(" [1]", ""))
+
+
+@pytest.mark.parametrize("text", NOT_CHATTY)
+def test_an_answer_that_begins_with_its_answer_has_no_chatter(text):
+    assert style.features(text)[-1] == 0
+
+
+def test_without_chatter_its_column_changes_no_number():
+    votes, fa, fb = simulate({"long": 0, "mid": 0, "short": 0}, {"long": 600, "mid": 450, "short": 300}, 1.0, n=600)
+    with_column = style.board(votes, fa, fb, rounds=5)
+    assert with_column.effects[-1].coef is None and "not estimated" in with_column.effects[-1].sentence()
+    i, j = np.arange(len(votes)) % 3, (np.arange(len(votes)) + 1) % 3
+    share = np.ones(len(votes))
+    assert np.allclose(style.fit(i, j, share, (fa - fb), 3).theta, style.fit(i, j, share, (fa - fb)[:, :4], 3).theta)
+
+
+def test_chatter_that_sways_votes_is_controlled_for():
+    """Two methods of equal quality; "chatty" leaves its search notes at the top of most of its
+    answers and people mark them down: the raw ranking puts it behind, style control does not."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    a_chatty = rng.random(n) < 0.5
+    votes, fa, fb = [], np.zeros((n, len(style.FEATURES))), np.zeros((n, len(style.FEATURES)))
+    for k in range(n):
+        chat = float(rng.random() < 0.8)
+        fa[k, 0], fb[k, 0] = rng.normal(400, 100, 2)
+        (fa if a_chatty[k] else fb)[k, 4] = chat
+        pull = -1.5 * chat * (1 if a_chatty[k] else -1)
+        choice = "a" if rng.random() < 1 / (1 + np.exp(-pull)) else "b"
+        votes.append(ratings.VoteRecord(*(("chatty", "clean") if a_chatty[k] else ("clean", "chatty")), choice))
+    board = style.board(votes, fa, fb, rounds=10)
+    rows = {r.method: r for r in board.rows}
+    assert rows["clean"].bt_raw - rows["chatty"].bt_raw > 100, rows
+    assert abs(rows["clean"].bt - rows["chatty"].bt) < 40, rows
+    chatter = board.effects[-1]
+    assert chatter.feature == "chatter" and chatter.coef < -0.5
+    assert "the answer that opens with more remarks about its own work" in chatter.sentence()
 
 
 def test_features_are_computed_once_per_output():
@@ -60,8 +123,8 @@ def test_features_are_computed_once_per_output():
 
     cache = style.FeatureCache()
     table = cache.table([1, 2, 1], read)
-    assert table.tolist() == [[2, 0, 0, 0], [2, 0, 0, 2], [2, 0, 0, 0]]
-    assert cache.table([2, 3], read).tolist() == [[2, 0, 0, 2], [0, 0, 0, 0]]
+    assert table.tolist() == [[2, 0, 0, 0, 0], [2, 0, 0, 2, 0], [2, 0, 0, 0, 0]]
+    assert cache.table([2, 3], read).tolist() == [[2, 0, 0, 2, 0], [0, 0, 0, 0, 0]]
     assert asked == [[1, 2], [3]]
 
 
@@ -96,7 +159,7 @@ def simulate(quality: dict[str, float], mean_words: dict[str, float], length_pul
     votes = [ratings.VoteRecord(names[x], names[y], str(c)) for x, y, c in zip(a, b, choice, strict=True)]
     cites = rng.integers(0, 10, (2, n))
     zeros = np.zeros(n)
-    return votes, np.c_[wa, cites[0], zeros, zeros], np.c_[wb, cites[1], zeros, zeros]
+    return votes, np.c_[wa, cites[0], zeros, zeros, zeros], np.c_[wb, cites[1], zeros, zeros, zeros]
 
 
 def test_when_only_length_decides_the_style_controlled_ranking_is_flat():
@@ -106,10 +169,10 @@ def test_when_only_length_decides_the_style_controlled_ranking_is_flat():
     controlled = {r.method: r.bt for r in board.rows}
     assert raw["long"] - raw["mid"] > 60 and raw["mid"] - raw["short"] > 60, raw
     assert max(controlled.values()) - min(controlled.values()) < 25, controlled
-    length, cites, headings, items = board.effects
+    length, cites, headings, items, chatter = board.effects
     assert length.coef > 1.0 and length.win_share > 0.73
     assert abs(cites.coef) < 0.1, "random citations sway nobody"
-    assert headings.coef is None and items.coef is None, "no answer differs in them"
+    assert headings.coef is None and items.coef is None and chatter.coef is None, "no answer differs in them"
     assert length.sentence().startswith(f"At equal quality, the longer answer (by one standard deviation of the "
                                         f"difference, ~{length.sd:,.0f} words) wins {length.win_share:.0%}")
     assert "not estimated" in headings.sentence()
@@ -168,11 +231,12 @@ def test_a_plain_campaigns_votes_count_no_citation_marks(local_app):
 
 
 def test_a_lone_vote_and_no_vote_fit():
-    one = style.board([ratings.VoteRecord("x", "y", "a")], np.array([[5, 0, 0, 0]]), np.array([[3, 0, 0, 0]]))
+    one = style.board([ratings.VoteRecord("x", "y", "a")], np.array([[5, 0, 0, 0, 0]]), np.array([[3, 0, 0, 0, 0]]))
     assert [r.method for r in one.rows] == ["x", "y"] and one.effects[0].coef > 0
-    assert style.board([], np.zeros((0, 4)), np.zeros((0, 4))).rows == []
+    assert style.board([], np.zeros((0, len(style.FEATURES))), np.zeros((0, len(style.FEATURES)))).rows == []
     with pytest.raises(ValueError, match="one features row per vote"):
-        style.board([ratings.VoteRecord("x", "y", "a")], np.zeros((0, 4)), np.zeros((0, 4)))
+        style.board([ratings.VoteRecord("x", "y", "a")], np.zeros((0, len(style.FEATURES))),
+                    np.zeros((0, len(style.FEATURES))))
 
 
 LONG = "# Answer\n\n" + " ".join(["word"] * 120) + " [1]\n\n- a\n- b\n\n## Sources\n1. [S](https://s.example)"
