@@ -13,12 +13,14 @@ export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 
 # Debian packages the tests use, installed with apt when missing: Chromium (the browser tests drive
 # it through Playwright; no browser download is possible), PostgreSQL's server (the tests of data/
-# and annotation/ run on SQLite and on a throwaway cluster, tests/pg.py) and HAProxy (the balancer
-# of scripts/arena_cluster.py).
+# and annotation/ run on SQLite and on a throwaway cluster, tests/pg.py), HAProxy (the balancer
+# of scripts/arena_cluster.py) and the Noto CJK fonts (Chromium draws Chinese and Japanese with
+# them: without, every character is the same empty box, tests/ui/test_writer_cjk_browser.py).
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
+[ -n "$(fc-list :lang=zh 2>/dev/null)" ] || missing+=(fonts-noto-cjk)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   echo "Installing Debian's ${missing[*]} for the tests..." >&2

@@ -10,6 +10,14 @@ document), and each [n] mark of the text a link to its source's entry (a bookmar
 The article's own Markdown is mapped to Word's structure where it is plain to see: "#" headings
 become headings, "- " and "1. " items list paragraphs, **bold** and *italic* runs; anything else
 is kept as the text it is.
+
+Chinese, Japanese and Korean text shows in Word and LibreOffice (issue 37): Word draws CJK characters
+in a run's East Asian font, which python-docx's template leaves to its theme, resolved for Japanese
+(``themeFontLang`` ja-JP: MS Mincho, MS Gothic). So the document defaults and the styles name one
+(:data:`EAST_ASIAN_FONTS`, with a font-table entry whose character set and ``altName`` let Word put
+a font of the same script in its place where it is missing; LibreOffice asks fontconfig for one of
+the language) and, where the article has CJK text, its language (:func:`east_asian_language`: zh-CN
+for Han text, ja-JP with kana, ko-KR with Hangul).
 """
 
 from __future__ import annotations
@@ -32,6 +40,19 @@ _CITE = re.compile(r"\[(\d{1,4})\]")  # a mark in the readers' numbering: "[3]" 
 BOOKMARK = "source-{n}"  # the bookmark of source n's entry, where its marks link
 LINK_STYLE = "Hyperlink"  # the character style of links (its id and name)
 _WEB = re.compile(r"^https?://\S+$", re.I)  # a URL the document may link to
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+_KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")  # hiragana, katakana (also half-width)
+_HIRAGANA = re.compile(r"[\u3040-\u309f]")
+_HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff]")
+# language -> (the East Asian font the styles name, another font of that script for Word where the
+# first is missing (the font table's altName), the font table's character set: GB2312, Shift JIS,
+# Hangul); the Noto fonts come with Linux desktops (fonts-noto-cjk) and LibreOffice finds a
+# font of the script by fontconfig where they are missing
+EAST_ASIAN_FONTS = {"zh-CN": ("Noto Sans CJK SC", "Microsoft YaHei", "86"),
+                    "ja-JP": ("Noto Sans CJK JP", "Yu Gothic", "80"),
+                    "ko-KR": ("Noto Sans CJK KR", "Malgun Gothic", "81")}
+DEFAULT_EAST_ASIAN = "zh-CN"  # the font named when the article has no CJK text (only names in it)
+_STYLES_USED = ("Normal", *(f"Heading {k}" for k in range(1, 10)), "List Bullet", "List Number", LINK_STYLE)
 
 
 def to_docx(article: Article, *, notes: bool = False) -> bytes:
@@ -42,6 +63,8 @@ def to_docx(article: Article, *, notes: bool = False) -> bytes:
     article = article.renumbered()
     doc = Document()
     _add_link_style(doc)
+    _east_asian(doc, east_asian_language(" ".join(
+        [article.heading, article.body, *(f"{s.title} {s.why}" for s in article.sources)])))
     doc.core_properties.title = _clean(article.title or article.task)[:250]
     doc.add_heading(_clean(article.heading), level=1)
     if article.unsourced:
@@ -116,6 +139,65 @@ def _add_link_style(document) -> None:
     if LINK_STYLE not in [s.style_id for s in document.styles]:
         style = document.styles.add_style(LINK_STYLE, WD_STYLE_TYPE.CHARACTER)
         style.font.color.rgb, style.font.underline = RGBColor(0x05, 0x63, 0xC1), True
+
+
+def east_asian_language(text: str) -> str:
+    """The language of ``text``'s CJK characters, as Word names it: "ko-KR" when Hangul makes half
+    of them or more; else "ja-JP" when kana make half or hiragana a tenth (Japanese prose writes
+    its particles and endings in hiragana, which Chinese never uses: a katakana name or a Japanese
+    title quoted in a Chinese text leaves it Chinese); else "zh-CN" (Han characters); "" for a
+    text without any."""
+    han, kana, hiragana, hangul = (len(p.findall(text)) for p in (_HAN, _KANA, _HIRAGANA, _HANGUL))
+    total = han + kana + hangul
+    if not total:
+        return ""
+    if hangul * 2 >= total:
+        return "ko-KR"
+    return "ja-JP" if kana * 2 >= total or hiragana * 10 >= total else "zh-CN"
+
+
+def _east_asian(document, language: str) -> None:
+    """Name the East Asian font of ``language`` (:data:`EAST_ASIAN_FONTS`; the default one for "")
+    in ``document``'s defaults and styles, in place of the theme's (Word prefers a theme font where
+    both are named), with its entry in the font table; and, for a ``language``, make it the East
+    Asian language of the text and of the theme's fonts."""
+    from docx.oxml.ns import qn
+
+    font, alternative, charset = EAST_ASIAN_FONTS[language or DEFAULT_EAST_ASIAN]
+    styles = document.styles.element
+    run_defaults = styles.find(qn("w:docDefaults")).find(qn("w:rPrDefault")).find(qn("w:rPr"))
+    for name in _STYLES_USED:  # each style the document uses names it, whatever it is based on
+        if name in document.styles:
+            document.styles[name].element.get_or_add_rPr().get_or_add_rFonts()
+    for element in (run_defaults.find(qn("w:rFonts")), *styles.iter(qn("w:rFonts"))):
+        element.attrib.pop(qn("w:eastAsiaTheme"), None)
+        element.set(qn("w:eastAsia"), font)
+    if language:
+        for lang in (run_defaults.find(qn("w:lang")), *styles.iter(qn("w:lang"))):
+            if lang is not None:
+                lang.set(qn("w:eastAsia"), language)
+        theme_language = document.settings.element.find(qn("w:themeFontLang"))
+        if theme_language is not None:
+            theme_language.set(qn("w:eastAsia"), language)
+    _add_font(document, font, alternative, charset)
+
+
+def _add_font(document, name: str, alternative: str, charset: str) -> None:
+    """An entry for the font ``name`` in ``document``'s font table (word/fontTable.xml, a part
+    python-docx keeps as bytes): the font a reader's Word or LibreOffice may put in its place
+    (``alternative``, else one of the same ``charset``)."""
+    from docx.opc.constants import RELATIONSHIP_TYPE
+    from lxml import etree
+
+    part = document.part.part_related_by(RELATIONSHIP_TYPE.FONT_TABLE)
+    table = etree.fromstring(part.blob)
+    w = table.nsmap["w"]
+    if any(f.get(f"{{{w}}}name") == name for f in table.iterfind(f"{{{w}}}font")):
+        return
+    entry = etree.SubElement(table, f"{{{w}}}font", {f"{{{w}}}name": name})
+    for tag, value in (("altName", alternative), ("charset", charset), ("family", "swiss"), ("pitch", "variable")):
+        etree.SubElement(entry, f"{{{w}}}{tag}", {f"{{{w}}}val": value})
+    part._blob = etree.tostring(table, xml_declaration=True, encoding="UTF-8", standalone=True)
 
 
 def _bookmark(paragraph, n: int, text: str) -> None:
