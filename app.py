@@ -105,7 +105,9 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
         votes_per_minute=v["votes_per_minute"],
         votes_per_address=v["votes_per_address"],
         votes_per_day=v["votes_per_day"],
+        study_accounts_per_address=v["study_accounts_per_address"],
         trusted_proxies=tuple(a.strip() for a in (v["trusted_proxies"] or "").split(",") if a.strip()),
+        allowed_hosts=tuple(a.strip().lower() for a in (v["allowed_hosts"] or "").split(",") if a.strip()),
     )
 
 

@@ -47,6 +47,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -66,6 +67,13 @@ CODE_ALPHABET = string.ascii_uppercase + string.digits
 PLATFORM_IDS = ("PROLIFIC_PID", "STUDY_ID", "SESSION_ID")
 PARTICIPANT_KEYS = ("PROLIFIC_PID", "participant")  # where a study link's participant id is read from
 _PLATFORM_ID = re.compile(r"[A-Za-z0-9._@-]{1,64}")
+#: Prolific's own ids (participant, study, session) are 24 hexadecimal digits: a made-up one is refused
+_PROLIFIC_ID = re.compile(r"[0-9a-f]{24}")
+STUDY_LINK_DAYS = 30  # a study link ends this long after it is made, unless told otherwise (--expires)
+#: New participants' accounts a study link makes for one client address in an hour (0: no cap);
+#: --study-accounts-per-address
+STUDY_ACCOUNTS_PER_ADDRESS = 3
+_DEFAULT = object()  # invite(expires=...) not given: the kind of link decides
 _CODE = re.compile(r"[!-~]{1,64}")  # printable ASCII, no space
 _MAX_KEY = 256  # characters of a typed name the throttle keeps
 
@@ -81,6 +89,9 @@ SESSION_CACHE_SIZE = 10_000
 WRONG = "Wrong name or password."
 DISABLED = "This account is disabled: ask the study's admin."
 BAD_INVITE = "This invite link is not valid: ask for a new one."
+EXPIRED = "This invite link has expired: ask the study's admin for a new one."
+TOO_MANY_PARTICIPANTS = ("Too many new participants joined from your address in the last hour: if you share a "
+                         "network with others taking part, try again later, or ask the study's admin.")
 HELD_BACK = "Too many failed logins for this account (or from this address): try again in {wait} s."
 LINKS_HELD_BACK = "Too many invalid invite links or failed logins from this address: try again in {wait} s."
 
@@ -277,8 +288,9 @@ class Accounts:
     hashes passwords (Argon2 with the library's defaults; tests pass cheaper parameters)."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] | None = None,
-                 hasher: PasswordHasher | None = None):
+                 hasher: PasswordHasher | None = None, study_accounts_per_address: int = STUDY_ACCOUNTS_PER_ADDRESS):
         self.store = store
+        self.study_accounts_per_address = study_accounts_per_address
         self.clock = clock or time.monotonic
         self.hasher = hasher or PasswordHasher()
         # failed tries are counted in the database, on the wall clock: every process on it counts them
@@ -406,20 +418,26 @@ class Accounts:
 
     # -- invite links ---------------------------------------------------------------------------
     def invite(self, name: str | None = None, *, study: str | None = None, quota: int | None = None,
-               completion_code: str | None = None) -> str:
+               completion_code: str | None = None, expires: timedelta | None | object = _DEFAULT) -> str:
         """A new invite link's secret token (only its hash is stored). With ``name``: a link
         that logs that account in; a ``quota`` or ``completion_code`` given here become the
         account's (with a quota and no code, one is generated when it has none). With ``study``:
         a link for every participant of a crowd study, each getting an account of their own on
         first use, with this ``quota`` and ``completion_code`` (both needed: the platform gave
-        the code, and the quota says when to show it). Raises AccountError for both or neither
-        of name and study, an unknown or disabled account, a bad study name, quota or code;
-        StoreError."""
+        the code, and the quota says when to show it). The link ends ``expires`` after now (None:
+        never; not given: a study link after STUDY_LINK_DAYS, an account's never). Raises
+        AccountError for both or neither of name and study, an unknown or disabled account, a bad
+        study name, quota, code or expiry; StoreError."""
         if (name is None) == (study is None):
             raise AccountError("An invite is for one account (annotators invite NAME) or for a study "
                                "(annotators invite --study STUDY --quota N --completion-code C): give one of the two.")
         quota = _check_quota(quota)
         completion_code = _check_code(completion_code)
+        if expires is _DEFAULT:
+            expires = timedelta(days=STUDY_LINK_DAYS) if study is not None else None
+        if expires is not None and (not isinstance(expires, timedelta) or expires <= timedelta(0)):
+            raise AccountError(f"An invite link's expiry must be a time after now (e.g. --expires 7d), not {expires}.")
+        ends = (datetime.now(UTC) + expires).isoformat(timespec="milliseconds") if expires is not None else None
         token = secrets.token_urlsafe(32)
         if name is not None:
             row = rows.get_account(self.store, name)
@@ -436,14 +454,15 @@ class Accounts:
                 rows.set_terms(self.store, name, quota=new_quota, completion_code=code)
                 self._invalidate(account=name)
             rows.add_invite(self.store, rows.token_hash(token), account=name, quota=quota,
-                            completion_code=completion_code)
+                            completion_code=completion_code, expires=ends)
             return token
         _check_study(study)
         if completion_code is None or quota is None:
             raise AccountError(f"A study link needs the completion code the crowd platform gave (--completion-code C) "
                                f"and the votes each participant casts before it is shown (--quota N): "
                                f"annotators invite --study {study} --quota 20 --completion-code C.")
-        rows.add_invite(self.store, rows.token_hash(token), study=study, quota=quota, completion_code=completion_code)
+        rows.add_invite(self.store, rows.token_hash(token), study=study, quota=quota, completion_code=completion_code,
+                        expires=ends)
         return token
 
     def revoke(self, token: str) -> None:
@@ -451,6 +470,25 @@ class Accounts:
         to end them). Raises AccountError for an unknown token, StoreError."""
         if not isinstance(token, str) or not token or not rows.disable_invite(self.store, rows.token_hash(token)):
             raise AccountError("No invite link with that token: copy it whole, from /invite/ to before any '?'.")
+
+    def revoke_links(self, *, name: str | None = None, study: str | None = None) -> int:
+        """Disable every open invite link of account ``name`` or of ``study`` (one of the two);
+        returns how many. Raises AccountError for neither or both, an unknown account or study;
+        StoreError."""
+        if (name is None) == (study is None):
+            raise AccountError("Revoke the links of one account (annotators revoke NAME) or of one study "
+                               "(annotators revoke --study STUDY): give one of the two.")
+        links = self.links()
+        if name is not None and not any(c.invite.account == name for c in links):
+            raise AccountError(f"No invite link was made for {name!r}: `annotators links` lists them.")
+        if study is not None and not any(c.invite.study == study for c in links):
+            raise AccountError(f"No invite link was made for the study {study!r}: `annotators links` lists them.")
+        return rows.disable_invites(self.store, account=name, study=study)
+
+    def links(self) -> list[rows.InviteCount]:
+        """Every invite link, oldest first, with the accounts it logged in (a study link: the
+        participants' accounts it made) and the sessions it opened. Raises StoreError."""
+        return rows.list_invites(self.store)
 
     def redeem(self, token: str, params: Mapping[str, str], address: str | None) -> tuple[str, Account]:
         """Open a session through the invite link ``token`` (with the link's query ``params``)
@@ -469,10 +507,13 @@ class Accounts:
             if invite is None or invite.disabled:
                 outcome = "failed"
                 raise LoginRefused(BAD_INVITE)
+            if invite.expires is not None and datetime.fromisoformat(invite.expires) <= datetime.now(UTC):
+                outcome = "failed"
+                raise LoginRefused(EXPIRED)
             if invite.account is not None:
                 row = rows.get_account(self.store, invite.account)
             else:
-                row = self._study_account(invite, params)
+                row = self._study_account(invite, params, address)
             if row is None or row.disabled:
                 raise LoginRefused(DISABLED)
             session = self._open_session(row.name, address, invite=invite.id)
@@ -487,17 +528,30 @@ class Accounts:
         return account.code_after(votes) if account is not None else None
 
     # -- inside -----------------------------------------------------------------------------------
-    def _study_account(self, invite: rows.InviteRow, params: Mapping[str, str]) -> rows.AccountRow:
+    def _study_account(self, invite: rows.InviteRow, params: Mapping[str, str],
+                       address: str | None) -> rows.AccountRow:
+        """The account of the participant a study link names (made on first use): the platform's
+        ids in its form (Prolific's: 24 hexadecimal digits; ``participant``: letters, digits and
+        '._-@'), and at most ``study_accounts_per_address`` new accounts an hour from one address."""
         pid = next((params[k] for k in PARTICIPANT_KEYS if params.get(k)), None)
         if pid is None:
             raise LoginRefused("This study link lacks your participant id (PROLIFIC_PID): open the study from "
                                "Prolific, which adds it to the link.")
         ids = {k: params[k] for k in (*PLATFORM_IDS, "participant") if params.get(k)}
-        bad = [k for k, v in ids.items() if not isinstance(v, str) or not _PLATFORM_ID.fullmatch(v)]
+        bad = [k for k, v in ids.items() if not isinstance(v, str) or not _PLATFORM_ID.fullmatch(v)
+               or (k in PLATFORM_IDS and not _PROLIFIC_ID.fullmatch(v))]
         if bad:
-            raise LoginRefused(f"This study link's {bad[0]} is not an id the platform gives (letters, digits, "
-                               "'.', '_', '-', '@'; at most 64): open the study from Prolific, which fills it in.")
-        row = rows.study_account(self.store, f"{invite.study}:{pid}", study=invite.study, quota=invite.quota,
+            form = ("24 hexadecimal digits" if bad[0] in PLATFORM_IDS
+                    else "letters, digits, '.', '_', '-', '@'; at most 64")
+            raise LoginRefused(f"This study link's {bad[0]} is not an id the platform gives ({form}): open the "
+                               "study from Prolific, which fills it in.")
+        name = f"{invite.study}:{pid}"
+        cap = self.study_accounts_per_address
+        if cap and address and rows.get_account(self.store, name) is None:
+            since = (datetime.now(UTC) - timedelta(hours=1)).isoformat(timespec="milliseconds")
+            if rows.new_study_accounts(self.store, invite.study, address, since) >= cap:
+                raise LoginRefused(TOO_MANY_PARTICIPANTS)
+        row = rows.study_account(self.store, name, study=invite.study, quota=invite.quota,
                                  completion_code=invite.completion_code, participant=ids)
         self._invalidate()
         return row

@@ -113,9 +113,16 @@ class Settings:
     votes_per_address: int = 60
     # Votes a day from one annotator (0: no cap).
     votes_per_day: int = 0
+    # New participants' accounts a study link makes for one client address in an hour (0: no cap):
+    # a made-up participant id in the link's address bar is a new account with its quota and code.
+    study_accounts_per_address: int = 3
     # The addresses of reverse proxies whose X-Forwarded-For header names the client (none: the
     # header is ignored, so nobody can pick the address the per-address vote limit counts).
     trusted_proxies: tuple[str, ...] = ()
+    # The host names the server answers to besides its own address and localhost (a page of another
+    # site that rebinds its name to this machine gets nothing): "rat.example.org", ".example.org"
+    # for its subdomains, "*" for any.
+    allowed_hosts: tuple[str, ...] = ()
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -266,6 +273,17 @@ def _check_proxies(value) -> None:
                               f"(e.g. --trusted-proxies 127.0.0.1,10.0.0.0/8), not {address!r}.") from None
 
 
+_HOST_NAME = re.compile(r"\*|\.?[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}"
+                        r"[A-Za-z0-9])?)*\.?")
+
+
+def _check_hosts(value) -> None:
+    for name in (n.strip() for n in value.split(",")):
+        if not _HOST_NAME.fullmatch(name):
+            raise ConfigError(f"--allowed-hosts takes host names, comma separated (e.g. --allowed-hosts "
+                              f"rat.example.org,.example.org), not {name!r}.")
+
+
 def _check_arena_text(value) -> None:
     if value not in ("latest", "model"):
         raise ConfigError(f"--arena-text must be latest (the author's latest version of a run's article) or "
@@ -358,8 +376,16 @@ SETTINGS: tuple[Setting, ...] = (
             _at_least("--votes-per-address", 0), group=SERVER_GROUP),
     Setting("--votes-per-day", "RAT_STUDIO_VOTES_PER_DAY", int, Settings.votes_per_day,
             "votes a day from one annotator; 0: no cap", _at_least("--votes-per-day", 0), group=SERVER_GROUP),
+    Setting("--study-accounts-per-address", "RAT_STUDIO_STUDY_ACCOUNTS_PER_ADDRESS", int,
+            Settings.study_accounts_per_address,
+            "new participants a study link admits from one client address in an hour; 0: no cap (a lab behind one NAT)",
+            _at_least("--study-accounts-per-address", 0), group=SERVER_GROUP),
     Setting("--trusted-proxies", "RAT_STUDIO_TRUSTED_PROXIES", str, None,
             "addresses (or networks) of reverse proxies whose X-Forwarded-For names the client, comma separated; "
             "none: the header is ignored", _check_proxies, group=SERVER_GROUP, readme_default="none",
             metavar="ADDRESSES"),
+    Setting("--allowed-hosts", "RAT_STUDIO_ALLOWED_HOSTS", str, None,
+            "host names the server answers to besides its address and localhost, comma separated "
+            "(.example.org: its subdomains; the public name behind a reverse proxy); others get 421",
+            _check_hosts, group=SERVER_GROUP, readme_default="none", metavar="NAMES"),
 )

@@ -55,6 +55,16 @@ class InviteRow(NamedTuple):
     completion_code: str | None
     disabled: bool
     created: str
+    expires: str | None = None  # when it stops logging anyone in (None: never)
+
+
+class InviteCount(NamedTuple):
+    """An invite link and what it did: the accounts it logged in (for a study link: the
+    participants' accounts it made) and the sessions it opened."""
+
+    invite: InviteRow
+    accounts: int
+    sessions: int
 
 
 _ACCOUNT_COLUMNS = "name, role, password_hash, disabled, quota, completion_code, study, participant, created"
@@ -165,29 +175,43 @@ def set_password_hash(store: Store, name: str, password_hash: str) -> None:
 
 # -- invites ----------------------------------------------------------------------------------
 def add_invite(store: Store, hashed: str, *, account: str | None = None, study: str | None = None,
-               quota: int | None = None, completion_code: str | None = None) -> int:
+               quota: int | None = None, completion_code: str | None = None, expires: str | None = None) -> int:
     """Store an invite link by its token's hash (``token_hash``), for ``account`` or for every
-    participant of ``study`` (exactly one); returns its id. Raises StoreError when SQLite refuses
-    it (both or neither given, an unknown account, a study without quota or completion code)."""
+    participant of ``study`` (exactly one), ending at ``expires`` (None: never); returns its id.
+    Raises StoreError when SQLite refuses it (both or neither given, an unknown account, a study
+    without quota or completion code)."""
     with write_transaction(store.db, "store the invite") as conn:
         cur = conn.execute(
-            "insert into invites (token_hash, account, study, quota, completion_code, created, disabled) "
-            "values (?, ?, ?, ?, ?, ?, 0)",
-            [hashed, account, study, quota, completion_code, now()],
+            "insert into invites (token_hash, account, study, quota, completion_code, created, disabled, expires) "
+            "values (?, ?, ?, ?, ?, ?, 0, ?)",
+            [hashed, account, study, quota, completion_code, now(), expires],
         )
     return cur.lastrowid
+
+
+_INVITE_COLUMNS = "id, account, study, quota, completion_code, disabled, created, expires"
+
+
+def _invite(row: tuple) -> InviteRow:
+    return InviteRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6], row[7])
 
 
 @_read
 def get_invite(store: Store, hashed: str) -> InviteRow | None:
     """The invite whose token hashes to ``hashed`` (None: no such invite). Raises StoreError."""
-    row = store.db.execute(
-        "select id, account, study, quota, completion_code, disabled, created from invites where token_hash = ?",
-        [hashed],
-    ).fetchone()
-    if row is None:
-        return None
-    return InviteRow(row[0], row[1], row[2], row[3], row[4], bool(row[5]), row[6])
+    row = store.db.execute(f"select {_INVITE_COLUMNS} from invites where token_hash = ?", [hashed]).fetchone()
+    return None if row is None else _invite(row)
+
+
+@_read
+def list_invites(store: Store) -> list[InviteCount]:
+    """Every invite link, oldest first, with the accounts it logged in and the sessions it opened.
+    Raises StoreError."""
+    columns = ", ".join(f"i.{c}" for c in _INVITE_COLUMNS.split(", "))
+    rows = store.db.execute(
+        f"select {columns}, count(distinct s.account), count(s.id) from invites i "
+        f"left join sessions s on s.invite = i.id group by {columns} order by i.id").fetchall()
+    return [InviteCount(_invite(row[:8]), row[8], row[9]) for row in rows]
 
 
 def disable_invite(store: Store, hashed: str) -> bool:
@@ -196,6 +220,24 @@ def disable_invite(store: Store, hashed: str) -> bool:
     with write_transaction(store.db, "disable the invite") as conn:
         cur = conn.execute("update invites set disabled = 1 where token_hash = ?", [hashed])
     return cur.rowcount == 1
+
+
+def disable_invites(store: Store, *, account: str | None = None, study: str | None = None) -> int:
+    """Disable every open invite link of ``account`` or of ``study`` (exactly one); returns how
+    many. Raises StoreError."""
+    column, value = ("account", account) if account is not None else ("study", study)
+    with write_transaction(store.db, f"disable the invites of {value!r}") as conn:
+        cur = conn.execute(f"update invites set disabled = 1 where {column} = ? and disabled = 0", [value])
+    return cur.rowcount
+
+
+@_read
+def new_study_accounts(store: Store, study: str, address: str, since: str) -> int:
+    """How many accounts of ``study`` were made since ``since`` (an ISO time) whose sessions came
+    from ``address``. Raises StoreError."""
+    return store.db.execute(
+        "select count(*) from accounts a where a.study = ? and a.created >= ? and exists "
+        "(select 1 from sessions s where s.account = a.name and s.address = ?)", [study, since, address]).fetchone()[0]
 
 
 # -- sessions ---------------------------------------------------------------------------------

@@ -657,3 +657,10 @@ def m020_version_attribution(db: sqlite_utils.Database) -> None:
     (their citations are derived from the run's events, as before). Still append-only: the
     triggers of m011/m015 refuse changing it as they refuse the rest."""
     db.execute("alter table versions add column attribution text")
+
+
+@migration
+def m021_invite_expiry(db: sqlite_utils.Database) -> None:
+    """An invite link's end (issue 38): ``expires``, when it stops logging anyone in (an ISO time,
+    as ``created``; None: it never does, as before)."""
+    db.execute("alter table invites add column expires text")

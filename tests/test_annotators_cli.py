@@ -13,6 +13,7 @@ import pytest
 from argon2 import PasswordHasher
 
 from annotation.accounts import Accounts
+from annotation.errors import LoginRefused
 from data.store import Store
 
 PASSWORD = "correct-horse"
@@ -100,8 +101,10 @@ def test_a_study_invite_prints_prolific_s_template(cli, accounts):
     link, secret = out.splitlines()
     found = re.fullmatch(LINK + PROLIFIC, link)
     assert code == 0 and found and "secret" in secret
-    _, account = accounts.redeem(found.group(1), {"PROLIFIC_PID": "5f1a", "STUDY_ID": "s", "SESSION_ID": "x"}, None)
-    assert (account.name, account.quota, account.completion_code) == ("pilot:5f1a", 2, "C0DE1234")
+    ids = {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "60a0b1c2d3e4f5a6b7c8d9e0",
+           "SESSION_ID": "6a1b2c3d4e5f6a7b8c9d0e1f"}  # Prolific's ids: 24 hexadecimal digits
+    _, account = accounts.redeem(found.group(1), ids, None)
+    assert (account.name, account.quota, account.completion_code) == (f"pilot:{ids['PROLIFIC_PID']}", 2, "C0DE1234")
     assert accounts.completion_code(account.name, 2) == "C0DE1234"
 
 
@@ -110,3 +113,34 @@ def test_a_study_invite_without_its_code_names_the_flag(cli):
     assert code == 1 and out == "" and "--completion-code" in err
     code, _, err = cli("annotators", "invite")
     assert code == 1 and "--study" in err
+
+
+def test_links_list_each_link_and_revoke_stops_one_an_account_s_or_a_study_s(cli, accounts):
+    """Issue 38 (F28): `Accounts.revoke` existed but no command called it; links never ended."""
+    cli("annotators", "add", "bob", "--no-password")
+    one = re.match(LINK, cli("annotators", "invite", "bob", "--expires", "7d")[1]).group(1)
+    two = re.match(LINK, cli("annotators", "invite", "bob")[1]).group(1)
+    study = re.match(LINK, cli("annotators", "invite", "--study", "pilot", "--quota", "2", "--completion-code",
+                               "C0DE1234", "--expires", "never")[1]).group(1)
+    accounts.redeem(one, {}, None)
+    code, out, _ = cli("annotators", "links")
+    header, *rows = out.splitlines()
+    assert code == 0 and header.split() == ["id", "for", "made", "ends", "state", "accounts", "sessions"]
+    assert [row.split()[-3:] for row in rows] == [["open", "1", "1"], ["open", "0", "0"], ["open", "0", "0"]]
+    assert "never" in rows[1] and "never" in rows[2] and "never" not in rows[0], "7d ends; the others never"
+    assert one not in out and two not in out, "no token is shown (only its hash is stored)"
+
+    code, out, _ = cli("annotators", "revoke", f"http://127.0.0.1:7860/invite/{one}?x=1")
+    assert code == 0 and "Revoked the invite link" in out
+    code, out, _ = cli("annotators", "revoke", "--study", "pilot")
+    assert code == 0 and "Revoked 1 invite link of study 'pilot'" in out
+    code, out, _ = cli("annotators", "revoke", "bob")
+    assert code == 0 and "Revoked 1 invite link of 'bob'" in out, "the one still open"
+    for token in (one, two, study):
+        with pytest.raises(LoginRefused):
+            accounts.redeem(token, {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e"}, None)
+    assert [row.split()[-3] for row in cli("annotators", "links")[1].splitlines()[1:]] == ["revoked"] * 3
+    code, _, err = cli("annotators", "invite", "bob", "--expires", "soon")
+    assert code == 1 and "--expires" in err and "7d" in err
+    code, _, err = cli("annotators", "revoke", "made-up-token")
+    assert code == 1 and "No invite link" in err

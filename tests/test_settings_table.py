@@ -222,6 +222,9 @@ BAD = {
                                "style) or plain (citation marks and source lists taken away), not 'fancy'."),
     "--language": ("Chinese", "--language 'Chinese' is not a language code: give auto (the task's language) or a "
                               "code such as zh, ja, fr or en."),
+    "--allowed-hosts": ("rat.example.org,http://x", "--allowed-hosts takes host names, comma separated (e.g. "
+                                                    "--allowed-hosts rat.example.org,.example.org), not 'http://x'."),
+    "--study-accounts-per-address": (-1, "--study-accounts-per-address must be at least 0, not -1."),
     "--votes-per-minute": (0, "--votes-per-minute must be at least 1, not 0."),
     "--votes-per-address": (-1, "--votes-per-address must be at least 0, not -1."),
     "--votes-per-day": (-1, "--votes-per-day must be at least 0, not -1."),
@@ -237,7 +240,8 @@ BAD = {
 GOOD = {"--search": "searxng,corpus", "--max-tokens": 1, "--context-tokens": 1024, "--min-keep": 0,
         "--cite-threshold": 1, "--auth": "ana:correct-horse",
         "--arena-text": "model", "--arena-style": "plain", "--votes-per-minute": 1, "--votes-per-address": 0,
-        "--votes-per-day": 0, "--db": "data/rat.db", "--language": "pt-BR",
+        "--votes-per-day": 0, "--db": "data/rat.db", "--language": "pt-BR", "--allowed-hosts": ".example.org, *",
+        "--study-accounts-per-address": 0,
         "--trusted-proxies": "127.0.0.1, 10.0.0.0/8"}
 
 

@@ -111,7 +111,7 @@ def serve(settings: Settings, store, clients: Clients, runner: Runner, arena_ser
     """Build both apps (the whole one for admins, the Arena alone for annotators) and serve them
     behind ``ui.server`` on the settings' host and ``port`` (default the settings'), in a thread.
     Raises ConfigError when the port is taken."""
-    accounts = accounts or Accounts(store)
+    accounts = accounts or Accounts(store, study_accounts_per_address=settings.study_accounts_per_address)
     doors = server.Doors(settings, accounts, SharedLogin(*settings.auth) if settings.auth else None)
     whole = build_app(settings, store, clients, runner, arena_service, role=ADMIN, warm=True, accounts=accounts)
     alone = build_app(settings, store, clients, runner, arena_service, role=ANNOTATOR, accounts=accounts)

@@ -23,11 +23,21 @@ Login is our page (the app's name and a line of instructions), throttled per nam
 (``annotation.accounts``); a session is a random token in an HttpOnly cookie, stored hashed, and
 a logout ends that session only. Requests that change state (any method but GET, HEAD, OPTIONS)
 from another origin are refused, and no origin but our own gets CORS headers.
+
+Before any of that (``Guard``, in front of every route, Gradio's included):
+
+- a request naming a host the server does not answer to gets 421 and nothing else (``host_allowed``:
+  its own address, any IP address, ``localhost``, the names of ``--allowed-hosts``): a page of
+  another site that points its name at this machine (DNS rebinding) sends its own name as Host and
+  Origin alike, which the origin check lets through;
+- no file is taken: neither app has a file input, so Gradio's upload routes answer 403 before a byte
+  of the body is read (an open Arena took 20 MB a request, kept for a day).
 """
 
 from __future__ import annotations
 
 import html
+import ipaddress
 import logging
 import threading
 import time
@@ -39,7 +49,7 @@ import gradio as gr
 import uvicorn
 from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from annotation.accounts import ADMIN, ANNOTATOR, Accounts, SharedLogin
@@ -154,11 +164,46 @@ def same_origin(request: Request) -> bool:
     return urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()
 
 
+def host_allowed(host: str, bound: str, allowed: tuple[str, ...] = (), *, share: bool = False) -> bool:
+    """Whether the server answers a request whose Host header is ``host`` (a port may follow): no
+    Host (no browser sends none), an IP address (a page of another site cannot make a browser send
+    one for its own name), ``localhost`` or a name under it, ``bound`` (the --host the server
+    listens on), a name of ``allowed`` (``.example.org``: it and its subdomains; ``*``: any), and
+    with ``share`` Gradio's share links (``*.gradio.live``)."""
+    if not host:
+        return True
+    name = host.strip().lower()
+    if name.startswith("["):  # "[::1]:7860"
+        name = name[1:].partition("]")[0]
+    elif name.count(":") == 1:
+        name = name.partition(":")[0]
+    name = name.rstrip(".")
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    if name == "localhost" or name.endswith(".localhost") or name == bound.lower().rstrip("."):
+        return True
+    if share and name.endswith(".gradio.live"):
+        return True
+    for entry in allowed:
+        entry = entry.lower().rstrip(".")
+        if entry == "*" or name == entry or (entry.startswith(".") and (name == entry[1:] or name.endswith(entry))):
+            return True
+    return False
+
+
+#: Gradio's routes that take files (under either app's path): no input of ours takes one
+_UPLOADS = ("/gradio_api/upload", "/upload")
+
+
 class Guard:
     """Pure ASGI middleware in front of every route (Starlette's ``@app.middleware("http")`` runs
     each request through a task group and memory streams, a large share of the CPU a click costs):
-    a state-changing request from another origin is refused; a page of the app (``/``, the Arena)
-    is shown only to whom ``doors`` lets in, the others are sent to the login page or their own."""
+    a request naming another host is refused (:func:`host_allowed`), and so are uploads (no input
+    takes a file) and a state-changing request from another origin; a page of the app (``/``, the
+    Arena) is shown only to whom ``doors`` lets in, the others are sent to the login page or their own."""
 
     def __init__(self, app, doors: Doors):
         self.app = app
@@ -174,10 +219,18 @@ class Guard:
 
     def refusal(self, request: Request) -> Response | None:
         """The answer to a request that does not go on to the app, or None."""
+        settings = self.doors.settings
+        host = request.headers.get("host", "")
+        if not host_allowed(host, settings.host, settings.allowed_hosts, share=settings.share):
+            log.warning("refused a request for host %r (not this server's; --allowed-hosts)", host[:100])
+            return PlainTextResponse(f"This server does not answer to {host[:100]!r}: open it by its own address, "
+                                     "or add the name to --allowed-hosts.", status_code=421)
+        path = request.url.path
+        if path.rstrip("/").endswith(_UPLOADS):
+            return JSONResponse({"error": "This app takes no files."}, status_code=403)
         if request.method not in SAFE_METHODS and not same_origin(request):
             return JSONResponse({"error": "A request from another site was refused: use the app's own page."},
                                 status_code=403)
-        path = request.url.path
         if request.method == "GET" and path in ("/", ARENA_PATH, ARENA_PATH + "/"):
             who = self.doors.who(request)
             if who is None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import threading
+import time
+from datetime import datetime, timedelta
 
 import pytest
 from argon2 import PasswordHasher
@@ -20,6 +22,7 @@ from annotation.accounts import (
     ANNOTATOR,
     BAD_INVITE,
     DISABLED,
+    EXPIRED,
     FIRST_DELAY,
     FREE_FAILURES,
     WRONG,
@@ -34,6 +37,8 @@ from data.store import Store
 
 FAST = {"time_cost": 1, "memory_cost": 8, "parallelism": 1}
 PASSWORD = "correct-horse"
+#: Prolific's ids: 24 hexadecimal digits each
+PID, STUDY, SESSION = "5f1a2b3c4d5e6f7a8b9c0d1e", "60a0b1c2d3e4f5a6b7c8d9e0", "6a1b2c3d4e5f6a7b8c9d0e1f"
 HELD_BACK = r"Too many failed logins for this account \(or from this address\): try again in (\d+) s\."
 
 
@@ -388,18 +393,18 @@ def test_an_annotator_invite_logs_that_account_in_and_sets_its_quota(accounts, s
 
 def test_a_study_invite_makes_one_account_per_participant_with_the_platform_ids(accounts):
     link = accounts.invite(study="pilot", quota=2, completion_code="C0DE1234")
-    params = {"PROLIFIC_PID": "5f1a2b3c", "STUDY_ID": "s-1", "SESSION_ID": "x-1", "utm_source": "mail"}
+    params = {"PROLIFIC_PID": PID, "STUDY_ID": STUDY, "SESSION_ID": SESSION, "utm_source": "mail"}
     session, account = accounts.redeem(link, params, "10.0.0.1")
-    assert account == Account("pilot:5f1a2b3c", "annotator", False, 2, "C0DE1234", "pilot",
-                              {"PROLIFIC_PID": "5f1a2b3c", "STUDY_ID": "s-1", "SESSION_ID": "x-1"})
+    assert account == Account(f"pilot:{PID}", "annotator", False, 2, "C0DE1234", "pilot",
+                              {"PROLIFIC_PID": PID, "STUDY_ID": STUDY, "SESSION_ID": SESSION})
     assert accounts.session(session) == account
-    _, again = accounts.redeem(link, {**params, "SESSION_ID": "x-2"}, "10.0.0.1")
+    _, again = accounts.redeem(link, {**params, "SESSION_ID": "6a1b2c3d4e5f6a7b8c9d0e20"}, "10.0.0.1")
     assert again == account, "the participant's account is reused, as first made"
     _, other = accounts.redeem(link, {"participant": "p-7"}, "10.0.0.3")
     assert other.name == "pilot:p-7" and other.participant == {"participant": "p-7"}
-    assert [a.name for a in accounts.list()] == ["pilot:5f1a2b3c", "pilot:p-7"]
+    assert [a.name for a in accounts.list()] == [f"pilot:{PID}", "pilot:p-7"]
     with pytest.raises(AccountError):  # nobody logs in with a password as a participant
-        accounts.add("pilot:5f1a2b3c", PASSWORD)
+        accounts.add(f"pilot:{PID}", PASSWORD)
 
 
 @pytest.mark.parametrize("params", [{}, {"STUDY_ID": "s-1"}, {"PROLIFIC_PID": ""},
@@ -430,12 +435,74 @@ def test_an_unknown_revoked_or_disabled_invite_is_refused(accounts):
         accounts.revoke("made-up-token")
 
 
+def test_an_expired_link_is_refused_and_a_study_link_ends_after_30_days_by_default(accounts, store):
+    """Issue 38 (F28): a personal link logged in any number of times, forever."""
+    accounts.add("bob")
+    short = accounts.invite("bob", expires=timedelta(seconds=1))
+    forever = accounts.invite("bob")
+    study = accounts.invite(study="pilot", quota=2, completion_code="C0DE1234")
+    first, second, third = (c.invite for c in accounts.links())
+    assert first.expires is not None and second.expires is None, "bob's short link ends, the other never"
+    lasts = datetime.fromisoformat(third.expires) - datetime.fromisoformat(third.created)
+    assert abs(lasts - timedelta(days=30)) < timedelta(seconds=5), "a study link: 30 days"
+    assert accounts.redeem(short, {}, "10.0.0.1")[1].name == "bob", "before it ends it logs in"
+    time.sleep(1.1)
+    with pytest.raises(LoginRefused) as err:
+        accounts.redeem(short, {}, "10.0.0.1")
+    assert str(err.value) == EXPIRED
+    assert accounts.redeem(forever, {}, "10.0.0.1")[1].name == "bob", "a link with no end still works"
+    with pytest.raises(AccountError, match="expiry"):
+        accounts.invite("bob", expires=timedelta(0))
+    assert accounts.redeem(study, {"PROLIFIC_PID": PID}, "10.0.0.1")[1].name == f"pilot:{PID}"
+
+
+def test_revoking_an_account_s_or_a_study_s_links_stops_them_all(accounts):
+    accounts.add("bob")
+    bob = [accounts.invite("bob"), accounts.invite("bob")]
+    study = [accounts.invite(study="pilot", quota=2, completion_code="C0DE1234") for _ in range(2)]
+    other = accounts.invite(study="main", quota=2, completion_code="C0DE1234")
+    assert accounts.revoke_links(name="bob") == 2 and accounts.revoke_links(study="pilot") == 2
+    for link in (*bob, *study):
+        with pytest.raises(LoginRefused, match="not valid"):
+            accounts.redeem(link, {"PROLIFIC_PID": PID}, "10.0.0.1")
+    assert accounts.redeem(other, {"PROLIFIC_PID": PID}, "10.0.0.1")[1].name == f"main:{PID}"
+    assert accounts.revoke_links(name="bob") == 0, "none left open"
+    with pytest.raises(AccountError, match="annotators links"):
+        accounts.revoke_links(study="nope")
+    states = [(c.invite.account or c.invite.study, c.invite.disabled, c.accounts) for c in accounts.links()]
+    assert states == [("bob", True, 0), ("bob", True, 0), ("pilot", True, 0), ("pilot", True, 0), ("main", False, 1)]
+
+
+def test_made_up_participant_ids_are_refused_and_one_address_makes_at_most_the_cap(store):
+    """Issue 38 (F28): 20 made-up PROLIFIC_PIDs from 20 addresses gave 20 accounts, each with its
+    quota and completion code. Prolific's ids have its form; one address makes at most the cap an hour."""
+    accounts = Accounts(store, hasher=PasswordHasher(**FAST), study_accounts_per_address=3)
+    link = accounts.invite(study="pilot", quota=2, completion_code="C0DE1234")
+    for made_up in ("p123", "5f1a", "x" * 24, PID.upper()):
+        with pytest.raises(LoginRefused, match="24 hexadecimal digits"):
+            accounts.redeem(link, {"PROLIFIC_PID": made_up}, "10.0.0.1")
+    with pytest.raises(LoginRefused, match="STUDY_ID"):
+        accounts.redeem(link, {"PROLIFIC_PID": PID, "STUDY_ID": "s9"}, "10.0.0.1")
+    pids = [f"{n:024x}" for n in range(1, 6)]
+    for pid in pids[:3]:
+        accounts.redeem(link, {"PROLIFIC_PID": pid}, "10.0.0.7")
+    with pytest.raises(LoginRefused, match="Too many new participants"):
+        accounts.redeem(link, {"PROLIFIC_PID": pids[3]}, "10.0.0.7")
+    assert accounts.redeem(link, {"PROLIFIC_PID": pids[0]}, "10.0.0.7")[1].name == f"pilot:{pids[0]}", \
+        "a participant who has an account comes back"
+    assert accounts.redeem(link, {"PROLIFIC_PID": pids[3]}, "10.0.0.8")[1].name == f"pilot:{pids[3]}", \
+        "another address is counted apart"
+    assert [c.accounts for c in accounts.links()] == [4]
+    lab = Accounts(store, hasher=PasswordHasher(**FAST), study_accounts_per_address=0)
+    assert lab.redeem(link, {"PROLIFIC_PID": pids[4]}, "10.0.0.7")[1].name == f"pilot:{pids[4]}", "0: no cap"
+
+
 def test_a_disabled_participant_cannot_come_back_through_the_study_link(accounts):
     link = accounts.invite(study="pilot", quota=2, completion_code="C0DE1234")
-    _, account = accounts.redeem(link, {"PROLIFIC_PID": "5f1a"}, None)
+    _, account = accounts.redeem(link, {"PROLIFIC_PID": PID}, None)
     accounts.disable(account.name)
     with pytest.raises(LoginRefused) as err:
-        accounts.redeem(link, {"PROLIFIC_PID": "5f1a"}, None)
+        accounts.redeem(link, {"PROLIFIC_PID": PID}, None)
     assert str(err.value) == DISABLED
 
 

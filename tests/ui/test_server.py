@@ -6,7 +6,9 @@ and state-changing requests from other sites refused."""
 from __future__ import annotations
 
 import os
+import time
 from contextlib import contextmanager
+from datetime import timedelta
 
 import httpx
 from argon2 import PasswordHasher
@@ -134,16 +136,25 @@ def test_an_invite_link_logs_its_annotator_in(tmp_path):
         landed = http.get(f"/invite/{token}", follow_redirects=False)
         assert landed.status_code == 303 and landed.headers["location"] == "/arena/"
         assert http.get("/arena/config").status_code == 200
+        # issue 38: a revoked or expired link answers 403 and logs nobody in
+        expired = accounts.invite("ana", expires=timedelta(milliseconds=1))
+        accounts.revoke(token)
+        time.sleep(0.01)
+        http.cookies.clear()
+        for link, said in ((token, "not valid"), (expired, "expired")):
+            refused = http.get(f"/invite/{link}", follow_redirects=False)
+            assert refused.status_code == 403 and said in refused.text and COOKIE not in http.cookies, link
 
 
 def test_a_study_link_records_the_platform_ids(tmp_path):
     with served(tmp_path) as (http, accounts):
         token = accounts.invite(study="pilot", quota=3, completion_code="C0DE42")
-        landed = http.get(f"/invite/{token}", params={"PROLIFIC_PID": "p123", "STUDY_ID": "s9", "SESSION_ID": "x1"},
-                          follow_redirects=False)
+        ids = {"PROLIFIC_PID": "5f1a2b3c4d5e6f7a8b9c0d1e", "STUDY_ID": "60a0b1c2d3e4f5a6b7c8d9e0",
+               "SESSION_ID": "6a1b2c3d4e5f6a7b8c9d0e1f"}  # Prolific's ids: 24 hexadecimal digits
+        landed = http.get(f"/invite/{token}", params=ids, follow_redirects=False)
         assert landed.status_code == 303
-        made = accounts.get("pilot:p123")
-        assert made is not None and made.participant["STUDY_ID"] == "s9" and made.quota == 3
+        made = accounts.get(f"pilot:{ids['PROLIFIC_PID']}")
+        assert made is not None and made.participant["STUDY_ID"] == ids["STUDY_ID"] and made.quota == 3
 
 
 def test_state_changing_requests_from_another_site_are_refused(tmp_path):
@@ -187,3 +198,33 @@ def test_x_forwarded_for_counts_only_from_a_trusted_proxy():
             assert httpx.get(up.url + "who", headers=forged, timeout=10).json() == {"client": seen}, trusted
         finally:
             up.close()
+
+
+def test_a_request_naming_another_host_gets_no_page_no_config_and_no_queue(tmp_path):
+    """Issue 38 (F30): a page of another site that points its name at 127.0.0.1 sends that name as
+    Host and Origin alike, so the origin check let it read History and start runs. Now only this
+    server's names are answered: 421 before any handler, Gradio's included."""
+    with served(tmp_path, allowed_hosts=("rat.example.org",)) as (http, _):
+        rebound = {"Host": "evil.example:7860", "Origin": "http://evil.example:7860"}
+        for method, path in (("GET", "/"), ("GET", "/config"), ("GET", "/arena/"), ("GET", "/gradio_api/info"),
+                             ("POST", "/gradio_api/queue/join"), ("GET", "/login")):
+            answer = http.request(method, path, headers=rebound, json={} if method == "POST" else None)
+            assert answer.status_code == 421, (method, path, answer.status_code)
+            assert "--allowed-hosts" in answer.text and "Writer" not in answer.text
+        for host in ("localhost", "127.0.0.1", "rat.example.org", "[::1]"):
+            assert http.get("/config", headers={"Host": host}).status_code == 200, host
+        assert http.get("/config").status_code == 200, "the address the server was opened by"
+
+
+def test_no_upload_is_taken_and_nothing_is_written(tmp_path, monkeypatch):
+    """Issue 38 (F29): anyone who could open the Arena could upload files of any size (20 MB in
+    under a second, kept a day); no input takes a file, so the upload routes refuse before reading."""
+    uploads = tmp_path / "gradio-uploads"
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(uploads))
+    with served(tmp_path, arena_only=True) as (http, _):
+        body = b"x" * 20_000_000
+        for path in ("/arena/gradio_api/upload", "/gradio_api/upload", "/arena/upload", "/arena/gradio_api/upload/"):
+            answer = http.post(path, files={"files": ("big.bin", body)})
+            assert answer.status_code == 403 and "takes no files" in answer.text, (path, answer.status_code)
+        assert not uploads.exists() or not any(uploads.rglob("*")), "nothing was written"
+        assert http.get("/arena/").status_code == 200, "the Arena itself is served"
