@@ -63,6 +63,9 @@ def read_records(lines: Iterable[str], name: str, model: type[M], example: str,
             record = model.model_validate(obj)
         except (json.JSONDecodeError, TypeError, ValidationError, BadText) as exc:
             raise error(line_error(name, n, exc, example, model)) from exc
+        except RecursionError:  # "[[[[...]]]]" deeper than Python's parser goes: one line, not a traceback
+            raise error(f"{name} line {n}: nested too deeply to read (a line is one flat JSON object); "
+                        f"e.g. {example}") from None
         yield n, record
 
 
