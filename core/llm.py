@@ -563,9 +563,10 @@ class LLMClient:
             return LLMAuthError(f"{server} refused the API key ({status}: {detail}): check OPENAI_API_KEY.")
         if status == 404:
             return await self._not_found(model, role, detail)
-        if status == 429:
+        if status == 429:  # the first one is said as it is: a retry note must not say "kept answering"
+            said = "kept answering" if attempts > 1 else "answered"
             return LLMRateLimited(
-                f"{server} kept answering 429 Too Many Requests{tries} ({detail}): wait a minute "
+                f"{server} {said} 429 Too Many Requests{tries} ({detail}): wait a minute "
                 "and try again, or check your plan's rate limits.")
         if status == 408:
             return LLMTimeout(f"{server} timed out the request{tries} ({detail}): try again.")

@@ -150,7 +150,19 @@ async def test_429_that_persists_raises_rate_limited(llm, make_client, sleeps):
         with pytest.raises(LLMRateLimited) as info:
             await client.complete("hi", role="draft")
     assert info.value.retryable and "429" in str(info.value)
+    assert "kept answering 429" in str(info.value) and "tried 3 times" in str(info.value)
     assert len(llm.requests) == 3 and len(sleeps) == 2
+
+
+async def test_the_first_retry_note_of_a_429_says_what_happened_not_kept_answering(llm, make_client, sleeps):
+    """Issue 38 (F27): the first retry note already said "kept answering 429"."""
+    llm.fail_next(1, status=429)
+    llm.queue("ok")
+    async with make_client() as client:
+        items = [item async for item in client.stream("hi", role="draft")]
+    (note,) = [item for item in items if isinstance(item, Retry)]
+    assert note.attempt == 1 and "answered 429 Too Many Requests" in note.reason
+    assert "kept answering" not in note.reason and "tried" not in note.reason
 
 
 async def test_server_that_stays_down_fails_after_all_attempts(llm, make_client, sleeps):
