@@ -69,6 +69,7 @@ PARTICIPANT_KEYS = ("PROLIFIC_PID", "participant")  # where a study link's parti
 _PLATFORM_ID = re.compile(r"[A-Za-z0-9._@-]{1,64}")
 #: Prolific's own ids (participant, study, session) are 24 hexadecimal digits: a made-up one is refused
 _PROLIFIC_ID = re.compile(r"[0-9a-f]{24}")
+SESSION_DAYS = 14  # a session ends this long after its login, on the server as in the browser's cookie
 STUDY_LINK_DAYS = 30  # a study link ends this long after it is made, unless told otherwise (--expires)
 #: New participants' accounts a study link makes for one client address in an hour (0: no cap);
 #: --study-accounts-per-address
@@ -383,7 +384,8 @@ class Accounts:
 
     def session(self, token: str | None) -> Account | None:
         """The account of the open session ``token`` names; None for no token, an unknown or
-        ended session, or a disabled account. Cached (see the module's docstring). Raises
+        ended session, one opened SESSION_DAYS ago or more (the cookie's age: a stolen cookie
+        is not good forever), or a disabled account. Cached (see the module's docstring). Raises
         StoreError."""
         if not isinstance(token, str) or not token or len(token) > _MAX_KEY:
             return None
@@ -395,7 +397,8 @@ class Accounts:
                 self._sessions.move_to_end(hashed)
                 return kept[1]
             generation = self._generation
-        row = rows.session_account(self.store, hashed)
+        since = (datetime.now(UTC) - timedelta(days=SESSION_DAYS)).isoformat(timespec="milliseconds")
+        row = rows.session_account(self.store, hashed, since)
         account = _public(row) if row is not None else None
         with self._lock:
             if account is None:
@@ -608,7 +611,8 @@ class SharedLogin:
         self._user = hashlib.sha256(user.encode("utf-8")).digest()
         self._password = hashlib.sha256(password.encode("utf-8")).digest()
         self.throttle = Throttle(clock)
-        self._sessions: OrderedDict[str, None] = OrderedDict()  # token hashes
+        self.clock = clock
+        self._sessions: OrderedDict[str, float] = OrderedDict()  # token hash -> when it was opened
         self._lock = threading.Lock()
 
     def any(self) -> bool:
@@ -630,7 +634,7 @@ class SharedLogin:
                 raise LoginRefused(WRONG)
             token = secrets.token_urlsafe(32)
             with self._lock:
-                self._sessions[rows.token_hash(token)] = None
+                self._sessions[rows.token_hash(token)] = self.clock()
                 while len(self._sessions) > SESSION_CACHE_SIZE:
                     self._sessions.popitem(last=False)  # the oldest session ends
             outcome = "success"
@@ -639,11 +643,13 @@ class SharedLogin:
             self.throttle.settle(keys, stamp, outcome)
 
     def session(self, token: str | None) -> Account | None:
-        """The shared account for an open session's token; None otherwise."""
+        """The shared account for an open session's token, opened less than SESSION_DAYS ago;
+        None otherwise."""
         if not isinstance(token, str) or not token or len(token) > _MAX_KEY:
             return None
         with self._lock:
-            return self.account if rows.token_hash(token) in self._sessions else None
+            opened = self._sessions.get(rows.token_hash(token))
+        return self.account if opened is not None and self.clock() - opened < SESSION_DAYS * 86400 else None
 
     def logout(self, token: str | None) -> None:
         """End the session ``token`` names, and only it."""

@@ -254,14 +254,15 @@ def add_session(store: Store, hashed: str, account: str, address: str | None, *,
 
 
 @_read
-def session_account(store: Store, hashed: str) -> AccountRow | None:
+def session_account(store: Store, hashed: str, since: str = "") -> AccountRow | None:
     """The account of the open session whose token hashes to ``hashed``; None when there is no
-    such session, it ended, or its account is disabled. Raises StoreError."""
+    such session, it ended or was opened before ``since`` (an ISO time), or its account is
+    disabled. Raises StoreError."""
     columns = ", ".join(f"a.{c}" for c in _ACCOUNT_COLUMNS.split(", "))
     row = store.db.execute(
         f"select {columns} from sessions s join accounts a on a.name = s.account "
-        "where s.token_hash = ? and s.ended is null and a.disabled = 0",
-        [hashed],
+        "where s.token_hash = ? and s.ended is null and s.created >= ? and a.disabled = 0",
+        [hashed, since],
     ).fetchone()
     return _account(row)
 

@@ -52,7 +52,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from annotation.accounts import ADMIN, ANNOTATOR, Accounts, SharedLogin
+from annotation.accounts import ADMIN, ANNOTATOR, SESSION_DAYS, Accounts, SharedLogin
 from annotation.errors import LoginRefused
 from common.errors import ConfigError
 from common.settings import Settings
@@ -60,7 +60,7 @@ from common.settings import Settings
 log = logging.getLogger(__name__)
 
 COOKIE = "rat_studio_session"
-COOKIE_DAYS = 14
+COOKIE_DAYS = SESSION_DAYS  # the browser forgets the cookie when the server ends its session
 ARENA_PATH = "/arena"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 TITLE = "RAT Studio"

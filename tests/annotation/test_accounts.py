@@ -221,6 +221,25 @@ def test_logout_ends_only_its_own_session(accounts, store):
     assert accounts.session(phone) == ana
 
 
+def test_a_session_ends_on_the_server_when_its_cookie_would(accounts, store, clock, monkeypatch):
+    """Issue 38 (F35): server-side sessions never expired: a copied cookie was good forever."""
+    ana = accounts.add("ana", PASSWORD)
+    token = accounts.login("ana", PASSWORD, "10.0.0.1")
+    assert accounts.session(token) == ana
+    monkeypatch.setattr(accounts_mod, "SESSION_DAYS", 0.2 / 86400)  # 0.2 s
+    time.sleep(0.3)
+    fresh = Accounts(store, clock=clock, hasher=PasswordHasher(**FAST))  # another process: nothing cached
+    assert fresh.session(token) is None, "older than SESSION_DAYS: ended"
+    assert fresh.session(fresh.login("ana", PASSWORD, "10.0.0.1")) == ana, "a new login opens a new one"
+    monkeypatch.setattr(accounts_mod, "SESSION_DAYS", 14)
+    shared = SharedLogin("team", PASSWORD, clock=clock)
+    kept = shared.login("team", PASSWORD, "10.0.0.1")
+    clock.now += 14 * 86400 - 1
+    assert shared.session(kept) == shared.account
+    clock.now += 1
+    assert shared.session(kept) is None, "--auth's sessions end too"
+
+
 def test_a_disable_in_another_process_ends_cached_sessions_within_the_ttl(accounts, store, clock):
     accounts.add("ana", PASSWORD)
     token = accounts.login("ana", PASSWORD, None)
