@@ -16,11 +16,14 @@ session's or an invite's token as its sha256 hash; neither a password nor a toke
 A wrong name and a wrong password get the same message, and an unknown name is verified against
 a dummy hash, so neither the message nor the time tells which names exist.
 
-Failed tries are throttled (``Throttle``) per account name and per client address, before the
-password is verified: once a key has ``FREE_FAILURES`` failures within ``FAILURE_WINDOW``, every
-further try is refused until ``FIRST_DELAY`` seconds after the last failure, a delay that
-doubles with each further failure up to ``MAX_DELAY``. A success clears the account's failures
-(not the address's). Invite links that fail count against the address the same way. The
+Failed tries are throttled (``Throttle``) per account name from one client address, per client
+address, and per account name from every address, before the password is verified: once a key
+has its free failures within ``FAILURE_WINDOW`` (``FREE_FAILURES`` for a name from one address
+and for an address, ``ACCOUNT_FAILURES`` for a name from anywhere: one person guessing cannot
+lock a team out of a shared name, issue 38), every further try is refused until ``FIRST_DELAY``
+seconds after the last failure, a delay that doubles with each further failure up to
+``MAX_DELAY``. A success clears the name's failures (not the address's). Invite links that fail
+count against the address the same way. The
 failures are kept in the database (m019's login_failures), so every app process on it counts
 the same tries.
 
@@ -79,6 +82,9 @@ _CODE = re.compile(r"[!-~]{1,64}")  # printable ASCII, no space
 _MAX_KEY = 256  # characters of a typed name the throttle keeps
 
 FREE_FAILURES = 5  # failed tries within FAILURE_WINDOW before tries are held back
+#: failed tries at one name from every address before that name is held back everywhere: a
+#: higher count, so five wrong passwords from one place do not lock the name's owner out
+ACCOUNT_FAILURES = 50
 FAILURE_WINDOW = 15 * 60.0
 FIRST_DELAY = 2.0  # seconds after the FREE_FAILURES-th failure; doubles with each further one
 MAX_DELAY = 15 * 60.0
@@ -201,29 +207,32 @@ class Throttle:
     (``StoredFailures``), where every process on it counts the same tries (the clock is then
     wall-clock time). Thread-safe; the clock is injectable."""
 
-    #: The kinds of key a try counts against from its start, not from its failure.
-    IN_FLIGHT = ("account",)
+    #: The kinds of key a try counts against from its start, not from its failure: a name from one
+    #: address ("pair") and a name from anywhere ("account"); a success clears both.
+    IN_FLIGHT = ("account", "pair")
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, *, free: int = FREE_FAILURES,
                  window: float = FAILURE_WINDOW, first: float = FIRST_DELAY, cap: float = MAX_DELAY,
-                 ledger: MemoryFailures | StoredFailures | None = None):
+                 ledger: MemoryFailures | StoredFailures | None = None, free_by_kind: Mapping[str, int] | None = None):
         self.clock = clock
         self.free, self.window, self.first, self.cap = free, window, first, cap
+        self.free_by_kind = dict(free_by_kind or {})  # a kind's own free failures (else ``free``)
         self.ledger = ledger or MemoryFailures()
         self._lock = threading.Lock()
 
-    def delay(self, failures: int) -> float:
-        """Seconds a key with ``failures`` failures is held back after its last one."""
-        if failures < self.free:
+    def delay(self, failures: int, kind: str = "") -> float:
+        """Seconds a key of ``kind`` with ``failures`` failures is held back after its last one."""
+        free = self.free_by_kind.get(kind, self.free)
+        if failures < free:
             return 0.0
-        return min(self.first * 2 ** (failures - self.free), self.cap)
+        return min(self.first * 2 ** (failures - free), self.cap)
 
     def _times(self, key: Key, now: float) -> list[float]:
         """The key's failures that still count at ``now`` (forgotten ones leave the ledger)."""
         stored = self.ledger.get(key)
         times = list(stored)
-        if len(times) >= self.free:
-            if now - (times[-1] + self.delay(len(times))) >= self.window:
+        if len(times) >= self.free_by_kind.get(key[0], self.free):
+            if now - (times[-1] + self.delay(len(times), key[0])) >= self.window:
                 times = []
         else:
             while times and now - times[0] >= self.window:
@@ -238,13 +247,13 @@ class Throttle:
             return self._wait(key, self.clock())
 
     def _wait(self, key: Key, now: float) -> float:
-        return self._held(self._times(key, now), now)
+        return self._held(self._times(key, now), now, key[0])
 
-    def _held(self, times: list[float], now: float) -> float:
-        """Seconds a key whose counted failures are ``times`` is held back at ``now``."""
-        if len(times) < self.free:
+    def _held(self, times: list[float], now: float, kind: str = "") -> float:
+        """Seconds a key of ``kind`` whose counted failures are ``times`` is held back at ``now``."""
+        if len(times) < self.free_by_kind.get(kind, self.free):
             return 0.0
-        return max(0.0, times[-1] + self.delay(len(times)) - now)
+        return max(0.0, times[-1] + self.delay(len(times), kind) - now)
 
     def start(self, keys: Iterable[Key], message: str = HELD_BACK) -> float:
         """Count one try of ``keys`` as failed and return its time stamp (for ``settle``).
@@ -254,7 +263,7 @@ class Throttle:
         now = self.clock()
         with self._lock, self.ledger.transaction():
             counted = {key: self._times(key, now) for key in keys}
-            wait = max((self._held(times, now) for times in counted.values()), default=0.0)
+            wait = max((self._held(times, now, key[0]) for key, times in counted.items()), default=0.0)
             if wait > 0:
                 raise LoginRefused(message.format(wait=math.ceil(wait)))
             for key, times in counted.items():
@@ -265,16 +274,16 @@ class Throttle:
 
     def settle(self, keys: Iterable[Key], stamp: float, outcome: str) -> None:
         """What the try ``start`` counted at ``stamp`` came to: ``failed`` (it stays counted),
-        ``neutral`` (not a guess: taken back) or ``success`` (the first key's failures are
-        cleared, the others' try taken back)."""
+        ``neutral`` (not a guess: taken back) or ``success`` (the failures of its IN_FLIGHT keys, the
+        name's, are cleared; an address's try is taken back)."""
         keys = list(keys)
         with self._lock, self.ledger.transaction():
-            for i, key in enumerate(keys):
+            for key in keys:
                 times = self.ledger.get(key)
                 if key[0] not in self.IN_FLIGHT:  # counted now, if it failed, in time order
                     if outcome == "failed":
                         self.ledger.put(key, sorted([*times, stamp]))
-                elif outcome == "success" and i == 0:
+                elif outcome == "success":
                     if times:
                         self.ledger.put(key, [])
                 elif outcome != "failed" and stamp in times:
@@ -295,7 +304,8 @@ class Accounts:
         self.clock = clock or time.monotonic
         self.hasher = hasher or PasswordHasher()
         # failed tries are counted in the database, on the wall clock: every process on it counts them
-        self.throttle = Throttle(clock or time.time, ledger=StoredFailures(store))
+        self.throttle = Throttle(clock or time.time, ledger=StoredFailures(store),
+                                 free_by_kind={"account": ACCOUNT_FAILURES})
         self._lock = threading.Lock()
         self._dummy_hash: str | None = None
         self._any: tuple[float, bool] | None = None  # (when, answer)
@@ -364,7 +374,7 @@ class Accounts:
         (for a cookie; only its hash is stored). Raises LoginRefused: too many failed tries for
         this name or from this address (checked before the password), a wrong name or password
         (one message for both), a disabled account; StoreError."""
-        keys = [("account", str(name)[:_MAX_KEY])] + ([("address", address)] if address else [])
+        keys = login_keys(name, address)
         stamp = self.throttle.start(keys)
         outcome = "neutral"
         try:
@@ -610,7 +620,7 @@ class SharedLogin:
         self.account = Account(user, role)
         self._user = hashlib.sha256(user.encode("utf-8")).digest()
         self._password = hashlib.sha256(password.encode("utf-8")).digest()
-        self.throttle = Throttle(clock)
+        self.throttle = Throttle(clock, free_by_kind={"account": ACCOUNT_FAILURES})
         self.clock = clock
         self._sessions: OrderedDict[str, float] = OrderedDict()  # token hash -> when it was opened
         self._lock = threading.Lock()
@@ -623,7 +633,7 @@ class SharedLogin:
         """A new session's token for the right name and password. Raises LoginRefused: too many
         failed tries for this name or from this address, or a wrong name or password (one
         message for both)."""
-        keys = [("account", str(name)[:_MAX_KEY])] + ([("address", address)] if address else [])
+        keys = login_keys(name, address)
         stamp = self.throttle.start(keys)
         outcome = "neutral"
         try:
@@ -656,6 +666,13 @@ class SharedLogin:
         if isinstance(token, str) and token and len(token) <= _MAX_KEY:
             with self._lock:
                 self._sessions.pop(rows.token_hash(token), None)
+
+
+def login_keys(name: object, address: str | None) -> list[Key]:
+    """What a login try counts against: the name from this address, the name from anywhere (held
+    back only past ACCOUNT_FAILURES) and the address (a burst of guesses at many names)."""
+    typed = str(name)[:_MAX_KEY]
+    return [("pair", f"{address or ''}|{typed}"), ("account", typed)] + ([("address", address)] if address else [])
 
 
 def new_completion_code() -> str:
