@@ -182,12 +182,20 @@ class Runner:
 
     def _last_status(self, run_id: str, write: Any) -> None:
         """Store a run's last status (``write()``) and forget the run, with no
-        :meth:`interrupt_live` in between."""
+        :meth:`interrupt_live` in between; nothing when :meth:`interrupt_live` stored it already
+        (the process is going down: what fails in the run now fails because of that, issue 38)."""
         with self._driving_lock:
+            if run_id not in self._driving:
+                return
             try:
                 write()
             finally:
                 self._driving.discard(run_id)
+
+    def _stopped(self, run_id: str) -> bool:
+        """Whether :meth:`interrupt_live` stored the run as interrupted (it is driven no more)."""
+        with self._driving_lock:
+            return run_id not in self._driving
 
     # -- the loop --------------------------------------------------------------------------
     async def _drive(self, run_id: str, method: str, task: Task, *, prior: list[Event], seq: int,
@@ -267,18 +275,21 @@ class Runner:
         except (asyncio.CancelledError, GeneratorExit):
             status = RunStatus.INTERRUPTED
             raise
-        except RatStudioError as exc:
+        except Exception as exc:
+            if self._stopped(run_id):  # the server stopped under it (closed pools, clients): interrupted
+                log.info("run %s ended as the app stopped: %s: %s", run_id, type(exc).__name__, exc)
+                status = RunStatus.INTERRUPTED
+                return
             status = RunStatus.FAILED
-            failed = Failed(error=str(exc), resumable=resumable and _resumable(exc), error_type=type(exc).__name__)
-            store(failed, status=status, error=str(exc))
-            yield failed
-        except Exception as exc:  # a bug: keep what was done, say so, let the run resume
-            log.exception("run %s crashed", run_id)
-            status = RunStatus.FAILED
-            again = (f"resume with `python app.py resume {run_id}` once fixed" if resumable
-                     else "run it again once fixed")
-            failed = Failed(error=f"Internal error ({type(exc).__name__}: {exc}). What was done is kept; {again}.",
-                            resumable=resumable, error_type=type(exc).__name__)
+            if isinstance(exc, RatStudioError):
+                failed = Failed(error=str(exc), resumable=resumable and _resumable(exc),
+                                error_type=type(exc).__name__)
+            else:  # a bug: keep what was done, say so, let the run resume
+                log.exception("run %s crashed", run_id)
+                again = (f"resume with `python app.py resume {run_id}` once fixed" if resumable
+                         else "run it again once fixed")
+                failed = Failed(error=f"Internal error ({type(exc).__name__}: {exc}). What was done is kept; "
+                                f"{again}.", resumable=resumable, error_type=type(exc).__name__)
             store(failed, status=status, error=failed.error)
             yield failed
         finally:

@@ -396,3 +396,37 @@ def test_tiny_model_script_stopped_while_the_model_loads_leaves_nothing(tmp_path
         assert left_after(set(seen)) == {}
     finally:
         end(proc, seen)
+
+
+@pytest.mark.parametrize("how", ["model-down", "bug"])
+async def test_what_fails_in_a_run_after_the_server_stopped_leaves_it_interrupted_quietly(app, llm, monkeypatch,
+                                                                                       caplog, how):
+    """Issue 38 (F31): stopping the UI server mid-run stored 2 of 9 runs as `failed` "internal
+    error" (the stopped process's pools refused the run's next step: "cannot schedule new futures
+    after shutdown") with a traceback. Once ``interrupt_live`` stored a run as interrupted, what
+    fails in it after (a model that no longer answers, an error of any kind) leaves it so."""
+    from common.events import Failed, StepRevised
+    from common.types import Task
+    from core.text import prompts
+
+    llm.reply(RatAuthor(draft_steps(4)))
+    stopped: list[str] = []
+    choose = prompts.choose_query
+
+    def going_down(*args, **kwargs):
+        if stopped and how == "bug":
+            raise RuntimeError("cannot schedule new futures after shutdown")
+        return choose(*args, **kwargs)
+
+    monkeypatch.setattr(prompts, "choose_query", going_down)
+    events = []
+    async for event in app.runner.start("rat-step", Task("Write a short history of Python 3.")):
+        events.append(event)
+        if isinstance(event, StepRevised) and not stopped:  # the server stops here
+            stopped += app.runner.interrupt_live()
+            llm.down = how == "model-down"
+    assert stopped == [events[0].run_id]
+    run = app.store.get_run(events[0].run_id)
+    assert run.status == "interrupted" and "continue it" in run.error, (run.status, run.error)
+    assert not [e for e in app.store.events(run.id) if isinstance(e, Failed)], "no failure is stored"
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], "no traceback is logged"
