@@ -148,6 +148,10 @@ class ProcedureMemory:
         return added, existing
 
 EXAMPLE = '{"input": "flour, eggs, milk", "output": "pancakes", "steps": ["Whisk ...", "Fry ..."]}'
+#: A procedure's input, output or step at most (a page of instructions, not a book), and its steps:
+#: an import has no size cap else (issue 38, F33), and each procedure goes into prompts whole
+MAX_PROCEDURE_CHARS = 20_000
+MAX_PROCEDURE_STEPS = 200
 
 
 class ProcedureLine(Record):
@@ -165,6 +169,24 @@ class ProcedureLine(Record):
     @classmethod
     def _steps(cls, value: Any) -> Any:
         return [s for s in value.splitlines() if s.strip()] if isinstance(value, str) else value
+
+    @field_validator("input", "prompt", "output")
+    @classmethod
+    def _capped(cls, value: str | None) -> str | None:
+        if value is not None and len(value) > MAX_PROCEDURE_CHARS:
+            raise ValueError(f"is {len(value):,} characters long; the limit is {MAX_PROCEDURE_CHARS:,}")
+        return value
+
+    @field_validator("steps")
+    @classmethod
+    def _steps_capped(cls, value: list[str]) -> list[str]:
+        if len(value) > MAX_PROCEDURE_STEPS:
+            raise ValueError(f"has {len(value):,} steps; the limit is {MAX_PROCEDURE_STEPS:,}")
+        long = next((k for k, s in enumerate(value, 1) if len(s) > MAX_PROCEDURE_CHARS), None)
+        if long is not None:
+            raise ValueError(f"item {long} is {len(value[long - 1]):,} characters long; the limit is "
+                             f"{MAX_PROCEDURE_CHARS:,}")
+        return value
 
     @model_validator(mode="after")
     def _complete(self) -> ProcedureLine:

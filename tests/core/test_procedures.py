@@ -119,6 +119,11 @@ def test_import_and_export_round_trip(memory, tmp_path):
     ('{"output": "x", "steps": ["a"]}', 'line 2: "input"'),
     ('{"input": "x", "steps": "" }', 'line 2: a procedure needs "steps" or an "output"'),
     ('{"input": "x", "steps": [1, 2]}', 'line 2: "steps" must be a list of strings'),
+    # issue 38 (F33): no size cap on an import
+    ('{"input": "' + "x" * 20_001 + '", "output": "y"}', 'line 2: "input" is 20,001 characters long; the limit'),
+    ('{"input": "x", "steps": ' + '["s"]' .replace('"s"', ", ".join(['"s"'] * 201)) + '}',
+     'line 2: "steps" has 201 steps; the limit is 200'),
+    ('{"input": "x", "steps": ["a", "' + "b" * 20_001 + '"]}', 'line 2: "steps" item 2 is 20,001 characters'),
 ])
 def test_import_names_the_bad_line_and_stores_nothing(memory, tmp_path, line, message):
     src = tmp_path / "bad.jsonl"
