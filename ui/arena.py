@@ -26,6 +26,7 @@ is told so (a warning, not an error: nothing went wrong on the server).
 from __future__ import annotations
 
 import json
+import logging
 from typing import TYPE_CHECKING
 
 import gradio as gr
@@ -174,6 +175,18 @@ MODE_JS = "(mode) => { if (window.ratArena) window.ratArena.mode(mode); }"
 #: After an event that shows a pair: the same, and both panes back at the top.
 SHOWN_JS = "(mode) => { if (window.ratArena) { window.ratArena.mode(mode); window.ratArena.top(); } }"
 
+log = logging.getLogger(__name__)
+
+
+def unavailable(what: str, exc: StoreError) -> gr.Error:
+    """What an annotator is told when the database refuses (full, locked, a PostgreSQL server
+    restarting): ``what`` happened and what to do, never the database's own words (they name its
+    file or its host and port, issue 38); those go to the server's log, as one line (a refusal is
+    expected, not a bug: no traceback)."""
+    log.warning("Arena: %s: %s", what.lower(), exc)
+    return gr.Error(f"{what}: the server could not reach its database just now. Try again in a minute; "
+                    "if it keeps happening, tell the study's admin.", print_exception=False)
+
 
 # -- handlers ---------------------------------------------------------------------------------
 
@@ -213,7 +226,7 @@ class ArenaTab:
         except NoPairLeft as exc:
             return self._empty(state, self._none_left(state["annotator"], exc))
         except StoreError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise unavailable("No pair could be loaded", exc) from exc
         return self._show(state, shown)
 
     def _none_left(self, annotator: str, exc: NoPairLeft) -> str:
@@ -223,7 +236,7 @@ class ArenaTab:
         try:
             in_campaign = bool(self.arena.campaigns.for_annotator(annotator))
         except StoreError as exc_store:
-            raise gr.Error(str(exc_store)) from exc_store
+            raise unavailable("No pair could be loaded", exc_store) from exc_store
         if in_campaign:
             return f"{CAMPAIGN_DONE}{safe_markdown(str(exc))}"
         return ALL_JUDGED if exc.judged_all else NOTHING_YET
@@ -240,7 +253,7 @@ class ArenaTab:
             # said in the page (a direct event has no stream to carry a toast)
             return {self.reveal: f"**Not counted.** {safe_markdown(str(exc))}"}
         except StoreError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise unavailable("Your vote was not saved, so it does not count", exc) from exc
         # (the comment and flag stay on screen as sent until Next clears them, and the guidelines
         # fold once, at the first vote: each output costs every vote Gradio's processing)
         out = {self.reveal: reveal_text(revealed), self.mode: "voted",
@@ -258,7 +271,7 @@ class ArenaTab:
         except ArenaError as exc:  # too late, or not the last vote: said in the page, nothing went wrong
             return {self.mode: "closed", self.reveal: safe_markdown(str(exc))}
         except StoreError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise unavailable("Your vote could not be taken back", exc) from exc
         return self._show(state, shown, UNDONE)
 
     def _show(self, state: dict, shown, reveal: str = "") -> dict:
@@ -286,7 +299,8 @@ class ArenaTab:
             # the code once the quota shown is cast (a campaign's, when smaller than the account's)
             code = account.code_after(progress.total, progress.quota) if account is not None else None
         except StoreError as exc:
-            return f"*Progress unavailable: {safe_markdown(str(exc))}*", None
+            log.warning("Arena: the progress of %r could not be read: %s", annotator, exc)
+            return "*Progress unavailable for now.*", None
         line = progress_text(progress)
         return (f"{line} · your completion code: **{safe_markdown(code)}**" if code else line), progress.left
 

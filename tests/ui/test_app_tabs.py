@@ -127,3 +127,41 @@ def test_the_queue_rebuilds_gradios_monitoring_summary_rarely(tmp_path):
         demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.arena, role=role)
         assert demo._queue.ANAYLTICS_CACHE_FREQUENCY == ANALYTICS_EVERY > 1
         assert demo._queue.ANALYTICS_MAX_EVENTS == ANALYTICS_EVENTS < 10_000
+
+
+def test_a_database_refusal_tells_the_annotator_what_to_do_not_where_the_database_is(caplog):
+    """Issue 38 (F37, F25): during a PostgreSQL restart annotators saw raw errors naming its host and
+    port, and each refusal logged a full traceback. Now the page says what happened and what to do;
+    the log gets the database's own words, as one warning line."""
+    import logging
+
+    import gradio as gr
+
+    from common.errors import StoreError
+    from ui.arena import ArenaTab
+
+    raw = StoreError("The database postgresql://rat@db.lan:5432/rat could not be used (connection refused)")
+
+    class Down:
+        def vote(self, *args, **kwargs):
+            raise raw
+
+        def undo(self, *args, **kwargs):
+            raise raw
+
+        def next_pair(self, *args, **kwargs):
+            raise raw
+
+    tab = ArenaTab(Down())
+    caplog.set_level(logging.WARNING, logger="ui.arena")
+    for act, said in ((lambda: tab.vote("a", {"battle": 7, "annotator": "ana"}), "Your vote was not saved"),
+                      (lambda: tab.undo({"annotator": "ana", "battle": 7}), "could not be taken back"),
+                      (lambda: tab.next({"annotator": "ana"}), "No pair could be loaded")):
+        with pytest.raises(gr.Error) as err:
+            act()
+        shown = str(err.value.message)
+        assert said in shown and "Try again in a minute" in shown, shown
+        assert "db.lan" not in shown and "5432" not in shown and "postgresql" not in shown, shown
+        assert err.value.print_exception is False, "an expected refusal: no traceback"
+    logged = [r for r in caplog.records if r.name == "ui.arena"]
+    assert len(logged) == 3 and all("db.lan:5432" in r.getMessage() and not r.exc_info for r in logged)
