@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import html
 import signal
 import sys
 from collections.abc import Iterator
@@ -52,7 +53,7 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, arena
         with gr.Row(elem_id="rat-header"):
             gr.Markdown(f"# {TITLE}\nWrite long, sourced texts with a language model, step by step."
                         if role == ADMIN else f"# {TITLE} · Arena")
-            who = gr.Markdown(elem_id="rat-who")
+            who = gr.HTML(elem_id="rat-who")  # HTML: Gradio's Markdown opens a link in a new tab
         demo.load(whoami, outputs=who, api_visibility="private", queue=False)
         if role == ANNOTATOR:
             arena.build(arena_service, accounts, start_on_load=True)
@@ -102,8 +103,8 @@ def whoami(request: gr.Request) -> str:
     logged_in = name or (getattr(request, "cookies", None) or {}).get(server.COOKIE)
     if not logged_in:
         return ""
-    shown = f"**{name}** · " if name else ""
-    return f"{shown}[Log out](/logout)"
+    shown = f"<strong>{html.escape(name)}</strong> · " if name else ""
+    return f"{shown}<a href='/logout'>Log out</a>"  # in this tab: the page left behind is logged out
 
 
 def serve(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena,

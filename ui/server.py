@@ -21,8 +21,10 @@ at once):
 
 Login is our page (the app's name and a line of instructions), throttled per name and per address
 (``annotation.accounts``); a session is a random token in an HttpOnly cookie, stored hashed, and
-a logout ends that session only. Requests that change state (any method but GET, HEAD, OPTIONS)
-from another origin are refused, and no origin but our own gets CORS headers.
+a logout ends that session only, and only from our own page or a typed address (a browser says
+where a request comes from in ``Sec-Fetch-Site``: a link on another site logs nobody out).
+Requests that change state (any method but GET, HEAD, OPTIONS) from another origin are refused, and
+no origin but our own gets CORS headers.
 
 Before any of that (``Guard``, in front of every route, Gradio's included):
 
@@ -276,6 +278,9 @@ def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "
     def logout(request: Request):
         gate = doors.gate()
         token = request.cookies.get(COOKIE)
+        if request.headers.get("sec-fetch-site", "none") not in ("same-origin", "none"):
+            # a link or image on another site: no logout (issue 38); the user's own click is same-origin
+            return RedirectResponse(home(doors.who(request)) if doors.who(request) else "/login", status_code=303)
         if gate is not None and token:
             gate.logout(token)  # this session only: others logged in under the same name stay
         response = RedirectResponse("/login" if gate is not None else "/", status_code=303)

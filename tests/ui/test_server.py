@@ -122,7 +122,11 @@ def test_a_logout_ends_that_session_only(tmp_path):
         with httpx.Client(base_url=str(first.base_url), timeout=30) as second:
             assert log_in(first, "ana", "correct-horse").status_code == 303
             assert log_in(second, "ana", "correct-horse").status_code == 303
-            out = first.get("/logout", follow_redirects=False)
+            # issue 38 (F35): a link or an image on another site logged the annotator out
+            for site in ("cross-site", "same-site"):
+                away = first.get("/logout", headers={"Sec-Fetch-Site": site}, follow_redirects=False)
+                assert away.status_code == 303 and first.get("/arena/config").status_code == 200, site
+            out = first.get("/logout", headers={"Sec-Fetch-Site": "same-origin"}, follow_redirects=False)
             assert out.headers["location"] == "/login"
             assert first.get("/arena/config").status_code == 401
             assert second.get("/arena/config").status_code == 200
