@@ -29,6 +29,10 @@ from icu4py.breakers import SentenceBreaker, WordBreaker
 #: A run of letters, digits and the marks that combine with them (Thai and Devanagari vowel
 #: signs): a word where words are spaced, or a run ICU may cut further.
 RUN = regex.compile(r"[\p{L}\p{N}\p{M}]+")
+#: The same where the text has no combining mark: Python's own ``re`` (about twice as fast)
+_PLAIN_RUN = re.compile(r"[^\W_]+")
+#: What makes a text need RUN or ICU: a combining mark, or a script written without spaces
+_SPECIAL = regex.compile(r"[\p{M}\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
 #: The scripts written without spaces between words (ICU segments them with dictionaries).
 UNSPACED_SCRIPT = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
 #: What :func:`spaced` puts between the words of a run: ZERO WIDTH SPACE, invisible on a page
@@ -60,6 +64,8 @@ def _boundaries(text: str) -> list[int]:
 
 def word_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each word of ``text`` (see the module docstring), in order."""
+    if text.isascii() or not _SPECIAL.search(text):
+        return [m.span() for m in _PLAIN_RUN.finditer(text)]
     runs = [m.span() for m in RUN.finditer(text)]
     if not _unspaced(text):
         return runs
@@ -77,6 +83,8 @@ def word_spans(text: str) -> list[tuple[int, int]]:
 
 def words(text: str) -> list[str]:
     """The words of ``text``, as written (see the module docstring)."""
+    if text.isascii() or not _SPECIAL.search(text):
+        return _PLAIN_RUN.findall(text)
     if not _unspaced(text):
         return RUN.findall(text)
     return [text[a:b] for a, b in word_spans(text)]
