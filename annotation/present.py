@@ -71,9 +71,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from core.article.citations import RANGE_MAX  # "[2-5]" names 2..5: one rule for marks
+from core.article.citations import RANGE_MAX, mark_space  # "[2-5]" names 2..5: one rule for marks
 from core.article.markdown import link_target
 from core.text.fencing import FENCE_CLOSE, FENCE_OPEN
+from core.text.segment import UNSPACED_SCRIPT
 
 STYLES = (SOURCES, PLAIN) = ("sources", "plain")
 HEADING = "####"  # every heading of an output, whatever its level
@@ -136,8 +137,7 @@ SOURCE_NAMES = (
     # Korean
     "참고 문헌", "참고문헌", "참고 자료", "참고자료", "출처",
 )
-_UNSPACED = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # Han and kana
-_CJK_NAMES = tuple(n for n in SOURCE_NAMES if _UNSPACED.search(n))
+_CJK_NAMES = tuple(n for n in SOURCE_NAMES if UNSPACED_SCRIPT.search(n))
 _SOURCE_NAME = re.compile(r"(?<!\w)(?:" + "|".join(re.escape(n).replace(r"\ ", r"\s+")
                                                     for n in sorted(set(SOURCE_NAMES) - set(_CJK_NAMES), key=len,
                                                                     reverse=True)) + r")(?!\w)", re.I)
@@ -201,7 +201,6 @@ _LINK_OR_URL = re.compile(rf"{_LINK_PATTERN}|{_BODY_URL.pattern}", re.I)
 _URL_LEAD_IN = re.compile(r"(?:\b(?:see|visit|at|from|via|on|in|to|here|under|website|site|page|url|link|available|"
                           r"and|or)|[:：—–|=]|见|参见|访问|详见|网址)\s*$", re.I)
 _SENTENCE_BEFORE = re.compile(r"[.!?。！？]\s*$")
-_CJK = re.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 
 @dataclass(frozen=True)
@@ -322,7 +321,7 @@ def present(text: str, style: str = SOURCES) -> str:
             numbers = sorted({*numbers, *(int(n) for n in re.findall(r"\d+", written.group(0)))})
             head = head[:written.start()]
         marks = "".join(f"[{n}]" for n in numbers)
-        space = "" if not head or head[-1].isspace() or _CJK.match(head[-1]) else " "
+        space = mark_space(head)
         return head + space + marks + tail
 
     body = _join((line.text(write), line.code) for line in parsed.lines)

@@ -31,7 +31,8 @@ import regex
 
 from common.events import DraftReady, Event, Final, PassagesChosen, SourcesUsed, StepRevised
 from common.types import Passage
-from core.text.segment import sentence_spans
+from core.text.fencing import page_labels
+from core.text.segment import UNSPACED_SCRIPT, sentence_spans
 from core.text.tokens import tokenize
 
 CITE_THRESHOLD = 0.6  # share of a sentence's content words a passage must hold to support it
@@ -47,8 +48,8 @@ _MARK = re.compile(r"[ \t]?\[(\d{1,4}(?:\s*[,;]\s*\d{1,4}|\s*[-–]\s*\d{1,4})*)
 _TAIL = regex.compile(r"(?:[\p{Terminal_Punctuation}…]+[\p{Pe}\p{Pf}\"']*)?\s*$")
 # text that ends in a script written without spaces (or its punctuation: 》」）): its mark follows it
 # with no space, as Chinese and Japanese write citations
-_UNSPACED_END = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}"
-                              r"\p{Block=CJK_Symbols_and_Punctuation}\p{Block=Halfwidth_and_Fullwidth_Forms}]$")
+_UNSPACED_END = regex.compile(UNSPACED_SCRIPT.pattern[:-1] + r"\p{Block=CJK_Symbols_and_Punctuation}"
+                              r"\p{Block=Halfwidth_and_Fullwidth_Forms}]$")
 _LINE_PREFIX = re.compile(r"^\s*(?:[-*+]\s+|\d{1,3}[.)]\s+|>\s*)*")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6}\s|={3,}\s*$|-{3,}\s*$|\*{3,}\s*$)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
@@ -78,9 +79,8 @@ class Piece:
 
     @property
     def space(self) -> str:
-        """What goes between the body and its marks: a space, none after a script written without
-        spaces ("…《茶经》[1]。", "… in 2008 [1].")."""
-        return "" if _UNSPACED_END.search(self.body) else " "
+        """What goes between the body and its marks (:func:`mark_space`)."""
+        return mark_space(self.body)
 
     @property
     def text(self) -> str:
@@ -110,6 +110,13 @@ class Cited:
 
     def summary(self) -> str:
         return summary(self.supported, self.sentences, self.removed)
+
+
+def mark_space(before: str) -> str:
+    """What goes between a text and the [n] marks after it: a space, none after a script written
+    without spaces or its punctuation ("…《茶经》[1]。", "… in 2008 [1]."), nor after whitespace or
+    at the start. The house writes marks so everywhere (``cite``, ``annotation.present``)."""
+    return "" if not before or before[-1].isspace() or _UNSPACED_END.search(before) else " "
 
 
 def citation_line(final: Final) -> str:
@@ -154,10 +161,7 @@ def shown_labels(events: Iterable[Event]) -> dict[int, dict[str, int]]:
         elif isinstance(e, PassagesChosen):
             pending.setdefault(e.i, []).extend(p.url for p in e.passages)
         elif isinstance(e, StepRevised | SourcesUsed):
-            shown = {url: n for n, url in enumerate(used, start=1)}
-            for url in dict.fromkeys(pending.pop(e.i, [])):
-                shown.setdefault(url, len(shown) + 1)
-            labels[e.i] = shown
+            labels[e.i] = page_labels(pending.pop(e.i, []), {url: n for n, url in enumerate(used, start=1)})
             used.update(dict.fromkeys(e.sources if isinstance(e, StepRevised) else e.urls))
     return labels
 
@@ -211,12 +215,12 @@ def strip_marks(text: str) -> str:
 
 
 def cite(text: str, steps: list[StepEvidence], numbers: Mapping[str, int], *,
-         threshold: float = CITE_THRESHOLD, labels: Mapping[str, int] | None = None) -> Cited:
+         threshold: float = CITE_THRESHOLD) -> Cited:
     """``text`` with marks: each sentence of it gets the marks the model wrote that name a
     passage of its step and those of its best one or two supporting sources; a mark naming
     anything else is removed and counted. ``numbers`` gives each source's number (a mark's ``n``).
     A mark the model wrote means the label the prompt it wrote it in gave the page: its step's
-    ``labels`` (``shown_labels``), else ``labels`` (default ``numbers``). The two differ: a page
+    ``labels`` (``shown_labels``; a step without them: ``numbers``). The two differ: a page
     a prompt showed but its step did not use is numbered later by the step that uses it, and
     after an author had a step done again the run's sources are numbered anew."""
     titles: dict[str, str] = {}
@@ -250,7 +254,7 @@ def cite(text: str, steps: list[StepEvidence], numbers: Mapping[str, int], *,
                 holding, passages = loose_steps, loose
             sentence = len(words) >= MIN_WORDS  # shorter pieces keep the model's marks, get none added
             marks, dropped = _marks(words, passages, written, numbers, titles,
-                                    threshold if sentence else float("inf"), bags, _said(holding, labels or numbers))
+                                    threshold if sentence else float("inf"), bags, _said(holding, numbers))
             removed += dropped
             pieces.append(Piece(body, tail, marks, sentence=sentence))
     return Cited(tuple(pieces), removed)

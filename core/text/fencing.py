@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from common.types import Passage
 
@@ -19,26 +19,36 @@ _FENCE_IN_TEXT = re.compile(r"<(\s*/?\s*passage\b)", re.I)
 
 
 # -- formatting --------------------------------------------------------------------------------
+def page_labels(urls: Iterable[str], numbers: Mapping[str, int] | None = None) -> dict[str, int]:
+    """The label a prompt gives each page of ``urls``: its number in ``numbers`` (the article's
+    sources so far), else the next free one, in order of first appearance. A page the step then
+    does not use gets another number from the step that does (``core.article.citations.shown_labels``
+    reads a model's marks with these)."""
+    labels = dict(numbers or {})
+    last = max(labels.values(), default=0)
+    for url in urls:
+        if url not in labels:
+            last += 1
+            labels[url] = last
+    return labels
+
+
 def format_passages(passages: Sequence[Passage], numbers: Mapping[str, int] | None = None) -> str:
     """The retrieved text as it goes into a prompt: for each passage a label line
     ``[n] Title — URL`` and its text between ``<passage>`` and ``</passage>``.
 
-    Passages of the same URL share a number: its number in ``numbers`` (the article's sources
-    so far, ``core.article.sources``), else the next one after them in order of first appearance here,
-    which is the number it gets when the step uses it.
+    Passages of the same URL share a label (:func:`page_labels`): its number in ``numbers`` (the
+    article's sources so far, ``core.article.sources``), else the next free one in order of first
+    appearance here.
     Retrieved text is data, not instructions: a fence marker inside a passage (or its title) is
     neutralised (``<`` becomes ``‹``) so the text cannot close its fence; a line that imitates a
     heading of our prompts (``##Instruction:``, ``Question: ...``) is marked as quoted
     (:func:`neutralise_headings`) so it cannot read as a new section; and titles and URLs are put
     on one line so they cannot forge a label."""
-    numbers = dict(numbers or {})
-    last = max(numbers.values(), default=0)
+    labels = page_labels((p.url for p in passages), numbers)
     blocks = []
     for passage in passages:
-        n = numbers.get(passage.url)
-        if n is None:
-            last += 1
-            n = numbers[passage.url] = last
+        n = labels[passage.url]
         title = neutralise_headings(_one_line(passage.title))
         url = _one_line(passage.url)
         label = f"[{n}] {title} — {url}" if title else f"[{n}] {url}"

@@ -31,10 +31,10 @@ from icu4py.breakers import SentenceBreaker, WordBreaker
 RUN = regex.compile(r"[\p{L}\p{N}\p{M}]+")
 #: The same where the text has no combining mark: Python's own ``re`` (about twice as fast)
 _PLAIN_RUN = re.compile(r"[^\W_]+")
-#: What makes a text need RUN or ICU: a combining mark, or a script written without spaces
-_SPECIAL = regex.compile(r"[\p{M}\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
 #: The scripts written without spaces between words (ICU segments them with dictionaries).
 UNSPACED_SCRIPT = regex.compile(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}\p{Lao}\p{Khmer}\p{Myanmar}]")
+#: What makes a text need RUN or ICU: a combining mark, or a script written without spaces
+_SPECIAL = regex.compile(r"[\p{M}" + UNSPACED_SCRIPT.pattern[1:])
 #: What :func:`spaced` puts between the words of a run: ZERO WIDTH SPACE, invisible on a page
 #: and a separator to SQLite FTS5's unicode61 tokenizer.
 WORD_JOINER = "\u200b"
@@ -62,12 +62,18 @@ def _boundaries(text: str) -> list[int]:
     return out
 
 
+def _plain(text: str) -> bool:
+    """Whether ``text`` has neither a combining mark nor a script written without spaces: its
+    words are ``re``'s runs of letters and digits."""
+    return text.isascii() or _SPECIAL.search(text) is None
+
+
 def word_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each word of ``text`` (see the module docstring), in order."""
-    if text.isascii() or not _SPECIAL.search(text):
+    if _plain(text):
         return [m.span() for m in _PLAIN_RUN.finditer(text)]
     runs = [m.span() for m in RUN.finditer(text)]
-    if not _unspaced(text):
+    if UNSPACED_SCRIPT.search(text) is None:
         return runs
     bounds = _boundaries(text)
     spans: list[tuple[int, int]] = []
@@ -83,10 +89,8 @@ def word_spans(text: str) -> list[tuple[int, int]]:
 
 def words(text: str) -> list[str]:
     """The words of ``text``, as written (see the module docstring)."""
-    if text.isascii() or not _SPECIAL.search(text):
+    if _plain(text):
         return _PLAIN_RUN.findall(text)
-    if not _unspaced(text):
-        return RUN.findall(text)
     return [text[a:b] for a, b in word_spans(text)]
 
 

@@ -243,8 +243,8 @@ def test_the_corpus_finds_chinese_and_japanese_documents_by_their_words(tmp_path
         return
     assert results and results[0].url.endswith(doc), [r.url for r in results]
     title, text = index.read(results[0].url)
-    assert text == (folder / doc).read_text(encoding="utf-8").strip() or "\u200b" not in text
-    assert "\u200b" not in title + text + results[0].snippet
+    assert text == (folder / doc).read_text(encoding="utf-8").strip(), "read back as written: no separator"
+    assert "\u200b" not in title + results[0].snippet and title == text.splitlines()[0].lstrip("# ")
 
 
 # -- the task's language -----------------------------------------------------------------------------------
