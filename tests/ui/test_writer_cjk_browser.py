@@ -12,11 +12,13 @@ import io
 import re
 import shutil
 import subprocess
+import threading
 import zipfile
 
 import docx
 import pytest
 
+from core.authoring import Authoring
 from tests.fakes.scripts import ChineseQuotingAuthor, kind_of, prompt_of, sections
 from tests.ui.browser import article_box, chromium_missing
 from tests.ui.test_export_browser import download
@@ -168,3 +170,66 @@ def test_the_writer_shows_a_chinese_article_intact(open_page, llm):  # noqa: F81
         assert distinct_glyphs(article_box(writer)) == len(HAN), "in the editor too"
 
 
+
+
+class HeldReviser(ChineseReviser):
+    """A ChineseReviser whose revisions wait until ``opened`` is set (``held``: one is waiting)."""
+
+    def __init__(self, steps: list[str]):
+        super().__init__(steps)
+        self.opened, self.held = threading.Event(), threading.Event()
+
+    def __call__(self, body: dict) -> str:
+        reply = super().__call__(body)
+        if kind_of(prompt_of(body)) == "revise-step":
+            self.held.set()
+            self.opened.wait(TIMEOUT / 1000)
+        return reply
+
+
+def test_a_chinese_run_survives_a_reload_mid_run_and_the_author_s_undo_and_edit_a_reload(browser, app_url, llm, app):  # noqa: F811
+    """Driven as an author would at 1920x1080: the page reloaded while the run goes on, then an undo
+    and a Chinese sentence typed by hand, then another reload: nothing the author did is lost, and
+    the marks that stay still name their pages."""
+    author = HeldReviser(STEPS)
+    llm.reply(author)
+    context = browser.new_context(viewport={"width": 1920, "height": 1080}, locale="zh-CN")
+    context.set_default_timeout(10_000)
+    try:
+        page = context.new_page()
+        page.goto(app_url)
+        writer = page.locator("#rat-tab-writer")
+        expect(writer.get_by_text("the model server answers")).to_be_visible(timeout=TIMEOUT)
+        start(writer, TASK, method="rat-step")
+        assert author.held.wait(TIMEOUT / 1000), "the first revision reached the model"
+        page.reload()  # mid-run: the run is the server's
+        expect(writer.locator(".rat-progress")).to_contain_text(re.compile(r"Step 1 of 2"), timeout=TIMEOUT)
+        author.opened.set()
+        expect(writer.locator(".rat-progress")).to_contain_text("Done: 2 steps revised.", timeout=TIMEOUT)
+        page.screenshot(path=str(SCREENSHOTS / "writer-chinese-1920x1080.png"), animations="disabled", caret="hide")
+
+        writer.get_by_role("checkbox", name=re.compile(r"^Step 2: ")).check()  # undo step 2's revision
+        article = article_box(writer)
+        expect(article).not_to_have_value(re.compile(r"第2条引文"))
+        expect(writer.locator(".rat-saved").last).to_contain_text(re.compile(r"Version 1, saved"), timeout=TIMEOUT)
+        mine = "这一句是作者亲手写的"
+        article.fill(article.input_value() + f"\n\n{mine}")
+        # a key typed: Gradio's Textbox sends its input event for key presses only (not for fill,
+        # nor for Playwright's insert_text, as an input method commits "。"): a "." ends the line
+        article.press_sequentially(".")
+        expect(writer.locator(".rat-saved").last).to_contain_text(re.compile(r"Version 2, saved"), timeout=TIMEOUT)
+
+        page.reload()
+        article = article_box(writer)
+        expect(article).to_have_value(re.compile(rf"{mine}\.$"), timeout=TIMEOUT)
+        text = article.input_value()
+        assert "第1条引文" in text and "第2条引文" not in text and text.startswith(STEPS[0]), text
+        expect(writer.get_by_role("checkbox", name=re.compile(r"^Step 2: "))).to_be_checked()
+        run_id = app.store.list_runs(limit=1)[0].id
+        shown = Authoring(app.store).shown(run_id)
+        entries = {s.n: s.url for s in shown.article.numbered}
+        quoted = next(u for q, (u, _) in author.quoted.items() if "第1条引文" in q)
+        marks = [int(n) for n in re.findall(r"第1条引文\[(\d+)\]", shown.article.cited or "")]
+        assert marks and {entries[n] for n in marks} == {quoted}, (shown.article.cited, entries)
+    finally:
+        context.close()
