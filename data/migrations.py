@@ -55,7 +55,10 @@ def apply(db: sqlite_utils.Database, path: str | Path = "the database") -> list[
             check(db, path)
             db.execute("create table if not exists _migrations (name text primary key, applied text)")
     else:
-        check(db, path)
+        with db.conn:  # one snapshot: another process may commit a migration between two reads
+            if not db.conn.in_transaction:
+                db.execute("begin")
+            check(db, path)
         db.execute("create table if not exists _migrations (name text primary key, applied text)")
     done = {row[0] for row in db.execute("select name from _migrations").fetchall()}
     applied = []

@@ -23,6 +23,7 @@ import os
 import socket
 import sqlite3
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -202,6 +203,23 @@ def _server_error(url: str, exc: BaseException, then: str, waited: float) -> Sto
     return StoreError(f"The database {url} could not be used ({text}): check the server's log, {then}.")
 
 
+def _enable_wal(db: sqlite_utils.Database, timeout: float) -> None:
+    """Turn a file to write-ahead logging. Several processes opening a new file at once each ask
+    for it; SQLite answers "database is locked" at once, without waiting in its busy handler, to
+    the one whose lock could deadlock another's, so that one tries again until ``timeout``."""
+    deadline = time.monotonic() + timeout
+    pause = 0.01
+    while True:
+        try:
+            db.enable_wal()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+
+
 def _mapped(method: _F) -> _F:
     """Map sqlite's and the file system's errors of a Store method to ours (``store_error``),
     after rolling back what its transaction had written; a method whose first argument is
@@ -248,7 +266,7 @@ class Store:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             db = self.db
             if self.url is None:
-                db.enable_wal()
+                _enable_wal(db, busy_timeout)
             migrations.apply(db, self.path)
         except (*sql.DatabaseError, OSError) as exc:
             error = store_error(self.path, exc, waited=busy_timeout)
