@@ -19,6 +19,7 @@ import contextlib
 import errno
 import functools
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -47,9 +48,13 @@ def now() -> str:
 HEARTBEAT_SECONDS = 5.0  # how often a runner says it is alive
 BUSY_SECONDS = 30.0  # how long a write waits for another writer's lock before it gives up
 CHECKPOINT_EVERY = 500  # events stored between two checkpoints of the WAL
+CHECKPOINT_SECONDS = 60.0  # a write at least this long after the last checkpoint checkpoints the WAL first
+WAL_LIMIT_BYTES = 4 << 20  # a WAL emptied by a checkpoint is cut back to this size (journal_size_limit)
 STALE_SECONDS = 30.0  # a runner not heard from for this long is gone
 MIN_RUN_PREFIX = 4  # the fewest first characters of a run id that name it (Store.resolve_run_id)
 HOST = socket.gethostname()
+
+log = logging.getLogger(__name__)
 
 
 def new_owner() -> str:
@@ -233,7 +238,9 @@ def _mapped(method: _F) -> _F:
         except (*sql.DatabaseError, OSError) as exc:
             self._roll_back()
             run_id = kwargs.get("run_id", args[0] if names_run and args else None)
-            raise store_error(self.path, exc, run_id, waited=self.busy_timeout) from exc
+            error = store_error(self.path, exc, run_id, waited=self.busy_timeout)
+            self.refused(error)
+            raise error from exc
 
     return mapped  # type: ignore[return-value]
 
@@ -255,6 +262,8 @@ class Store:
         self._trails_lock = threading.Lock()
         self._stored = 0  # events stored since the last checkpoint of the WAL
         self._stored_lock = threading.Lock()
+        self._checkpointed = time.monotonic()  # when the WAL was last checkpointed (or this Store opened)
+        self._full = False  # a write found the disk full, and no checkpoint has emptied the WAL since
         #: One write transaction of this Store's threads at a time (``write_transaction``): a thread
         #: that found SQLite's write lock taken would sleep in its busy handler (1, 2, 5, ... up to
         #: 100 ms a try) well past the moment the lock is free; waiting here wakes it at that moment.
@@ -294,9 +303,11 @@ class Store:
         conn = sqlite3.connect(str(self.path), timeout=self.busy_timeout, check_same_thread=True)
         conn.execute(f"pragma busy_timeout = {int(self.busy_timeout * 1000)}")
         conn.execute("pragma foreign_keys = on")
+        conn.execute(f"pragma journal_size_limit = {WAL_LIMIT_BYTES}")
         db = sqlite_utils.Database(conn)
         db.writer = self._writer  # type: ignore[attr-defined] (write_transaction takes it)
         db.dialect = sql.SQLITE  # type: ignore[attr-defined]
+        db.owner = self  # type: ignore[attr-defined] (write_transaction tells it of writes and refusals)
         return db
 
     def close(self) -> None:
@@ -344,6 +355,29 @@ class Store:
                 conn.execute(f"pragma busy_timeout = {int(self.busy_timeout * 1000)}")
         except (sqlite3.Error, OSError) as exc:
             raise store_error(self.path, exc, waited=0) from exc
+
+    def before_write(self) -> None:
+        """Called before each write transaction (``write_transaction``), with this process's
+        writer lock held: checkpoint the WAL, without waiting, when CHECKPOINT_SECONDS have passed
+        since the last one, or while a write found the disk full and no checkpoint has emptied
+        the WAL since: the space it holds is then given back as soon as the disk has room to fold
+        it in (issue 38, item 4: a serving arena never truncated its WAL)."""
+        if self.url or not (self._full or time.monotonic() - self._checkpointed >= CHECKPOINT_SECONDS):
+            return
+        self._checkpointed = time.monotonic()
+        try:
+            busy, wal, folded = self.checkpoint()
+        except StoreError:  # still full, or busy: the write itself says so, if it fails too
+            return
+        if self._full and not busy and folded == wal:
+            self._full = False
+            log.info("The WAL of %s was folded back in and emptied after the disk had been full.", self.path)
+
+    def refused(self, error: StoreError) -> None:
+        """Called with each write's error: after StoreFull, the next writes checkpoint first
+        (``before_write``)."""
+        if isinstance(error, StoreFull):
+            self._full = True
 
     def _roll_back(self) -> None:
         """Undo what this thread's open transaction wrote (a write that failed mid-way)."""
@@ -716,7 +750,10 @@ def write_transaction(db: sqlite_utils.Database, what: str,
         return
     server = getattr(db, "dialect", sql.SQLITE) == sql.POSTGRESQL
     turn = None if server and keys is not None else getattr(db, "writer", None)
+    owner: Store | None = getattr(db, "owner", None)
     with turn or contextlib.nullcontext():  # a Store's threads queue here, not in SQLite
+        if owner is not None:
+            owner.before_write()
         try:
             if server:
                 conn.begin_writing(keys)
@@ -724,19 +761,34 @@ def write_transaction(db: sqlite_utils.Database, what: str,
                 conn.execute("begin immediate")
         except sql.DatabaseError as exc:
             conn.rollback()
-            raise StoreError(f"Could not {what}: {exc}. Try again; if it persists, check the database.") from exc
+            raise _refused(db, what, exc, "Try again; if it persists, check the database.") from exc
         db.writing, db.write_depth = True, 1  # type: ignore[attr-defined]
         try:
             yield conn
+            conn.commit()  # (nothing left to commit after ``write_and_commit``)
         except sql.DatabaseError as exc:
             conn.rollback()
-            raise StoreError(f"Could not {what}: {exc}.") from exc
+            raise _refused(db, what, exc) from exc
         except BaseException:
             conn.rollback()
             raise
         finally:
             db.writing, db.write_depth = False, 0  # type: ignore[attr-defined]
-        conn.commit()  # (nothing left to commit after ``write_and_commit``)
+
+
+def _refused(db: sqlite_utils.Database, what: str, exc: BaseException, then: str = "") -> StoreError:
+    """The error of a ``write_transaction`` the database refused: StoreFull, StoreBusy or
+    StoreError as ``store_error`` tells them apart, saying what could not be done; its Store hears
+    of it (``Store.refused``)."""
+    owner: Store | None = getattr(db, "owner", None)
+    found = store_error(owner.path if owner else Path("the database"), exc)
+    if type(found) is StoreError:
+        error = StoreError(f"Could not {what}: {exc}." + (f" {then}" if then else ""))
+    else:  # full or locked: what to do about it
+        error = type(found)(f"Could not {what}. {found}")
+    if owner is not None:
+        owner.refused(error)
+    return error
 
 
 def write_and_commit(db: sqlite_utils.Database, statement: str, params: Sequence[Any], *,

@@ -203,6 +203,30 @@ def test_the_wal_is_emptied_every_so_many_events_and_on_close(tmp_path, monkeypa
     assert not wal.exists() or wal.stat().st_size == 0, "closing empties it"
 
 
+def test_a_write_a_minute_after_the_last_checkpoint_empties_the_wal_first(tmp_path):
+    """Issue 38, item 4: a serving arena writes votes, not events; its WAL is checkpointed by
+    time too (CHECKPOINT_SECONDS), at the next write, not only every CHECKPOINT_EVERY events."""
+    from data.store import write_transaction
+
+    store = Store(tmp_path / "votes.db")
+    wal = tmp_path / "votes.db-wal"
+    store.db.execute("create table t (x text)")
+
+    def write() -> None:
+        with write_transaction(store.db, "write a row") as conn:
+            conn.execute("insert into t values (?)", ["v" * 20_000])
+
+    for _ in range(20):
+        write()
+    grown = wal.stat().st_size
+    assert grown > 20 * 20_000, "within the minute the WAL grows"
+    store._checkpointed -= store_module.CHECKPOINT_SECONDS  # a minute later
+    write()
+    assert 0 < wal.stat().st_size < grown / 10, "the write checkpointed first, then wrote its own pages"
+    assert store.db.execute("select count(*) from t").fetchone() == (21,)
+    store.close()
+
+
 async def test_a_live_run_whose_failure_cannot_be_stored_is_left_interrupted_not_running(app, llm):
     """The server's run (core.live): the disk fills, the runner cannot store its Failed; the
     follower is told, and the run's row says interrupted at once (an update in place fits)."""
