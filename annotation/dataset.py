@@ -8,6 +8,7 @@ loads as it is, and that can be pushed to the Hub as it is::
     DIR/outputs/train.parquet   one row per output (OUTPUT_COLUMNS)
     DIR/judge_votes/train.parquet  one row per pair the LLM judge judged (JUDGE_COLUMNS), kept
                                 apart from people's votes
+    DIR/campaigns/train.parquet one row per campaign's settings, each change a row (CAMPAIGN_COLUMNS)
 
 (``.jsonl`` instead of ``.parquet`` with ``--format jsonl``.) Each table is a config of one
 ``train`` split, declared in the card's ``configs:`` as the Hub reads it; a table with no row is
@@ -19,7 +20,9 @@ judge has no campaign, so its votes on that task set and those methods go with t
 The import reads such a folder back through the arena's own import paths
 (``annotation.records``' line models, ``data.arena.import_outputs``/``import_votes``), votes'
 corrections included, and the judge's votes through ``data.dataset.import_judge_votes``, so the
-restored leaderboards (people's and the judge's) are the exported ones."""
+restored leaderboards (people's and the judge's) are the exported ones; the campaigns first
+(``data.campaigns.import_rows``), so each vote is in its campaign again and ``leaderboard
+--campaign`` reads the same after a restore (issue 38, F34)."""
 
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from annotation.campaigns import STUDY, CampaignProgress
 from annotation.errors import ArenaError, ImportFormatError
@@ -53,6 +56,7 @@ from annotation.records import (
 from annotation.service import Arena
 from core.jsonl import BadText, check_text, line_error, read_jsonl
 from data import arena
+from data import campaigns as campaign_rows
 from data import dataset as rows_of
 
 FORMATS = (PARQUET, JSONL) = ("parquet", "jsonl")
@@ -132,8 +136,25 @@ JUDGE_COLUMNS = (
     Column("created", str, "when it was stored (ISO date-time)"),
     Column("detail", str, "the calls' answers, as JSON text"),
 )
-TABLES = {"votes": VOTE_COLUMNS, "outputs": OUTPUT_COLUMNS, "judge_votes": JUDGE_COLUMNS}
-M = TypeVar("M", VoteLine, OutputLine, "_DatasetJudgeVote")
+CAMPAIGN_COLUMNS = (
+    Column("name", str, "the campaign's name (votes' campaign names it)"),
+    Column("task_set", str, "the task set it covers (empty: every task)"),
+    Column("methods", str, "the methods it compares, as a JSON list (empty list: every method)"),
+    Column("style", str, "how outputs were shown: sources or plain"),
+    Column("overlap", int, "annotators per pair of outputs"),
+    Column("quota", int, "votes per annotator (empty: none)"),
+    Column("voters", str, "who may vote, as a JSON list (empty list: anyone; a study's participants as study:NAME)"),
+    Column("status", str, "open or closed"),
+    Column("changed_by", str, "who made this row"),
+    Column("created", str, "from when this row's settings held (ISO date-time); a campaign's first row is when "
+                           "it started"),
+)
+TABLES = {"votes": VOTE_COLUMNS, "outputs": OUTPUT_COLUMNS, "judge_votes": JUDGE_COLUMNS,
+          "campaigns": CAMPAIGN_COLUMNS}
+M = TypeVar("M", VoteLine, OutputLine, "_DatasetJudgeVote", "_DatasetCampaign")
+CAMPAIGN_EXAMPLE = ('{"name": "pilot", "task_set": "animals", "methods": "[\\"rat\\", \\"cot\\"]", "style": "plain", '
+                    '"overlap": 3, "quota": null, "voters": "[]", "status": "open", "changed_by": "lee", '
+                    '"created": "2025-01-31T09:30:00+00:00"}')
 JUDGE_EXAMPLE = ('{"prompt": "...", "method_a": "rat", "method_b": "cot", "choice": "a", "n": 3, "model": "...", '
                  '"created": "2025-01-31T09:30:00+00:00", "detail": "{}"}')
 
@@ -200,6 +221,7 @@ def export_dataset(service: Arena, directory: str | Path, *, task_set: str | Non
         tables["outputs"] = _campaign_outputs(service, progress)
         tables["judge_votes"] = _campaign_judge_votes(service, progress)
         progress = _anonymous(progress, names, salt)
+    tables["campaigns"] = _campaigns(service, task_set, campaign, tables["votes"], names, salt)
     if not any(tables.values()):
         where = (f"in campaign {campaign!r}" if campaign is not None else
                  f"in task set {task_set!r}" if task_set is not None else "in the arena")
@@ -219,6 +241,26 @@ def _votes(service: Arena, task_set: str | None, names: bool, salt: str, campaig
             row["annotator"] = pseudonym(row["annotator"], salt)
             if row["corrected_by"] is not None:
                 row["corrected_by"] = pseudonym(row["corrected_by"], salt)
+    return rows
+
+
+def _campaigns(service: Arena, task_set: str | None, campaign: str | None, votes: list[dict], names: bool,
+               salt: str) -> list[dict]:
+    """Every row of the campaigns in scope: the one exported (``campaign``), else those of
+    ``task_set`` (None: all), and any an exported vote was cast in; voters and who changed a
+    campaign as ``pseudonym``s unless ``names`` (a study stays named, as on the card)."""
+    named = {row["campaign"] for row in votes if row["campaign"]}
+    rows = []
+    for c in campaign_rows.every_row(service.store):
+        if not (c.name in named or (campaign == c.name if campaign is not None else
+                                    task_set is None or c.task_set == task_set)):
+            continue
+        row = {**c._asdict(), "methods": json.dumps(list(c.methods)), "voters": list(c.voters)}
+        if not names:
+            row["voters"] = [v if v.startswith(STUDY) else pseudonym(v, salt) for v in row["voters"]]
+            row["changed_by"] = pseudonym(row["changed_by"], salt)
+        row["voters"] = json.dumps(row["voters"], ensure_ascii=False)
+        rows.append(row)
     return rows
 
 
@@ -432,7 +474,13 @@ def _campaign_prose(p: CampaignProgress | None) -> list[str]:
 
 # -- import -----------------------------------------------------------------------------------
 class _DatasetVote(VoteLine):
-    """A row of the votes table as a ``votes import`` line: its flat correction columns nested."""
+    """A row of the votes table as a ``votes import`` line: its flat correction columns nested,
+    and the campaign it was cast in."""
+
+    campaign: Name | None = Field(None, description="a campaign's name, or empty")
+
+    def to_record(self, line: int) -> dict:
+        return {**super().to_record(line), "campaign": self.campaign or None}
 
     @model_validator(mode="before")
     @classmethod
@@ -491,6 +539,51 @@ class _DatasetJudgeVote(_TaskLine):
                                                                                           "task_set"})}
 
 
+class _DatasetCampaign(BaseModel):
+    """A row of the campaigns table."""
+
+    name: Name = Field(description=NON_EMPTY)
+    task_set: str | None = Field(None, description="a string, or empty")
+    methods: str = Field(description="a JSON list of strings")
+    style: str = Field(description="sources or plain")
+    overlap: int = Field(ge=1, le=50, description="a whole number from 1 to 50")
+    quota: int | None = Field(None, ge=1, description="a whole number, 1 or more, or empty")
+    voters: str = Field(description="a JSON list of strings")
+    status: str = Field(description="open or closed")
+    changed_by: Name = Field(description=NON_EMPTY)
+    created: Time = Field(description=ISO_TIME)
+
+    @field_validator("methods", "voters")
+    @classmethod
+    def _names(cls, value: str) -> str:
+        try:
+            names = json.loads(value)
+        except json.JSONDecodeError:
+            names = None
+        if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+            raise ValueError('must be a JSON list of names, as `dataset export` writes it (e.g. ["rat", "cot"])')
+        return value
+
+    @field_validator("style")
+    @classmethod
+    def _style(cls, value: str) -> str:
+        if value not in STYLE_WORDS:
+            raise ValueError(f"must be one of {', '.join(STYLE_WORDS)}, not {value!r}")
+        return value
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str) -> str:
+        if value not in campaign_rows.STATUSES:
+            raise ValueError(f"must be one of {', '.join(campaign_rows.STATUSES)}, not {value!r}")
+        return value
+
+    def to_record(self, line: int) -> dict:
+        """The record ``data.campaigns.import_rows`` takes."""
+        return {**self.model_dump(), "methods": json.loads(self.methods), "voters": json.loads(self.voters),
+                "line": line}
+
+
 @dataclass(frozen=True)
 class Imported:
     outputs_added: int
@@ -500,6 +593,8 @@ class Imported:
     corrections_added: int = 0
     judge_added: int = 0
     judge_present: int = 0
+    campaigns_added: int = 0  # campaigns' rows (a campaign's settings and each change of them)
+    campaigns_present: int = 0
 
 
 def import_dataset(service: Arena, directory: str | Path) -> Imported:
@@ -518,10 +613,26 @@ def import_dataset(service: Arena, directory: str | Path) -> Imported:
                if r.current is not False]
     votes = [r.to_record(n) for n, r in _read(files["votes"], _DatasetVote, VOTE_EXAMPLE)]
     judged = [r.to_record(n) for n, r in _read(files["judge_votes"], _DatasetJudgeVote, JUDGE_EXAMPLE)]
+    campaigns = [r.to_record(n) for n, r in _read(files["campaigns"], _DatasetCampaign, CAMPAIGN_EXAMPLE)]
+    _check_campaigns_named(service, files["votes"], votes, campaigns)
+    added_campaigns = campaign_rows.import_rows(service.store, campaigns) if campaigns else (0, 0)
     added_outputs = arena.import_outputs(service.store, outputs) if outputs else (0, 0)
     added_votes = arena.import_votes(service.store, votes) if votes else (0, 0, 0)
     added_judged = rows_of.import_judge_votes(service.store, judged) if judged else (0, 0)
-    return Imported(*added_outputs, *added_votes, *added_judged)
+    return Imported(*added_outputs, *added_votes, *added_judged, *added_campaigns)
+
+
+def _check_campaigns_named(service: Arena, paths: list[Path], votes: list[dict], campaigns: list[dict]) -> None:
+    """Raises ImportFormatError for a vote cast in a campaign that neither the folder's campaigns
+    table nor the database has (it would count in no campaign's leaderboard)."""
+    known = {c["name"] for c in campaigns} | {c.name for c in campaign_rows.current(service.store)}
+    for vote in votes:
+        if vote["campaign"] is not None and vote["campaign"] not in known:
+            where = ", ".join(str(p) for p in paths)
+            raise ImportFormatError(
+                f"{where}, row {vote['line']}: campaign {vote['campaign']!r} is in neither the folder's campaigns "
+                "table nor the database: export with `dataset export` again (it writes the campaigns of its votes), "
+                "or empty the row's campaign to import the vote into the open arena. Nothing was imported.")
 
 
 def data_files(folder: Path, name: str) -> list[Path]:

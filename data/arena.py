@@ -531,7 +531,8 @@ def import_votes(store: Store, records: Iterable[dict]) -> VotesImported:
     """Add votes cast elsewhere, in batches of IMPORT_BATCH. Each record has ``prompt``, ``kind``,
     ``task_set`` (or ``task_id`` of a task in this database), ``method_a``, ``method_b``,
     ``choice``, ``annotator``, optional ``output_a``/``output_b`` texts, optional ``comment`` and
-    ``flag`` (as ``record_vote`` takes them), optional ``created`` and ``line`` (for messages). A
+    ``flag`` (as ``record_vote`` takes them), optional ``created``, optional ``campaign`` (the
+    campaign it was cast in, which the caller has checked is here) and ``line`` (for messages). A
     record equal to a vote already here (same task, methods, annotator and choice, and the same
     ``created`` when it has one; without one, an imported vote) is skipped, so importing a file
     twice adds nothing. A record's optional ``correction`` (``choice``, ``by``, ``why``, optional
@@ -615,9 +616,9 @@ def _insert_imported_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> in
     stamp = r.get("created") or now()
     comment, flag = vote_note(r.get("comment"), r.get("flag"))
     cur = conn.execute(
-        "insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, source, created) "
-        "values (?, ?, ?, ?, ?, ?, 'import', ?)",
-        [task_id, outs[0], outs[1], r["method_a"], r["method_b"], r["annotator"], stamp],
+        "insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, source, created, campaign) "
+        "values (?, ?, ?, ?, ?, ?, 'import', ?, ?)",
+        [task_id, outs[0], outs[1], r["method_a"], r["method_b"], r["annotator"], stamp, r.get("campaign")],
     )
     return conn.execute(
         "insert into votes (battle_id, annotator, choice, created, comment, flag) values (?, ?, ?, ?, ?, ?)",

@@ -76,6 +76,54 @@ def history(store: Store, name: str) -> list[CampaignRow]:
     return [_row(r, rows[0][10]) for r in rows]
 
 
+def every_row(store: Store) -> list[CampaignRow]:
+    """Every row of every campaign, in the order they were stored. Raises StoreError."""
+    rows = store.db.execute(
+        f"select {_COLUMNS}, (select min(f.created) from campaigns f where f.name = c.name) from campaigns c "
+        "order by c.id").fetchall()
+    return [_row(r[:-1], r[-1]) for r in rows]
+
+
+class CampaignsImported(NamedTuple):
+    """What ``import_rows`` wrote: rows added, rows already here (skipped)."""
+
+    added: int
+    present: int
+
+
+def import_rows(store: Store, records: Sequence[dict]) -> CampaignsImported:
+    """Append campaigns' rows written elsewhere (``dataset export``), each with its own
+    ``created``. A campaign's rows are its history: where this database holds the start of the
+    same history, only the rest is added (importing twice adds nothing). Each record has the
+    columns of a row (``methods`` and ``voters`` as lists) and ``line`` (for messages). Raises
+    StoreError, before anything is written, for a campaign here with another history."""
+    by_name: dict[str, list[dict]] = {}
+    for r in records:
+        by_name.setdefault(r["name"], []).append(r)
+    added = present = 0
+    with write_transaction(store.db, "import the campaigns") as conn:
+        new: list[dict] = []
+        for name, rows in by_name.items():
+            here = [tuple(r) for r in conn.execute(
+                f"select {_COLUMNS.removeprefix('id, name, ')} from campaigns where name = ? order by id", [name])]
+            there = [(r["task_set"], json.dumps(list(r["methods"])), r["style"], r["overlap"], r["quota"],
+                      json.dumps(list(r["voters"])), r["status"], r["changed_by"], r["created"]) for r in rows]
+            shared = min(len(here), len(there))
+            if here[:shared] != there[:shared]:
+                differs = next(k for k in range(shared) if here[k] != there[k])
+                raise StoreError(f"line {rows[differs].get('line', '?')}: a campaign {name!r} exists in {store.path} "
+                                 "with another history (started "
+                                 f"{here[0][-1]}): it is another campaign, or was changed in both places. Import "
+                                 "into another database (--db), or leave its rows and votes out.")
+            present += shared
+            new += [dict(zip(("name", "values"), (name, row), strict=True)) for row in there[shared:]]
+        for row in new:
+            conn.execute(f"insert into campaigns ({_COLUMNS.removeprefix('id, ')}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         [row["name"], *row["values"]])
+            added += 1
+    return CampaignsImported(added, present)
+
+
 def coverage(store: Store, campaign: str, reserved_since: str | None = None) -> dict[frozenset[int], set[str]]:
     """Each pair of outputs shown in ``campaign`` -> the annotators who hold it: with a vote that
     counts now, or shown it at or after ``reserved_since`` and not voted yet (a pair on someone's

@@ -15,6 +15,7 @@ import app as app_module
 from annotation import dataset
 from annotation.errors import ArenaError, ImportFormatError
 from annotation.service import Arena, VoteLimits
+from common.errors import StoreError
 from data import arena
 from data.store import Store
 from data.versions import Versions
@@ -327,3 +328,76 @@ def test_votes_import_says_how_many_corrections_it_added(service, tmp_path, caps
     assert f"Imported 17 vote(s) from {file}; 2 correction(s) added." in capsys.readouterr().out
     assert app_module.main(["votes", "import", str(file)], env=fresh) == 0
     assert f"Imported 0 vote(s) from {file}; 17 already present; 0 correction(s) added." in capsys.readouterr().out
+
+
+# -- campaigns (issue 38, F34) ----------------------------------------------------------------
+PANEL = ("Dana Qi", "Evan Ro")  # a campaign's annotators
+
+
+def campaign_votes(svc: Arena) -> None:
+    """Campaign "pilot" on the animals: two annotators vote in it; then it is changed and closed."""
+    svc.campaigns.create("pilot", task_set="animals", methods=("rat", "cot"), voters=[*PANEL, "study:wave1"], by=BOSS)
+    for who in PANEL:
+        shown = svc.next_pair(who)
+        svc.vote(shown.battle_id, who, "b")
+    svc.campaigns.change("pilot", by=BOSS, overlap=2)
+    svc.campaigns.close("pilot", by=BOSS)
+
+
+@pytest.mark.parametrize("fmt", dataset.FORMATS)
+def test_export_then_import_keeps_each_votes_campaign_and_the_campaigns_history(service, tmp_path, fmt, capsys):
+    """Before, `dataset export` then `import` dropped each vote's campaign: `leaderboard --campaign`
+    failed after a restore. Now the campaigns' rows travel in their own config, first."""
+    campaign_votes(service)
+    folder = tmp_path / "ds"
+    dataset.export_dataset(service, folder, fmt=fmt)
+    table = load(folder, "campaigns", tmp_path) if fmt == "parquet" else None
+    assert table is None or [r["status"] for r in table] == ["open", "open", "closed"]
+    assert not any(name in every_file(folder) for name in (BOSS, *PANEL)), "pseudonyms, as in votes"
+    fresh = Store(tmp_path / "fresh.db")
+    try:
+        restored = Arena(fresh)
+        result = dataset.import_dataset(restored, folder)
+        assert (result.campaigns_added, result.campaigns_present) == (3, 0)
+        before, after = service.campaigns.history("pilot"), restored.campaigns.history("pilot")
+        assert [(c.status, c.overlap, c.methods, c.task_set, c.created, c.started) for c in after] \
+            == [(c.status, c.overlap, c.methods, c.task_set, c.created, c.started) for c in before]
+        assert "study:wave1" in after[-1].voters and len(after[-1].voters) == 3
+        board = restored.leaderboard(campaign="pilot", bootstrap=20)
+        assert board.rows == service.leaderboard(campaign="pilot", bootstrap=20).rows and board.rows
+        progress = (restored.campaign_progress("pilot"), service.campaign_progress("pilot"))
+        assert (progress[0].votes, progress[0].started, progress[0].complete) \
+            == (progress[1].votes, progress[1].started, progress[1].complete) and progress[0].votes == 2
+        assert rows(restored) == rows(service), "the open arena's leaderboard as before"
+        again = dataset.import_dataset(restored, folder)
+        assert (again.campaigns_added, again.campaigns_present, again.votes_added) == (0, 3, 0)
+    finally:
+        fresh.close()
+    service.store.close()
+    env = {"RAT_STUDIO_DB": str(tmp_path / "fresh.db")}
+    assert app_module.main(["leaderboard", "--campaign", "pilot"], env=env) == 0
+    assert "rat" in capsys.readouterr().out
+
+
+def test_a_campaign_here_with_another_history_or_a_vote_naming_none_imports_nothing(service, tmp_path):
+    campaign_votes(service)
+    folder = tmp_path / "ds"
+    dataset.export_dataset(service, folder, fmt="jsonl")
+    fresh = Store(tmp_path / "fresh.db")
+    try:
+        restored = Arena(fresh)
+        restored.campaigns.create("pilot")  # another campaign of the same name
+        with pytest.raises(StoreError, match="a campaign .pilot. exists in .* with another history"):
+            dataset.import_dataset(restored, folder)
+        assert people(fresh) == 0 and len(restored.campaigns.history("pilot")) == 1
+    finally:
+        fresh.close()
+    (folder / "campaigns" / "train.jsonl").unlink()
+    (folder / "campaigns").rmdir()
+    other = Store(tmp_path / "other.db")
+    try:
+        with pytest.raises(ImportFormatError, match=r"row \d+: campaign 'pilot' is in neither .* Nothing was imported"):
+            dataset.import_dataset(Arena(other), folder)
+        assert people(other) == 0
+    finally:
+        other.close()

@@ -51,5 +51,6 @@ def cmd_dataset_import(args, app) -> int:
     r = import_dataset(app.arena, args.dir)
     print(f"Imported {r.outputs_added} output(s) ({r.outputs_present} already present), {r.votes_added} vote(s) "
           f"({r.votes_present} already present; {r.corrections_added} correction(s) added) and {r.judge_added} "
-          f"judge's vote(s) ({r.judge_present} already present) from {args.dir}.")
+          f"judge's vote(s) ({r.judge_present} already present), and {r.campaigns_added} campaign setting row(s) "
+          f"({r.campaigns_present} already present) from {args.dir}.")
     return 0
