@@ -70,6 +70,26 @@ TAKE_HELP = ("The model's revision of these steps was refused (see why in the st
              "Take it anyway to put the model's version in the article.")
 STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP}
 EDIT = {**PRIVATE, "queue": False, "show_progress": "hidden", "trigger_mode": "always_last"}  # per keystroke
+#: On page load: remember, per article box, the last text the author's own hand put in it (the
+#: browser's ``input`` event: a key, Backspace, a paste, a cut, an input method's commit, a drop).
+#: Gradio 6's Textbox sends its ``input`` event for printable keys and Enter only, and its
+#: ``change`` event for the server's updates too; ``typed_js`` tells the two apart.
+TYPED_LISTENER_JS = """() => {
+  if (window.ratTyped) return;
+  const typed = new Map();
+  document.addEventListener("input", (e) => {
+    const box = e.target.closest && e.target.closest(".rat-article");
+    if (box && box.id) typed.set(box.id, e.target.value);
+  }, true);
+  window.ratTyped = (id, value) => typed.get(id) === value;
+}"""
+
+
+def typed_js(box_id: str) -> str:
+    """The article box's ``change`` event, in the browser: whether its text is the author's
+    (what their last keystroke, paste or input method left), not the server's (a version shown)."""
+    return (f"(view, text, undone, taken, typed) => [view, text, undone, taken, "
+            f"window.ratTyped ? window.ratTyped({json.dumps(box_id)}, text) : true]")
 VIEW_READ, VIEW_EDIT = "Read", "Edit"  # the article's two views: with its marks, or its text to edit
 SAVE_AFTER = 1.0  # seconds after the author's last keystroke that the article is saved as a version
 
@@ -260,7 +280,9 @@ class RunPanel:
             self.mode = gr.Radio([VIEW_READ, VIEW_EDIT], value=VIEW_READ, show_label=False, container=False,
                                  elem_classes="rat-article-mode")
             self.article = gr.Textbox(label="Article (editable; undoing a step rebuilds it)", lines=12,
-                                      max_lines=60, interactive=True, elem_classes="rat-article", visible=False)
+                                      max_lines=60, interactive=True, elem_classes="rat-article", visible=False,
+                                      elem_id=f"{self.act_id}-article")
+            self.typed = gr.Checkbox(visible=False)  # filled in the browser (``typed_js``), never shown
             self.cited = gr.HTML("", js_on_load=None, elem_classes="rat-cited-panel")
             self.reading = gr.HTML("", js_on_load=None, elem_classes="rat-reading-line")
             with gr.Row(equal_height=True):
@@ -317,9 +339,12 @@ class RunPanel:
                          [self.state, *self.export_parts()], **PRIVATE)
         self.copy_md_btn.click(None, self.copy_md_value, self.copied, js=export_view.copy_js("Markdown"), **PRIVATE)
         self.copy_text_btn.click(None, self.copy_text_value, self.copied, js=export_view.copy_js("text"), **PRIVATE)
-        self.article.input(self.on_edit, edited, [self.cited, self.sources, self.download, self.download_docx,
-                                                  self.saved, self.saving, self.copy_md_btn, self.copy_text_btn,
-                                                  self.reading], **EDIT)
+        # every change the author makes (typed, deleted, pasted, an input method's text), saved
+        self.article.change(self.on_edit, [*edited, self.typed],
+                            [self.cited, self.sources, self.download, self.download_docx, self.saved, self.saving,
+                             self.copy_md_btn, self.copy_text_btn, self.reading],
+                            js=typed_js(f"{self.act_id}-article"), **EDIT)
+        gr.on(None, None, js=TYPED_LISTENER_JS, api_visibility="private")  # on page load, in the browser only
         # "multiple": an action asked while another runs is sent, and waits on the server for its turn
         self.act_go.click(self.on_step_action, [self.state, self.act_cmd, self.undo, self.take], self.outputs(),
                           trigger_mode="multiple", **STREAM)
@@ -651,9 +676,13 @@ class RunPanel:
         out[self.take] = gr.CheckboxGroup(value=list(shown.taken))
         return out
 
-    async def on_edit(self, view: RunView | None, text: str, chosen: list[int], taken: list[int] | None = None) -> dict:
+    async def on_edit(self, view: RunView | None, text: str, chosen: list[int], taken: list[int] | None = None,
+                      typed: bool = True) -> dict:
         """The author typed in the article: its citations and length follow; the download and copy
-        buttons wait for the save (``on_saved`` gives them the saved text: no files per keystroke)."""
+        buttons wait for the save (``on_saved`` gives them the saved text: no files per keystroke).
+        Not ``typed``: the server put the text there (a version shown), nothing to do."""
+        if not typed:
+            return gr.skip()
         stale = {self.download: gr.DownloadButton(interactive=False),
                  self.download_docx: gr.DownloadButton(interactive=False),
                  self.copy_md_btn: gr.Button(interactive=False), self.copy_text_btn: gr.Button(interactive=False)}

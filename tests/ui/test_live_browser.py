@@ -107,8 +107,7 @@ def test_an_edit_and_an_undo_survive_a_reload_and_a_restart(open_page, llm, app,
     writer.get_by_role("checkbox", name=re.compile(r"^Step 2: ")).check()  # undo step 2 (and 3: cumulative)
     article = article_box(writer)
     expect(article).not_to_have_value(re.compile(r"Step 2.*\[revised\]", re.S))
-    article.fill(article.input_value() + "\n\nA closing line by the author")
-    article.press_sequentially(".")  # typed: Playwright's fill fires no input event Gradio listens to
+    article.fill(article.input_value() + "\n\nA closing line by the author.")
     saved = writer.locator(".rat-saved").last
     expect(saved).to_contain_text(re.compile(r"Version 2, saved"), timeout=TIMEOUT)  # 1: the undo, 2: the edit
 
@@ -159,3 +158,38 @@ def test_an_edit_typed_just_before_a_reload_is_shown_after_it(open_page, llm, ap
     expect(article_box(writer)).to_have_value(re.compile(r"Typed last\.$"), timeout=TIMEOUT)
     (saved,) = [v for v in Versions(app.store).list(run_id) if "Typed last." in v.text]
     assert saved.action == "edit"
+
+
+def test_a_backspace_and_a_paste_are_saved_and_the_servers_own_text_is_not_an_edit(open_page, llm, app):
+    """Gradio 6's Textbox sends its ``input`` event for printable keys and Enter only: a Backspace,
+    a paste or an input method's text changed the box and was never saved (it showed until a
+    reload, then was gone). Now every change the author's hand makes is saved, and a text the
+    server puts in the box (an undo's) is not saved again as an edit."""
+    from data.versions import Versions
+
+    llm.reply(Gate(open_at_start=True))
+    page, writer = open_page()
+    start(writer, "Describe how Python 3.7 kept dicts in insertion order")
+    expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
+    run_id = app.store.list_runs(limit=1)[0].id
+    saved = writer.locator(".rat-saved").last
+    writer.get_by_role("checkbox", name=re.compile(r"^Step 3: ")).check()  # the server rewrites the text
+    expect(saved).to_contain_text("Version 1, saved", timeout=TIMEOUT)
+    time.sleep(2.5)  # past SAVE_AFTER: an edit would have been saved by now
+    assert [v.action for v in Versions(app.store).list(run_id)] == ["undo"]
+    undone = Versions(app.store).list(run_id)[-1].text
+
+    article = article_box(writer)
+    article.click()
+    article.press("Control+End")
+    article.press("Backspace")
+    expect(saved).to_contain_text("Version 2, saved", timeout=TIMEOUT)
+    assert Versions(app.store).list(run_id)[-1].text == undone[:-1]
+    page.keyboard.insert_text(" 作者粘贴的一句。")  # as a paste or an input method puts text in
+    expect(saved).to_contain_text("Version 3, saved", timeout=TIMEOUT)
+    versions = Versions(app.store).list(run_id)
+    assert [v.action for v in versions] == ["undo", "edit", "edit"] and versions[-1].text == undone[:-1] + " 作者粘贴的一句。"
+
+    page.reload()
+    expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
+    expect(article_box(writer)).to_have_value(re.compile(r"作者粘贴的一句。$"), timeout=TIMEOUT)

@@ -226,8 +226,7 @@ def test_draft_only_edit_the_steps_continue_undo_and_export(open_page, llm, app,
     expect(writer.locator("#rat-step-2 .rat-badge")).to_have_text("undone")
 
     # edit the article by hand and export it with its sources
-    article.fill(article.input_value() + "\n\nA closing line by the author")
-    article.press_sequentially(".")  # typed: Playwright's fill fires no input event Gradio listens to
+    article.fill(article.input_value() + "\n\nA closing line by the author.")
     download_btn = writer.get_by_role("button", name="Download Markdown", exact=True)
     expect(download_btn).to_be_disabled()  # until the edit is saved: one click then downloads it
     expect(download_btn).to_be_enabled(timeout=TIMEOUT)
@@ -432,8 +431,7 @@ def test_a_mark_opens_on_its_passage_and_the_article_is_exported_as_docx(open_pa
     # the author's own sentence has no source: the cited view follows the edited text
     article = article_box(writer)
     claim = "The author adds a bold claim about tortoises and their racing speed."
-    article.fill(article.input_value() + "\n\n" + claim.removesuffix("."))
-    article.press_sequentially(".")  # typed: Playwright's fill fires no input event Gradio listens to
+    article.fill(article.input_value() + "\n\n" + claim)
     writer.get_by_role("radio", name="Read").check()
     expect(article).to_be_hidden()
     expect(cited.locator("span.rat-unsupported", has_text=claim.removesuffix("."))).to_have_attribute(

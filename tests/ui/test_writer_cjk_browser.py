@@ -213,10 +213,7 @@ def test_a_chinese_run_survives_a_reload_mid_run_and_the_author_s_undo_and_edit_
         expect(article).not_to_have_value(re.compile(r"第2条引文"))
         expect(writer.locator(".rat-saved").last).to_contain_text(re.compile(r"Version 1, saved"), timeout=TIMEOUT)
         mine = "这一句是作者亲手写的"
-        article.fill(article.input_value() + f"\n\n{mine}")
-        # a key typed: Gradio's Textbox sends its input event for key presses only (not for fill,
-        # nor for Playwright's insert_text, as an input method commits "。"): a "." ends the line
-        article.press_sequentially(".")
+        article.fill(article.input_value() + f"\n\n{mine}.")
         expect(writer.locator(".rat-saved").last).to_contain_text(re.compile(r"Version 2, saved"), timeout=TIMEOUT)
 
         page.reload()
