@@ -118,8 +118,8 @@ def import_rows(store: Store, records: Sequence[dict]) -> CampaignsImported:
             present += shared
             new += [dict(zip(("name", "values"), (name, row), strict=True)) for row in there[shared:]]
         for row in new:
-            conn.execute(f"insert into campaigns ({_COLUMNS.removeprefix('id, ')}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         [row["name"], *row["values"]])
+            conn.execute(f"insert into campaigns ({_COLUMNS.removeprefix('id, ')}) "
+                         "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [row["name"], *row["values"]])
             added += 1
     return CampaignsImported(added, present)
 

@@ -188,7 +188,8 @@ def test_a_backspace_and_a_paste_are_saved_and_the_servers_own_text_is_not_an_ed
     page.keyboard.insert_text(" 作者粘贴的一句。")  # as a paste or an input method puts text in
     expect(saved).to_contain_text("Version 3, saved", timeout=TIMEOUT)
     versions = Versions(app.store).list(run_id)
-    assert [v.action for v in versions] == ["undo", "edit", "edit"] and versions[-1].text == undone[:-1] + " 作者粘贴的一句。"
+    assert [v.action for v in versions] == ["undo", "edit", "edit"]
+    assert versions[-1].text == undone[:-1] + " 作者粘贴的一句。"
 
     page.reload()
     expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
