@@ -36,7 +36,10 @@ from common.settings import (
 from ui.cli import build_parser
 
 if TYPE_CHECKING:  # pragma: no cover
-    from annotation.service import Arena
+    from annotation.admin.admin import Admin
+    from annotation.results.results import Results
+    from annotation.rooms import ArenaRooms
+    from annotation.voting.arena import Arena
     from core.clients import Clients
     from core.runner import Runner
     from data.store import Store
@@ -162,21 +165,32 @@ def corpus_db(store: Store) -> Path:
 
 @dataclass(frozen=True)
 class App:
-    """What app.py builds from the settings; each front end takes the parts it uses. ``arena`` is
-    the one arena service (and leaderboard cache) of the process: the CLI's arena commands and
-    both of the UI's arena tabs use it."""
+    """What app.py builds from the settings; each front end takes the parts it uses. The arena's
+    three rooms, one of each per process: ``arena`` (the annotators' side), ``results`` (what the
+    votes say, with the leaderboards' cache) and ``admin`` (the study admin's work); the CLI's
+    arena commands and the UI's arena tabs use them."""
 
     settings: Settings
     store: Store
     clients: Clients
     runner: Runner
     arena: Arena
+    results: Results
+    admin: Admin
+
+    @property
+    def rooms(self) -> ArenaRooms:
+        """The three, as the UI's arena tabs take them."""
+        from annotation.rooms import ArenaRooms
+
+        return ArenaRooms(self.arena, self.results, self.admin)
 
 
 def build(settings: Settings) -> App:
     """The composition root: the store, the client factories, the runner and the arena service,
     each handed what it uses. Raises StoreError when the database cannot be opened."""
-    from annotation.service import Arena, VoteLimits
+    from annotation.rooms import ArenaRooms
+    from annotation.voting.arena import Arena, VoteLimits
     from core.clients import Clients
     from core.procedures import ProcedureMemory
     from core.runner import Runner
@@ -190,7 +204,9 @@ def build(settings: Settings) -> App:
                   cite_threshold=settings.method.cite_threshold,
                   limits=VoteLimits(settings.votes_per_minute, settings.votes_per_address,
                                     per_day=settings.votes_per_day))
-    return App(settings=settings, store=store, clients=clients, runner=runner, arena=arena)
+    rooms = ArenaRooms.of(arena)
+    return App(settings=settings, store=store, clients=clients, runner=runner, arena=arena, results=rooms.results,
+               admin=rooms.admin)
 
 
 # -- entry point ----------------------------------------------------------------------------------

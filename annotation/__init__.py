@@ -1,7 +1,16 @@
-"""The arena's logic without a user interface. For annotators: ``service`` (next pair, vote,
-undo, progress, reveal), ``pairing``, ``present`` (both sides shown in one house style),
-``campaigns``, ``accounts`` (logins, invite links, completion codes). What the votes say:
-``ratings`` (TrueSkill, Bradley-Terry), ``style`` (style control), ``board`` (voters' flags),
-``agreement``, ``outliers``, ``plots``. Admin work: ``judge`` (the LLM judge), ``outputs`` (a
-finished run as the arena shows it), ``records`` and ``dataset`` (JSONL and dataset exports and
-imports). Nothing here imports gradio; only ``data/`` writes SQL; the command line is ``ui/cli/``."""
+"""The arena's logic without a user interface, in three rooms by whom they serve:
+
+- ``annotation.voting``: the annotator's side: ``arena`` (``Arena``: next pair, vote and its
+  reveal, undo, progress) and ``pairing`` (which pair teaches the leaderboard most). It imports
+  nothing of ``annotation.admin`` (tests/test_layers.py).
+- ``annotation.results``: what the votes say: ``results`` (``Results``: leaderboards, style
+  control, flags, agreement), ``ratings`` (TrueSkill, Bradley-Terry), ``style``, ``board`` (the
+  live tallies and voters' paces), ``agreement``, ``outliers``, ``plots``.
+- ``annotation.admin``: the study admin's work: ``admin`` (``Admin``: campaigns' numbers,
+  corrections, gold pairs, the judge, imports and exports), ``judge`` (the LLM judge),
+  ``records`` (JSONL lines) and ``dataset`` (Hugging Face datasets).
+
+Shared by the three: ``campaigns``, ``accounts`` (logins, invite links, completion codes),
+``present`` (both sides shown in one house style), ``outputs`` (a finished run as the arena
+shows it) and ``errors``. Nothing here imports gradio; only ``data/`` writes SQL; the command
+line is ``ui/cli/``."""

@@ -1,7 +1,7 @@
 """Annotation campaigns as one service: a named campaign is a task set, the methods compared, how
 both outputs are shown (``annotation.present.STYLES``), the overlap (each pair of outputs voted on
 by that many annotators), a quota of votes per annotator and who may vote. Front ends call this
-(and ``Arena``, which assigns a campaign's pairs: ``annotation.pairing.next_campaign_battle``),
+(and ``Arena``, which assigns a campaign's pairs: ``annotation.voting.pairing.next_campaign_battle``),
 never ``data.campaigns``.
 
     campaigns = Campaigns(store)

@@ -13,7 +13,7 @@ formatting must give no method away, and must not hide what matters.
 In both, headings become ``####`` (one level: a text cannot look like a formal report beside a chat
 reply), thematic breaks go, and nothing else of the body is lost or changed: a citation leaves no
 space before a stop and no empty parentheses, and what a system says of its own work at the top
-("Let me search...") stays (``annotation.style`` counts it). The stored output is never changed:
+("Let me search...") stays (``annotation.results.style`` counts it). The stored output is never changed:
 this is applied when a pair is shown.
 
 What is read, one rule each (code, fenced or inline, is left as it is):

@@ -25,7 +25,8 @@ import gradio as gr
 import httpx
 import uvicorn
 
-from annotation.service import Arena, VoteLimits
+from annotation.results.results import Results
+from annotation.voting.arena import Arena, VoteLimits
 from common.settings import Settings
 from data import arena
 from data.store import Store, now
@@ -145,7 +146,7 @@ def _serve(path: str, votes: int, ready) -> None:
     its interpreter lock); sends (port, fns) through ``ready`` and serves until terminated."""
     store = seeded_store(Path(path), votes)
     service = Arena(store, limits=UNLIMITED)
-    service.warm_up().join()  # as the app does when it starts, before annotators arrive
+    Results(service).warm_up().join()  # as the app does when it starts, before annotators arrive
     with gr.Blocks() as demo:
         arena_tab.build(service)
     app_ui.queue(demo, Settings().concurrency)  # as the app serves it

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from annotation import ratings, style
-from annotation.board import Boards
+from annotation.results import ratings, style
+from annotation.results.board import Boards
 from data import arena
 from data.store import Store
 
@@ -130,15 +130,16 @@ def style_fit(votes: list[ratings.VoteRecord], tasks: int = 500, seed: int = 0) 
 def tab_figures(store: Store, battles_for: tuple[int, int]) -> None:
     import gradio as gr
 
-    from annotation.service import Arena
+    from annotation.rooms import ArenaRooms
+    from annotation.voting.arena import Arena
     from ui import leaderboard
 
     with gr.Blocks():
-        warmed = leaderboard.build(Arena(store), None)
-    _, warming = timed(lambda: warmed.arena.warm_up(leaderboard.BOOTSTRAP).join())
+        warmed = leaderboard.build(ArenaRooms.of(Arena(store)), None)
+    _, warming = timed(lambda: warmed.results.warm_up(leaderboard.BOOTSTRAP).join())
     _, first_warm = timed(warmed.show, "people", leaderboard.ALL)
     with gr.Blocks():
-        tab = leaderboard.build(Arena(store), None)
+        tab = leaderboard.build(ArenaRooms.of(Arena(store)), None)
     _, first = timed(tab.show, "people", leaderboard.ALL)
     _, again = timed(tab.show, "people", leaderboard.ALL)
     refresh = []
@@ -147,7 +148,7 @@ def tab_figures(store: Store, battles_for: tuple[int, int]) -> None:
         arena.record_vote(store, battle, "bench", "a" if k % 2 else "b")
         refresh.append(timed(tab.show, "people", leaderboard.ALL)[1])
     _, drawn = timed(tab.draw, "people", leaderboard.ALL)
-    print(f"Leaderboard tab, {tab.arena.leaderboard('people').votes:,} votes: first opening {first:.3f} s cold, "
+    print(f"Leaderboard tab, {tab.results.leaderboard('people').votes:,} votes: first opening {first:.3f} s cold, "
           f"{1000 * first_warm:.1f} ms after the server's warm-up ({warming:.3f} s in the background) "
           f"(target < 1 s); again, nothing new {1000 * again:.1f} ms; refresh after a vote "
           f"{1000 * float(np.median(refresh)):.0f} ms (median of 5; target < 200 ms); plots when opened {drawn:.3f} s")

@@ -1,4 +1,4 @@
-"""How long the outlier test (``annotation.outliers.examine``) takes over 100,000 votes of 2,000
+"""How long the outlier test (``annotation.results.outliers.examine``) takes over 100,000 votes of 2,000
 honest annotators of five methods of known strength. Prints numbers; passes or fails nothing
 (tests/annotation/test_outliers.py checks what it finds).
 
@@ -15,7 +15,7 @@ import math
 import random
 import time
 
-from annotation import outliers
+from annotation.results import outliers
 from data.arena import AnnotatedVote
 
 STRENGTH = {"m0": 0.0, "m1": 0.6, "m2": 1.2, "m3": 1.8, "m4": 2.4}  # log-odds, as the test's simulation

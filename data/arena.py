@@ -710,7 +710,7 @@ def vote_rows(store: Store, source: str = "people", task_set: str | None = None,
 
 
 class AnnotatedVote(NamedTuple):
-    """A people's vote that counts now, with who cast it (for ``annotation.outliers``)."""
+    """A people's vote that counts now, with who cast it (for ``annotation.results.outliers``)."""
 
     annotator: str
     method_a: str
@@ -729,7 +729,7 @@ def annotated_votes(store: Store) -> list[AnnotatedVote]:
 
 class PairVote(NamedTuple):
     """A people's vote that counts now, with who cast it and the pair shown: task, methods and
-    output ids (None for a vote imported without its texts), for ``annotation.agreement``."""
+    output ids (None for a vote imported without its texts), for ``annotation.results.agreement``."""
 
     annotator: str
     task_id: int

@@ -1,4 +1,4 @@
-"""The reads of ``python app.py dataset export`` (``annotation.dataset``): every output, every
+"""The reads of ``python app.py dataset export`` (``annotation.admin.dataset``): every output, every
 people's vote and every LLM judge's vote, of one task set or of all (people's votes also of one
 campaign), as flat rows in the order they were stored; and the import of the judge's votes.
 ``dataset import`` writes outputs and people's votes through ``data.arena``'s import functions."""

@@ -567,7 +567,7 @@ def m015_version_step_actions(db: sqlite_utils.Database) -> None:
 def m016_gold_pairs(db: sqlite_utils.Database) -> None:
     """Gold (attention-check) pairs: two outputs of one task whose ``better`` side (``a``: the
     first, ``b``: the second) an admin set, with who and when. The arena shows them to annotators
-    now and then (``annotation.pairing``), and an annotator who misses too many is flagged.
+    now and then (``annotation.voting.pairing``), and an annotator who misses too many is flagged.
     Append-only: a newer row for the same two outputs supersedes an older one."""
     refuse = "select raise(abort, 'gold pairs are append-only: add a new row instead'); end"
     statements = [

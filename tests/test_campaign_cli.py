@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 import app as app_module
-from annotation import dataset
-from annotation.service import Arena, VoteLimits
+from annotation.admin import dataset
+from annotation.voting.arena import Arena, VoteLimits
 from data.store import Store
 from tests.annotation.conftest import seed_outputs
 

@@ -1,4 +1,4 @@
-"""``python app.py dataset export/import`` (``annotation.dataset``): the folder loads with the
+"""``python app.py dataset export/import`` (``annotation.admin.dataset``): the folder loads with the
 Hugging Face ``datasets`` library as it is, its card's YAML names the configs, annotators are
 pseudonymised unless --names, and export then import into a fresh database gives the same
 leaderboards (people's, corrections included, and the LLM judge's, kept in its own config)."""
@@ -12,14 +12,14 @@ import pytest
 import yaml
 
 import app as app_module
-from annotation import dataset
+from annotation.admin import dataset
 from annotation.errors import ArenaError, ImportFormatError
-from annotation.service import Arena, VoteLimits
+from annotation.voting.arena import Arena, VoteLimits
 from common.errors import StoreError
 from data import arena
 from data.store import Store
 from data.versions import Versions
-from tests.annotation.conftest import finished_run, seed_outputs
+from tests.annotation.conftest import admin, finished_run, results, seed_outputs
 
 datasets = pytest.importorskip("datasets")  # requirements-dev.txt pins it; skipped only where it cannot install
 
@@ -44,8 +44,8 @@ def service(tmp_path):
             shown = svc.next_pair(who)
             svc.vote(shown.battle_id, who, "ab"[n % 3 == 0] if who == NAMES[0] else "a",
                      comment="B stops early." if n == 1 else "")
-    svc.correct(1, "tie", BOSS, "misclick")
-    svc.correct(2, arena.VOID, BOSS, "read neither")
+    admin(svc).correct(1, "tie", BOSS, "misclick")
+    admin(svc).correct(2, arena.VOID, BOSS, "read neither")
     arena.import_votes(store, [{"prompt": "Describe owls", "kind": "writing", "task_set": "animals",
                                 "method_a": "rat", "method_b": "cot", "choice": "a", "annotator": "Carol Xu",
                                 "created": "2025-01-01T00:00:00+00:00"}])
@@ -68,7 +68,7 @@ def load(folder, config, tmp_path):
 def test_datasets_load_dataset_reads_votes_and_outputs_as_exported(service, tmp_path, fmt, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     folder = tmp_path / "ds"
-    summary = dataset.export_dataset(service, folder, fmt=fmt)
+    summary = dataset.export_dataset(admin(service), folder, fmt=fmt)
     votes = load(folder, "votes", tmp_path)
     assert votes.column_names == [c.name for c in dataset.VOTE_COLUMNS]
     assert votes.num_rows == summary.votes == people(service.store) == 17
@@ -96,7 +96,7 @@ def header(folder) -> dict:
 
 def test_the_card_yaml_names_the_configs_and_the_prose_says_what_was_exported(service, tmp_path):
     folder = tmp_path / "ds"
-    dataset.export_dataset(service, folder, task_set="animals", fmt="jsonl")
+    dataset.export_dataset(admin(service), folder, task_set="animals", fmt="jsonl")
     meta = header(folder)
     assert [c["config_name"] for c in meta["configs"]] == ["votes", "outputs"]
     for c in meta["configs"]:
@@ -115,7 +115,7 @@ def test_a_table_without_rows_is_left_out_of_the_configs(tmp_path):
     store = Store(tmp_path / "a.db")
     try:
         seed_outputs(store, {"Describe owls": {"rat": "r", "cot": "c"}})
-        dataset.export_dataset(Arena(store), tmp_path / "ds")
+        dataset.export_dataset(admin(Arena(store)), tmp_path / "ds")
         assert [c["config_name"] for c in header(tmp_path / "ds")["configs"]] == ["outputs"]
         assert not (tmp_path / "ds" / "votes").exists()
     finally:
@@ -129,9 +129,9 @@ def every_file(folder) -> str:
 
 def test_annotators_are_stable_pseudonyms_unless_names(service, tmp_path):
     for name in ("one", "two"):
-        dataset.export_dataset(service, tmp_path / name, fmt="jsonl")
-    dataset.export_dataset(service, tmp_path / "salted", fmt="jsonl", salt="s3cret")
-    dataset.export_dataset(service, tmp_path / "named", fmt="jsonl", names=True)
+        dataset.export_dataset(admin(service), tmp_path / name, fmt="jsonl")
+    dataset.export_dataset(admin(service), tmp_path / "salted", fmt="jsonl", salt="s3cret")
+    dataset.export_dataset(admin(service), tmp_path / "named", fmt="jsonl", names=True)
     one, two, salted, named = (every_file(tmp_path / n) for n in ("one", "two", "salted", "named"))
     assert one == two, "the same pseudonyms in every export"
     for real in (*NAMES, BOSS, "Carol Xu"):
@@ -142,32 +142,32 @@ def test_annotators_are_stable_pseudonyms_unless_names(service, tmp_path):
 
 # -- import -----------------------------------------------------------------------------------
 def rows(svc: Arena, task_set=None):
-    return svc.leaderboard("people", task_set, bootstrap=20).rows
+    return results(svc).leaderboard("people", task_set, bootstrap=20).rows
 
 
 @pytest.mark.parametrize("fmt", dataset.FORMATS)
 def test_export_then_import_into_a_fresh_database_gives_the_same_leaderboard(service, tmp_path, fmt):
     folder = tmp_path / "ds"
-    dataset.export_dataset(service, folder, fmt=fmt)
+    dataset.export_dataset(admin(service), folder, fmt=fmt)
     fresh = Store(tmp_path / "fresh.db")
     try:
         restored = Arena(fresh)
-        result = dataset.import_dataset(restored, folder)
+        result = dataset.import_dataset(admin(restored), folder)
         assert (result.votes_added, result.votes_present, result.corrections_added) == (17, 0, 2)
         assert result.outputs_added == 11, "every output the arena pairs now (a run's older text comes with its votes)"
         assert rows(restored) == rows(service) and rows(restored, "animals") == rows(service, "animals")
-        assert [(c.vote_id, c.choice, c.cast) for c in restored.corrections()] \
-            == [(c.vote_id, c.choice, c.cast) for c in service.corrections()]
-        again = dataset.import_dataset(restored, folder)
+        assert [(c.vote_id, c.choice, c.cast) for c in admin(restored).corrections()] \
+            == [(c.vote_id, c.choice, c.cast) for c in admin(service).corrections()]
+        again = dataset.import_dataset(admin(restored), folder)
         assert (again.votes_added, again.outputs_added, again.corrections_added) == (0, 0, 0)
-        assert len(restored.corrections()) == 2
+        assert len(admin(restored).corrections()) == 2
     finally:
         fresh.close()
 
 
 def test_a_bad_row_names_the_file_and_row_and_imports_nothing(service, tmp_path):
     folder = tmp_path / "ds"
-    dataset.export_dataset(service, folder, fmt="jsonl")
+    dataset.export_dataset(admin(service), folder, fmt="jsonl")
     path = folder / "votes" / "train.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()
     lines[2] = json.dumps({**json.loads(lines[2]), "winner": "left"})
@@ -175,7 +175,7 @@ def test_a_bad_row_names_the_file_and_row_and_imports_nothing(service, tmp_path)
     fresh = Store(tmp_path / "fresh.db")
     try:
         with pytest.raises(ImportFormatError, match=r'train\.jsonl line 3: "winner" must be one of a, b'):
-            dataset.import_dataset(Arena(fresh), folder)
+            dataset.import_dataset(admin(Arena(fresh)), folder)
         assert people(fresh) == 0 and arena.output_count(fresh) == 0
     finally:
         fresh.close()
@@ -186,13 +186,13 @@ def test_export_refuses_a_folder_with_files_and_an_unknown_task_set(service, tmp
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "notes.txt").write_text("mine", encoding="utf-8")
     with pytest.raises(ArenaError, match="not an empty folder"):
-        dataset.export_dataset(service, tmp_path / "full")
+        dataset.export_dataset(admin(service), tmp_path / "full")
     assert [p.name for p in (tmp_path / "full").iterdir()] == ["notes.txt"]
     with pytest.raises(ArenaError, match="known task sets: 'animals', 'plans'"):
-        dataset.export_dataset(service, tmp_path / "new", task_set="animal")
+        dataset.export_dataset(admin(service), tmp_path / "new", task_set="animal")
     assert not (tmp_path / "new").exists()
     with pytest.raises(ImportFormatError, match="no votes/, outputs/ or judge_votes/ data files"):
-        dataset.import_dataset(service, tmp_path / "full")
+        dataset.import_dataset(admin(service), tmp_path / "full")
 
 
 def test_the_cli_exports_and_imports(service, tmp_path, capsys):
@@ -207,7 +207,7 @@ def test_the_cli_exports_and_imports(service, tmp_path, capsys):
     out = capsys.readouterr().out
     fresh = Store(tmp_path / "fresh.db")
     try:
-        corrected = len(Arena(fresh).corrections())
+        corrected = len(admin(Arena(fresh)).corrections())
         assert code == 0 and (f"Imported 3 output(s) (0 already present), {people(fresh)} vote(s) (0 already "
                               f"present; {corrected} correction(s) added) and 0 judge's vote(s)") in out
         assert people(fresh) > 0 and arena.task_sets(fresh) == ["plans"]
@@ -234,7 +234,7 @@ def judge(store: Store) -> int:
 
 
 def judge_board(svc: Arena, task_set=None):
-    return svc.leaderboard("judge", task_set, bootstrap=20).rows
+    return results(svc).leaderboard("judge", task_set, bootstrap=20).rows
 
 
 def prose(folder) -> str:
@@ -247,7 +247,7 @@ def test_the_judges_votes_load_as_their_own_config_and_import_to_the_same_judge_
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     judged = judge(service.store)
     folder = tmp_path / "ds"
-    summary = dataset.export_dataset(service, folder, fmt=fmt)
+    summary = dataset.export_dataset(admin(service), folder, fmt=fmt)
     assert summary.judge_votes == judged == 10 and summary.judge_models == list(JUDGES)
     table = load(folder, "judge_votes", tmp_path)
     assert table.column_names == [c.name for c in dataset.JUDGE_COLUMNS] and table.num_rows == judged
@@ -262,12 +262,12 @@ def test_the_judges_votes_load_as_their_own_config_and_import_to_the_same_judge_
     fresh = Store(tmp_path / "fresh.db")
     try:
         restored = Arena(fresh)
-        result = dataset.import_dataset(restored, folder)
+        result = dataset.import_dataset(admin(restored), folder)
         assert (result.judge_added, result.judge_present) == (judged, 0)
         assert judge_board(restored) and judge_board(restored) == judge_board(service)
         assert judge_board(restored, "plans") == judge_board(service, "plans")
         assert rows(restored) == rows(service), "people's leaderboard is not touched by the judge's votes"
-        again = dataset.import_dataset(restored, folder)
+        again = dataset.import_dataset(admin(restored), folder)
         assert (again.judge_added, again.judge_present) == (0, judged)
         assert fresh.db.execute("select count(*) from judge_votes").fetchone()[0] == judged
     finally:
@@ -276,12 +276,12 @@ def test_the_judges_votes_load_as_their_own_config_and_import_to_the_same_judge_
 
 def test_the_card_counts_the_judges_votes_names_its_models_and_keeps_them_apart(service, tmp_path):
     judge(service.store)
-    dataset.export_dataset(service, tmp_path / "all", fmt="jsonl")
+    dataset.export_dataset(admin(service), tmp_path / "all", fmt="jsonl")
     assert [c["config_name"] for c in header(tmp_path / "all")["configs"]] == ["votes", "outputs", "judge_votes"]
     assert ("- 10 LLM judge's vote(s), by judge model(s) `judge-x`, `judge-y`: kept apart from people's votes, in "
             "their own config `judge_votes`") in prose(tmp_path / "all")
     assert "## Columns of `judge_votes`" in prose(tmp_path / "all")
-    summary = dataset.export_dataset(service, tmp_path / "plans", task_set="plans", fmt="jsonl")
+    summary = dataset.export_dataset(admin(service), tmp_path / "plans", task_set="plans", fmt="jsonl")
     lines = (tmp_path / "plans" / "judge_votes" / "train.jsonl").read_text(encoding="utf-8").splitlines()
     assert summary.judge_votes == len(lines) == 3 and {json.loads(line)["task_set"] for line in lines} == {"plans"}
     plans = prose(tmp_path / "plans")
@@ -291,7 +291,7 @@ def test_the_card_counts_the_judges_votes_names_its_models_and_keeps_them_apart(
 def test_a_campaign_export_holds_the_judges_votes_on_its_task_set_and_methods(service, tmp_path):
     judge(service.store)
     service.campaigns.create("pilot", task_set="animals", methods=("rat", "cot"))
-    summary = dataset.export_dataset(service, tmp_path / "ds", campaign="pilot", fmt="jsonl")
+    summary = dataset.export_dataset(admin(service), tmp_path / "ds", campaign="pilot", fmt="jsonl")
     lines = [json.loads(line) for line in
              (tmp_path / "ds" / "judge_votes" / "train.jsonl").read_text(encoding="utf-8").splitlines()]
     assert {(r["task_set"], r["method_a"], r["method_b"]) for r in lines} == {("animals", "cot", "rat")}
@@ -303,7 +303,7 @@ def test_a_campaign_export_holds_the_judges_votes_on_its_task_set_and_methods(se
 def test_a_bad_judge_row_names_the_file_and_row_and_imports_nothing(service, tmp_path):
     judge(service.store)
     folder = tmp_path / "ds"
-    dataset.export_dataset(service, folder, fmt="jsonl")
+    dataset.export_dataset(admin(service), folder, fmt="jsonl")
     path = folder / "judge_votes" / "train.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()
     lines[1] = json.dumps({**json.loads(lines[1]), "choice": "both_bad"})
@@ -311,7 +311,7 @@ def test_a_bad_judge_row_names_the_file_and_row_and_imports_nothing(service, tmp
     fresh = Store(tmp_path / "fresh.db")
     try:
         with pytest.raises(ImportFormatError, match=r'train\.jsonl line 2: "choice" must be one of a, b, tie'):
-            dataset.import_dataset(Arena(fresh), folder)
+            dataset.import_dataset(admin(Arena(fresh)), folder)
         assert people(fresh) == 0 and fresh.db.execute("select count(*) from judge_votes").fetchone()[0] == 0
     finally:
         fresh.close()
@@ -350,26 +350,26 @@ def test_export_then_import_keeps_each_votes_campaign_and_the_campaigns_history(
     failed after a restore. Now the campaigns' rows travel in their own config, first."""
     campaign_votes(service)
     folder = tmp_path / "ds"
-    dataset.export_dataset(service, folder, fmt=fmt)
+    dataset.export_dataset(admin(service), folder, fmt=fmt)
     table = load(folder, "campaigns", tmp_path) if fmt == "parquet" else None
     assert table is None or [r["status"] for r in table] == ["open", "open", "closed"]
     assert not any(name in every_file(folder) for name in (BOSS, *PANEL)), "pseudonyms, as in votes"
     fresh = Store(tmp_path / "fresh.db")
     try:
         restored = Arena(fresh)
-        result = dataset.import_dataset(restored, folder)
+        result = dataset.import_dataset(admin(restored), folder)
         assert (result.campaigns_added, result.campaigns_present) == (3, 0)
         before, after = service.campaigns.history("pilot"), restored.campaigns.history("pilot")
         assert [(c.status, c.overlap, c.methods, c.task_set, c.created, c.started) for c in after] \
             == [(c.status, c.overlap, c.methods, c.task_set, c.created, c.started) for c in before]
         assert "study:wave1" in after[-1].voters and len(after[-1].voters) == 3
-        board = restored.leaderboard(campaign="pilot", bootstrap=20)
-        assert board.rows == service.leaderboard(campaign="pilot", bootstrap=20).rows and board.rows
-        progress = (restored.campaign_progress("pilot"), service.campaign_progress("pilot"))
+        board = results(restored).leaderboard(campaign="pilot", bootstrap=20)
+        assert board.rows == results(service).leaderboard(campaign="pilot", bootstrap=20).rows and board.rows
+        progress = (admin(restored).campaign_progress("pilot"), admin(service).campaign_progress("pilot"))
         assert (progress[0].votes, progress[0].started, progress[0].complete) \
             == (progress[1].votes, progress[1].started, progress[1].complete) and progress[0].votes == 2
         assert rows(restored) == rows(service), "the open arena's leaderboard as before"
-        again = dataset.import_dataset(restored, folder)
+        again = dataset.import_dataset(admin(restored), folder)
         assert (again.campaigns_added, again.campaigns_present, again.votes_added) == (0, 3, 0)
     finally:
         fresh.close()
@@ -382,13 +382,13 @@ def test_export_then_import_keeps_each_votes_campaign_and_the_campaigns_history(
 def test_a_campaign_here_with_another_history_or_a_vote_naming_none_imports_nothing(service, tmp_path):
     campaign_votes(service)
     folder = tmp_path / "ds"
-    dataset.export_dataset(service, folder, fmt="jsonl")
+    dataset.export_dataset(admin(service), folder, fmt="jsonl")
     fresh = Store(tmp_path / "fresh.db")
     try:
         restored = Arena(fresh)
         restored.campaigns.create("pilot")  # another campaign of the same name
         with pytest.raises(StoreError, match="a campaign .pilot. exists in .* with another history"):
-            dataset.import_dataset(restored, folder)
+            dataset.import_dataset(admin(restored), folder)
         assert people(fresh) == 0 and len(restored.campaigns.history("pilot")) == 1
     finally:
         fresh.close()
@@ -397,7 +397,7 @@ def test_a_campaign_here_with_another_history_or_a_vote_naming_none_imports_noth
     other = Store(tmp_path / "other.db")
     try:
         with pytest.raises(ImportFormatError, match=r"row \d+: campaign 'pilot' is in neither .* Nothing was imported"):
-            dataset.import_dataset(Arena(other), folder)
+            dataset.import_dataset(admin(Arena(other)), folder)
         assert people(other) == 0
     finally:
         other.close()

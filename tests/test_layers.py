@@ -9,7 +9,9 @@ functions included and ``if TYPE_CHECKING:`` blocks left out (they never run). T
 - nothing but ui/ imports gradio;
 - common/ imports nothing outside the standard library;
 - inside core/, the rooms keep their doors: core.text imports nothing else of core,
-  core.retrieval never imports core.methods, core.article never imports core.retrieval.
+  core.retrieval never imports core.methods, core.article never imports core.retrieval;
+- inside annotation/, neither the annotator's side (annotation.voting) nor what the votes say
+  (annotation.results) imports the study admin's work (annotation.admin).
 
 Each failure names the module, the import (with its line) and the rule. The last tests run the
 same checks on a small made-up tree, so a check that cannot fail would show.
@@ -42,6 +44,12 @@ ROOMS = (
                                        "pass what it needs in from the method"),
     ("core.article", "core.retrieval", "core.article builds the article from a run's events, not from pages or "
                                        "search: take it from the events, or move the shared part to core.text"),
+    ("annotation.voting", "annotation.admin", "annotation.voting is the annotator's side and knows nothing of the "
+                                              "study admin's work: move what both need to a shared module of "
+                                              "annotation/, or have the admin's room call the annotators' side"),
+    ("annotation.results", "annotation.admin", "annotation.results says what the votes say and knows nothing of "
+                                               "the admin's work: move what both need to a shared module, or "
+                                               "have the admin's room call it"),
 )
 
 
@@ -313,8 +321,9 @@ def registry_problems(modules: dict[str, Path], imports: list[Import]) -> list[s
 
 
 #: The data modules of the arena's subsystems, reached by the front ends (ui/, app.py) through
-#: their annotation services only (``annotation.service.Arena``, ``annotation.campaigns``,
-#: ``annotation.accounts``): the services hold the invariants (blind pairs, quotas, overlap).
+#: their annotation services only (``annotation.voting.arena.Arena``, ``annotation.results``,
+#: ``annotation.admin``, ``annotation.campaigns``, ``annotation.accounts``): the services hold
+#: the invariants (blind pairs, quotas, overlap).
 SERVICE_DATA = ("data.arena", "data.campaigns", "data.accounts")
 
 
@@ -529,3 +538,22 @@ def test_each_room_rule_catches_its_break(tmp_path):
     assert "core.article builds the article from a run's events" in problems[0]
     assert "imports core.methods.rat: core.retrieval finds sources" in problems[1]
     assert "imports core.steps: core.text (prompts, guards, fencing, tokens)" in problems[2]
+
+
+def test_annotation_has_its_three_rooms_and_the_annotators_side_knows_no_admin_work(project, tmp_path):
+    """Issue 42, item 1: annotation/ by whom it serves; the rule proves it can fail."""
+    modules, _ = project
+    assert {"annotation.voting.arena", "annotation.results.results", "annotation.admin.admin"} <= set(modules)
+    broken = CLEAN | {
+        "annotation/voting/__init__.py": "",
+        "annotation/voting/arena.py": "from annotation.admin import dataset\n",
+        "annotation/results/__init__.py": "",
+        "annotation/results/board.py": "def later():\n    import annotation.admin.judge\n",
+        "annotation/admin/__init__.py": "",
+        "annotation/admin/dataset.py": "from annotation.voting import arena\nfrom annotation.results import board\n",
+        "annotation/admin/judge.py": "",
+    }
+    problems = room_problems(*all_imports(write_tree(tmp_path, broken)))
+    assert [p.split(":")[0] for p in problems] == ["annotation.results.board (line 2",
+                                                   "annotation.voting.arena (line 1"]
+    assert "annotation.voting is the annotator's side" in problems[1]

@@ -23,6 +23,6 @@ def test_building_the_app_writes_no_stub_files_into_the_source_tree(tmp_path):
     from ui.app import build_app
 
     wired = app_module.build(Settings(db_path=tmp_path / "t.db"))
-    build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.arena)
+    build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms)
     for package in ("ui", "annotation", "core", "data", "common"):
         assert not list((ROOT / package).rglob("*.pyi")), f"a gr.Component subclass under {package}/"

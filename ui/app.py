@@ -1,6 +1,6 @@
 """The Gradio app: one tab per module, each built from the parts it uses, and the server it runs in.
 
-    build_app(settings, store, clients, runner, arena_service, role=ADMIN)
+    build_app(settings, store, clients, runner, rooms, role=ADMIN)
                           the Blocks (tabs, queue with the settings' concurrency); nothing started.
                           ADMIN: every tab the deployment has (--arena-only: Arena and Leaderboard);
                           ANNOTATOR: the Arena alone (no ratings, no other voters, no runs)
@@ -21,7 +21,7 @@ from pathlib import Path
 import gradio as gr
 
 from annotation.accounts import ADMIN, ANNOTATOR, Accounts, SharedLogin
-from annotation.service import Arena
+from annotation.rooms import ArenaRooms
 from common.settings import Settings
 from core.clients import Clients
 from core.live import LiveRuns
@@ -40,13 +40,14 @@ def css() -> str:
     return STYLE.read_text(encoding="utf-8")
 
 
-def build_app(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena, *,
+def build_app(settings: Settings, store, clients: Clients, runner: Runner, rooms: ArenaRooms, *,
               role: str = ADMIN, warm: bool = False, accounts: Accounts | None = None) -> gr.Blocks:
-    """``arena_service``: app.py's one arena service (``App.arena``), for both the Arena and the
-    Leaderboard tab (one leaderboard cache). ``role``: ADMIN builds every tab the deployment has,
+    """``rooms``: app.py's arena rooms (``App.rooms``): the annotators' side for the Arena tab,
+    what the votes say and the admin's work for the Leaderboard tab (one leaderboard cache).
+    ``role``: ADMIN builds every tab the deployment has,
     ANNOTATOR the Arena alone (the events of the other tabs do not exist in it). ``accounts``: for
     an account's quota and completion code in the Arena. ``warm``: bring the leaderboard up to
-    date in the background now (``Arena.warm_up``), as ``serve`` does, so that neither the first
+    date in the background now (``Results.warm_up``), as ``serve`` does, so that neither the first
     pair nor the first opening of its tab reads every vote."""
     # each export hands Gradio files, which it copies into its cache: files older than a day go, hourly
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=CACHE_KEPT) as demo:
@@ -56,7 +57,7 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, arena
             who = gr.HTML(elem_id="rat-who")  # HTML: Gradio's Markdown opens a link in a new tab
         demo.load(whoami, outputs=who, api_visibility="private", queue=False)
         if role == ANNOTATOR:
-            arena.build(arena_service, accounts, start_on_load=True)
+            arena.build(rooms.arena, accounts, start_on_load=True)
         else:
             with gr.Tabs():
                 if not settings.arena_only:  # annotators must not browse who wrote what
@@ -67,13 +68,13 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, arena
                         past = history.build(runner, live, store, clients)
                     past.refresh_on(history_tab.select)
                 with gr.Tab("Arena", id="arena", elem_id="rat-tab-arena"):  # one service for both tabs
-                    arena.build(arena_service, accounts)
+                    arena.build(rooms.arena, accounts)
                 with gr.Tab("Leaderboard", id="leaderboard", elem_id="rat-tab-leaderboard") as board_tab:
                     # annotators' deployments serve nothing that spends the model
-                    board = leaderboard.build(arena_service, None if settings.arena_only else clients, accounts)
+                    board = leaderboard.build(rooms, None if settings.arena_only else clients, accounts)
                 board.load_on(board_tab.select)  # computed when the tab opens, not on every page load
         if warm:
-            arena_service.warm_up(leaderboard.BOOTSTRAP)
+            rooms.results.warm_up(leaderboard.BOOTSTRAP)
     queue(demo, settings.concurrency)
     return demo
 
@@ -107,20 +108,20 @@ def whoami(request: gr.Request) -> str:
     return f"{shown}<a href='/logout'>Log out</a>"  # in this tab: the page left behind is logged out
 
 
-def serve(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena,
+def serve(settings: Settings, store, clients: Clients, runner: Runner, rooms: ArenaRooms,
           accounts: Accounts | None = None, *, port: int | None = None) -> server.Served:
     """Build both apps (the whole one for admins, the Arena alone for annotators) and serve them
     behind ``ui.server`` on the settings' host and ``port`` (default the settings'), in a thread.
     Raises ConfigError when the port is taken."""
     accounts = accounts or Accounts(store, study_accounts_per_address=settings.study_accounts_per_address)
     doors = server.Doors(settings, accounts, SharedLogin(*settings.auth) if settings.auth else None)
-    whole = build_app(settings, store, clients, runner, arena_service, role=ADMIN, warm=True, accounts=accounts)
-    alone = build_app(settings, store, clients, runner, arena_service, role=ANNOTATOR, accounts=accounts)
+    whole = build_app(settings, store, clients, runner, rooms, role=ADMIN, warm=True, accounts=accounts)
+    alone = build_app(settings, store, clients, runner, rooms, role=ANNOTATOR, accounts=accounts)
     return server.start(server.server_app(doors, whole, alone, css=css()), settings.host, port or settings.port,
                         settings.trusted_proxies)
 
 
-def launch(settings: Settings, store, clients: Clients, runner: Runner, arena_service: Arena,
+def launch(settings: Settings, store, clients: Clients, runner: Runner, rooms: ArenaRooms,
            accounts: Accounts | None = None) -> None:
     """Serve the UI on the settings' host and port (127.0.0.1 unless told otherwise) until Ctrl-C
     or SIGTERM (a second signal gets the handling it had before: SIGTERM's default ends the process
@@ -128,7 +129,7 @@ def launch(settings: Settings, store, clients: Clients, runner: Runner, arena_se
     (``Runner.interrupt_live``), the store is closed (its WAL folded back), and the
     page-extraction workers end as the process exits (``core.retrieval.extract.shutdown``).
     With --share, a public link through Gradio's tunnel as well."""
-    served = serve(settings, store, clients, runner, arena_service, accounts)
+    served = serve(settings, store, clients, runner, rooms, accounts)
     print(f"* Running on {served.url}", flush=True)
     if settings.share:
         print(f"* Public link: {public_link(settings)}", flush=True)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import gradio as gr
 
 from annotation.errors import ArenaError, NoPairLeft
-from annotation.service import MAX_COMMENT, Arena
+from annotation.voting.arena import MAX_COMMENT, Arena
 from common.errors import StoreError
 from ui.render_arena import (
     CHOICE_KEYS,

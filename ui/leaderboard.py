@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import gradio as gr
 
-from annotation import judge, plots, ratings
 from annotation.accounts import Accounts
+from annotation.admin import judge
 from annotation.errors import ArenaError
-from annotation.service import Arena
+from annotation.results import plots, ratings
+from annotation.rooms import ArenaRooms
 from common.errors import RatStudioError
 from core.clients import Clients
 from ui.render_arena import (
@@ -54,17 +55,17 @@ class LeaderboardTab:
     """``clients`` None: no LLM judge (an annotators' --arena-only deployment serves nothing that
     spends the model: neither the button nor the event behind it exists)."""
 
-    def __init__(self, service: Arena, clients: Clients | None, accounts: Accounts | None = None):
-        self.arena, self.clients, self.accounts = service, clients, accounts
+    def __init__(self, rooms: ArenaRooms, clients: Clients | None, accounts: Accounts | None = None):
+        self.results, self.admin, self.clients, self.accounts = rooms.results, rooms.admin, clients, accounts
 
     # -- handlers -------------------------------------------------------------------------------
     def choices(self) -> dict:
-        sets = [("every task set", ALL)] + [(s or "(no set)", s) for s in self.arena.task_sets()]
-        campaigns = [("every vote", EVERY)] + [(n, n) for n in self.arena.campaigns.names()]
+        sets = [("every task set", ALL)] + [(s or "(no set)", s) for s in self.results.task_sets()]
+        campaigns = [("every vote", EVERY)] + [(n, n) for n in self.results.campaigns.names()]
         picked = {self.task_set: gr.update(choices=sets), self.campaign: gr.update(choices=campaigns)}
         if self.clients is None:
             return picked
-        methods = self.arena.methods()
+        methods = self.results.methods()
         return {**picked, self.method_a: gr.update(choices=methods), self.method_b: gr.update(choices=methods)}
 
     def show(self, source: str, task_set: str, leave_out: bool = False, plots_open: bool = False,
@@ -76,7 +77,7 @@ class LeaderboardTab:
         chosen = None if task_set in (None, ALL) else task_set
         empty = {self.table: [], self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None}
         try:
-            board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out),
+            board = self.results.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out),
                                            campaign=campaign or None)
         except ArenaError as exc:  # a set that is gone since the page loaded, the judge by campaign: say so
             return {self.summary: safe_markdown(str(exc)), **empty}
@@ -87,11 +88,11 @@ class LeaderboardTab:
             return {self.summary: f"No {source} votes yet: {hint}.", **empty}
         # (the judge's votes belong to no campaign: no agreement with them is read by campaign)
         within = f" in campaign “{safe_markdown(campaign)}”" if campaign else ""
-        agreed = "" if campaign else agreement_text(self.arena.agreement(chosen))
+        agreed = "" if campaign else agreement_text(self.results.agreement(chosen))
         summary = (f"**{board.votes}** {source} votes{within} over **{len(board.methods)}** methods; draw probability "
                    f"{t.p_draw:.2f}. {agreed}")
         if source == "people":
-            summary += flags_text(self.arena.flags(), left_out=bool(leave_out))
+            summary += flags_text(self.results.flags(), left_out=bool(leave_out))
         shown = {self.summary: summary, self.table: table_rows(rows)}
         return {**shown, **(self.figures(board) if plots_open else {})}
 
@@ -109,7 +110,7 @@ class LeaderboardTab:
         """The plots, when their accordion is opened."""
         chosen = None if task_set in (None, ALL) else task_set
         try:
-            board = self.arena.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out),
+            board = self.results.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out),
                                            campaign=campaign or None)
         except ArenaError:
             board = None
@@ -126,7 +127,7 @@ class LeaderboardTab:
             return {self.style_note: gr.update(), self.style_table: gr.update()}
         chosen = None if task_set in (None, ALL) else task_set
         try:
-            styled = self.arena.style_board(source, chosen, leave_out_flagged=bool(leave_out),
+            styled = self.results.style_board(source, chosen, leave_out_flagged=bool(leave_out),
                                             campaign=campaign or None)
         except ArenaError as exc:
             return {self.style_note: str(exc), self.style_table: []}
@@ -137,8 +138,8 @@ class LeaderboardTab:
         its accordion is opened or refreshed."""
         try:
             quotas = {a.name: a.quota for a in self.accounts.list()} if self.accounts is not None else {}
-            agreed = self.arena.people_agreement()
-            rows = annotator_rows(self.arena.annotators(quotas), agreed)
+            agreed = self.results.people_agreement()
+            rows = annotator_rows(self.results.annotators(quotas), agreed)
         except RatStudioError as exc:
             return {self.people_note: f"Annotators unavailable: {exc}", self.people_table: []}
         note = f"**{len(rows)}** annotator(s) with votes. {agreed.summary()}" if rows else "No people's votes yet."
@@ -150,9 +151,9 @@ class LeaderboardTab:
         if not is_open:
             return dict.fromkeys(self.campaign_outputs, gr.update())
         try:
-            rows = campaign_rows([self.arena.campaign_progress(n) for n in self.arena.campaigns.names()])
-            chosen = self.arena.campaign_progress(campaign) if campaign else None
-            agreed = self.arena.people_agreement(campaign=campaign) if campaign else None
+            rows = campaign_rows([self.admin.campaign_progress(n) for n in self.results.campaigns.names()])
+            chosen = self.admin.campaign_progress(campaign) if campaign else None
+            agreed = self.results.people_agreement(campaign=campaign) if campaign else None
         except RatStudioError as exc:  # e.g. a campaign unknown to this store: say so, show no table
             return {self.campaigns_note: f"Campaigns unavailable: {safe_markdown(str(exc))}",
                     self.campaigns_table: [], self.campaign_note: "", self.campaign_people: []}
@@ -175,7 +176,7 @@ class LeaderboardTab:
             progress((done, total), desc=line)
 
         try:
-            report = await self.arena.judge(self.clients.llm, self.clients.settings.llm.model_for("judge"),
+            report = await self.admin.judge(self.clients.llm, self.clients.settings.llm.model_for("judge"),
                                             methods=picked or None, n=calls, on_progress=on_progress)
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
@@ -273,10 +274,10 @@ class LeaderboardTab:
                     **private)
 
 
-def build(service: Arena, clients: Clients | None, accounts: Accounts | None = None) -> LeaderboardTab:
+def build(rooms: ArenaRooms, clients: Clients | None, accounts: Accounts | None = None) -> LeaderboardTab:
     """Create the Leaderboard tab's components inside the caller's ``gr.Tab``/``gr.Blocks`` context;
     with ``clients`` None, without the LLM judge; ``accounts``: for the annotators' quotas."""
-    tab = LeaderboardTab(service, clients, accounts)
+    tab = LeaderboardTab(rooms, clients, accounts)
     tab.layout()
     tab.wire()
     return tab

@@ -7,12 +7,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from annotation.agreement import PeopleAgreement
 from annotation.campaigns import CampaignProgress
 from annotation.present import SOURCES, present
-from annotation.ratings import Agreement, Row
-from annotation.service import UNDO_SECONDS, Annotator, Progress, Reveal, Shown
-from annotation.style import StyleBoard
+from annotation.results.agreement import PeopleAgreement
+from annotation.results.ratings import Agreement, Row
+from annotation.results.results import Annotator
+from annotation.results.style import StyleBoard
+from annotation.voting.arena import UNDO_SECONDS, Progress, Reveal, Shown
 
 CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
 #: The keys that cast each vote (the first is shown on its button), and those of Next and Undo.

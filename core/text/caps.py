@@ -59,7 +59,7 @@ OUTLINE_LINES = 12
 LINE_TOKENS = 40
 #: AAG's summary of retrieved procedures: at most half of what it summarises, never below this.
 SUMMARY_FLOOR = 128
-#: The judge's verdict (annotation.judge): "Explain briefly, then end with one line 'Verdict: A'":
+#: The judge's verdict (annotation.admin.judge): "Explain briefly, then end with one line 'Verdict: A'":
 #: a short paragraph and the verdict line. A verdict cut before its last line cannot be read.
 VERDICT_TOKENS = 400
 

@@ -2,14 +2,40 @@
 
 from __future__ import annotations
 
+import weakref
+
 import pytest
 
 import app as app_module
+from annotation.admin.admin import Admin
+from annotation.results.results import Results
+from annotation.rooms import ArenaRooms
+from annotation.voting.arena import Arena
 from common.settings import Settings
 from data import arena
 from data.sql import POSTGRESQL
 from data.store import Store
 from tests.conftest import open_store
+
+_ROOMS: weakref.WeakKeyDictionary[Arena, ArenaRooms] = weakref.WeakKeyDictionary()
+
+
+def rooms(service: Arena) -> ArenaRooms:
+    """The rooms around ``service``, one set per Arena as app.py builds them: what a test asks of
+    its results twice reads the same leaderboards' cache."""
+    if service not in _ROOMS:
+        _ROOMS[service] = ArenaRooms.of(service)
+    return _ROOMS[service]
+
+
+def results(service: Arena) -> Results:
+    """What the votes of ``service``'s store say (``rooms``)."""
+    return rooms(service).results
+
+
+def admin(service: Arena) -> Admin:
+    """The admin's work on ``service``'s store (``rooms``)."""
+    return rooms(service).admin
 
 
 @pytest.fixture

@@ -1,14 +1,15 @@
-"""Agreement between annotators (annotation.agreement): Krippendorff's alpha against a hand
+"""Agreement between annotators (annotation.results.agreement): Krippendorff's alpha against a hand
 computation, the orientation of A and B, the per-annotator rate, and the store's votes."""
 
 from __future__ import annotations
 
 import pytest
 
-from annotation import ratings
-from annotation.agreement import inter_annotator, oriented, people_agreement
+from annotation.results import ratings
+from annotation.results.agreement import inter_annotator, oriented, people_agreement
 from data import arena
 from data.arena import PairVote
+from tests.annotation.conftest import rooms
 
 
 def vote(annotator: str, task: int, choice: str, *, flipped: bool = False) -> PairVote:
@@ -149,7 +150,7 @@ def test_the_admins_annotators_table_says_the_agreement(tmp_path):
     pair, and each one's agreement with the others (read when opened: the summary line stays cheap)."""
     import gradio as gr
 
-    from annotation.service import Arena
+    from annotation.voting.arena import Arena
     from data.store import Store
     from ui import leaderboard
 
@@ -158,7 +159,7 @@ def test_the_admins_annotators_table_says_the_agreement(tmp_path):
                                 "choice": c, "annotator": who, "output_a": "Long.", "output_b": "Short."}
                                for who, c in (("ana", "a"), ("bob", "b"))])
     with gr.Blocks():
-        tab = leaderboard.build(Arena(store), None)
+        tab = leaderboard.build(rooms(Arena(store)), None)
     shown = tab.people()  # the Annotators accordion: the overall line, and each one's rate in the table
     expected = people_agreement(store)
     assert expected.units == 1 and expected.summary() in shown[tab.people_note]

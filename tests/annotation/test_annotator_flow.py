@@ -10,12 +10,12 @@ import random
 import pytest
 import sqlite_utils
 
-from annotation import pairing
 from annotation.errors import ArenaError, ImportFormatError, NoPairLeft
-from annotation.service import UNDO_SECONDS, Arena, Progress
+from annotation.voting import pairing
+from annotation.voting.arena import UNDO_SECONDS, Arena, Progress
 from data import arena, migrations, sql
 from data.store import Store
-from tests.annotation.conftest import seed_outputs
+from tests.annotation.conftest import admin, results, seed_outputs
 
 
 @pytest.fixture
@@ -124,16 +124,16 @@ def test_undo_within_the_window_voids_the_vote_and_shows_the_pair_again(service,
     again = service.undo("ana", shown.battle_id)
     assert (again.task, again.text_a, again.text_b) == (shown.task, shown.text_a, shown.text_b)
     assert again.battle_id != shown.battle_id
-    [c] = service.corrections()
+    [c] = admin(service).corrections()
     assert (c.choice, c.cast, c.corrected_by) == (arena.VOID, "a", "ana")
     assert c.why == f"undone by the annotator within {UNDO_SECONDS} s"
     assert store.db.execute("select count(*) from votes").fetchone()[0] == 1, "the vote stays as cast"
-    assert service.leaderboard(bootstrap=2).votes == 0
+    assert results(service).leaderboard(bootstrap=2).votes == 0
     revealed = service.vote(again.battle_id, "ana", "b")
     old, new = arena.get_battle(store, shown.battle_id), arena.get_battle(store, again.battle_id)
     assert (new.method_a, new.method_b, new.output_a, new.output_b) == (old.method_a, old.method_b,
                                                                          old.output_a, old.output_b)
-    assert revealed.choice == "b" and service.leaderboard(bootstrap=2).votes == 1
+    assert revealed.choice == "b" and results(service).leaderboard(bootstrap=2).votes == 1
 
 
 def test_undo_after_the_window_is_refused(service):
@@ -143,7 +143,7 @@ def test_undo_after_the_window_is_refused(service):
     service.clock = lambda: cast + UNDO_SECONDS + 5
     with pytest.raises(ArenaError, match=f"within {UNDO_SECONDS} s.*ask the study's admin"):
         service.undo("ana")
-    assert service.corrections() == []
+    assert admin(service).corrections() == []
 
 
 def test_undo_just_inside_the_window(service):
@@ -176,7 +176,7 @@ def test_comment_and_flag_are_stored_exported_and_imported_again(service, tmp_pa
     shown = service.next_pair("ana")
     service.vote(shown.battle_id, "ana", "a", comment="  B stops mid-sentence.  ", flag="b_broken")
     vote_on_next(service)  # no note
-    exported = list(service.export_votes())
+    exported = list(admin(service).export_votes())
     assert (exported[0]["comment"], exported[0]["flag"]) == ("B stops mid-sentence.", "b_broken")
     assert "comment" not in exported[1] and "flag" not in exported[1]
 
@@ -184,8 +184,8 @@ def test_comment_and_flag_are_stored_exported_and_imported_again(service, tmp_pa
     path.write_text("".join(json.dumps(v) + "\n" for v in exported), encoding="utf-8")
     elsewhere = Store(tmp_path / "elsewhere.db")
     try:
-        assert Arena(elsewhere).import_votes(str(path)) == (2, 0, 0)  # added, present, corrections
-        again = list(Arena(elsewhere).export_votes())
+        assert admin(Arena(elsewhere)).import_votes(str(path)) == (2, 0, 0)  # added, present, corrections
+        again = list(admin(Arena(elsewhere)).export_votes())
         assert (again[0]["comment"], again[0]["flag"]) == ("B stops mid-sentence.", "b_broken")
         assert "comment" not in again[1]
     finally:
@@ -211,7 +211,7 @@ def test_an_imported_line_with_a_bad_flag_names_the_line(service, tmp_path):
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(line) + "\n", encoding="utf-8")
     with pytest.raises(ImportFormatError, match='line 1: "flag" must be one of a_broken'):
-        service.import_votes(str(path))
+        admin(service).import_votes(str(path))
 
 
 # -- the migration ----------------------------------------------------------------------------
@@ -250,8 +250,8 @@ def test_the_admin_sees_each_annotators_progress_quota_pace_and_flag(service):
         vote_on_next(service, "ana", "a")
     service.undo("ana")  # the undone vote does not count
     vote_on_next(service, "bob", "b")
-    service._flags = lambda: {"bob": "chose B in 1 of 1 votes"}  # (the flag rules are tested apart)
-    people = {a.name: a for a in service.annotators({"ana": 4})}
+    results(service)._flags = lambda: {"bob": "chose B in 1 of 1 votes"}  # (the flag rules are tested apart)
+    people = {a.name: a for a in results(service).annotators({"ana": 4})}
     assert sorted(people) == ["ana", "bob"]
     ana, bob = people["ana"], people["bob"]
     assert (ana.total, ana.today, ana.quota, ana.done, ana.flag) == (2, 2, 4, 0.5, "")
@@ -259,8 +259,8 @@ def test_the_admin_sees_each_annotators_progress_quota_pace_and_flag(service):
     assert ana.median_seconds is not None and ana.last >= bob.last[:10]
     tomorrow = service.clock() + 86_400
     service.clock = lambda: tomorrow
-    assert {a.name: a.today for a in service.annotators()} == {"ana": 0, "bob": 0}
-    rows = annotator_rows(service.annotators({"ana": 4}))
+    assert {a.name: a.today for a in results(service).annotators()} == {"ana": 0, "bob": 0}
+    rows = annotator_rows(results(service).annotators({"ana": 4}))
     assert [len(r) for r in rows] == [len(ANNOTATOR_HEADERS)] * 2
     assert rows[0][:5] == ["ana", 2, 0, 4, "50%"] and rows[1][3:5] == ["", ""]
 

@@ -16,7 +16,7 @@ import random
 import numpy as np
 import pytest
 
-from annotation import ratings
+from annotation.results import ratings
 
 METHODS = ["alpha", "beta", "gamma", "delta", "eps", "zeta"]
 STRENGTH = dict(zip(METHODS, [1.2, 0.6, 0.2, 0.0, -0.5, -1.1], strict=True))

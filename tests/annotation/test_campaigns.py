@@ -12,11 +12,11 @@ import pytest
 
 from annotation import campaigns as campaigns_mod
 from annotation.errors import ArenaError, NoPairLeft
-from annotation.service import Arena, VoteLimits
+from annotation.voting.arena import Arena, VoteLimits
 from data import accounts as account_rows
 from data import arena, sql
 from data.store import Store
-from tests.annotation.conftest import seed_outputs
+from tests.annotation.conftest import admin, results, seed_outputs
 
 TASKS = 6
 
@@ -58,7 +58,7 @@ def test_each_pair_of_the_campaign_gets_exactly_its_overlap_of_annotators(servic
     methods = {(b.method_a, b.method_b) for i in sum(voted.values(), []) for b in [arena.get_battle(service.store, i)]}
     assert {frozenset(m) for m in methods} == {frozenset(("rat", "cot"))}  # not llm, not the other set
     assert {arena.get_battle(service.store, i).campaign for i in sum(voted.values(), [])} == {"pilot"}
-    progress = service.campaign_progress("pilot")
+    progress = admin(service).campaign_progress("pilot")
     assert (progress.pairs, progress.complete, progress.started, progress.votes, progress.needed) == (6, 6, 0, 12, 12)
     assert progress.done == 1.0
     assert sorted((a.name, a.votes) for a in progress.annotators) == sorted(
@@ -75,7 +75,7 @@ def test_a_started_pair_goes_to_the_next_annotator_before_a_fresh_one(service):
         service.vote(shown.battle_id, who, "b")
     fourth = service.next_pair("dan")  # the pair has its three: dan gets another
     assert pairs_of(service, [fourth.battle_id]) != pairs_of(service, [first.battle_id])
-    progress = service.campaign_progress("pilot")
+    progress = admin(service).campaign_progress("pilot")
     assert (progress.complete, progress.started, progress.votes) == (1, 0, 3)
 
 
@@ -130,16 +130,16 @@ def test_the_leaderboard_and_agreement_read_per_campaign(service):
     for who in ("ana", "bob"):
         vote_until_done(service, who, "tie")
     vote_until_done(service, "cy", "b")  # the open arena: not the campaign's
-    board = service.leaderboard(campaign="pilot", bootstrap=10)
+    board = results(service).leaderboard(campaign="pilot", bootstrap=10)
     assert board.votes == 2 * TASKS and board.campaign == "pilot"
-    assert service.leaderboard(bootstrap=10).votes > board.votes
-    agreed = service.people_agreement(campaign="pilot")  # ana and bob both said Tie on each of the 6 pairs
+    assert results(service).leaderboard(bootstrap=10).votes > board.votes
+    agreed = results(service).people_agreement(campaign="pilot")  # ana and bob both said Tie on each of the 6 pairs
     assert (agreed.units, agreed.votes) == (TASKS, 2 * TASKS)
     assert {(a.annotator, a.shared, a.agreed) for a in agreed.annotators} == {("ana", 6, 6), ("bob", 6, 6)}
     with pytest.raises(ArenaError, match="judge's votes belong to no campaign"):
-        service.leaderboard("judge", campaign="pilot")
+        results(service).leaderboard("judge", campaign="pilot")
     with pytest.raises(ArenaError, match="No campaign 'nope'; campaigns: 'pilot'"):
-        service.leaderboard(campaign="nope")
+        results(service).leaderboard(campaign="nope")
 
 
 def test_settings_are_checked_with_the_flag_to_fix_and_kept_append_only(service):
@@ -215,17 +215,17 @@ def test_an_undo_in_a_campaign_shows_the_pair_again_inside_it_with_its_style_and
 def test_a_campaign_that_can_never_finish_is_said_with_its_numbers(service):
     # 6 tasks x 3 methods: 3 pairs a task, 18 pairs; with overlap 2, 36 votes are needed
     service.campaigns.create("short", task_set="s", overlap=2, quota=4, voters=["ana", "bob", "cy"])
-    said = service.campaign_shortfall("short")
+    said = admin(service).campaign_shortfall("short")
     assert "3 voters x quota 4 = 12 votes" in said and "18 pairs x overlap 2 = 36" in said
     assert "raise --quota to 12" in said
     service.campaigns.change("short", quota=12, by="lee")
-    assert service.campaign_shortfall("short") == ""
+    assert admin(service).campaign_shortfall("short") == ""
     service.campaigns.change("short", overlap=4, by="lee")
-    assert "needs 4 different annotators but only 3 may vote" in service.campaign_shortfall("short")
+    assert "needs 4 different annotators but only 3 may vote" in admin(service).campaign_shortfall("short")
     service.campaigns.change("short", voters=["ana", "study:prolific-1"], by="lee")
-    assert service.campaign_shortfall("short") == "", "a study's link admits people not known in advance"
+    assert admin(service).campaign_shortfall("short") == "", "a study's link admits people not known in advance"
     service.campaigns.create("open", task_set="s", quota=1)
-    assert service.campaign_shortfall("open") == "", "anyone may vote: not known in advance"
+    assert admin(service).campaign_shortfall("open") == "", "anyone may vote: not known in advance"
 
 
 def test_one_quota_is_shown_the_smaller_and_the_completion_code_after_it(service):

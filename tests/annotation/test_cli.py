@@ -1,4 +1,4 @@
-"""The arena's commands (ui.cli.arena over annotation.service): the handlers called in-process,
+"""The arena's commands (ui.cli.arena over annotation.voting.arena): the handlers called in-process,
 as app.py calls them."""
 
 from __future__ import annotations

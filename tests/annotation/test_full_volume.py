@@ -18,7 +18,7 @@ import pytest
 from argon2 import PasswordHasher
 
 from annotation.accounts import Accounts
-from annotation.service import Arena
+from annotation.voting.arena import Arena
 from common.errors import StoreFull
 from data.store import WAL_LIMIT_BYTES, Store
 from tests.annotation.conftest import seed_outputs

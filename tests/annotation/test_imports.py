@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from annotation.admin.records import MAX_TEXT_CHARS
 from annotation.errors import ArenaError, ImportFormatError
-from annotation.records import MAX_TEXT_CHARS
 from data import arena
 from tests.annotation.test_cli import run, write_jsonl
 

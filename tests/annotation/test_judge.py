@@ -1,4 +1,4 @@
-"""annotation.judge: parsing, the majority and order-split rules, and judging over real HTTP
+"""annotation.admin.judge: parsing, the majority and order-split rules, and judging over real HTTP
 against the fake OpenAI-compatible server."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from annotation import judge
-from annotation.judge import Call
+from annotation.admin import judge
+from annotation.admin.judge import Call
 from common.errors import LLMAuthError
 from data import arena
 from tests.annotation.conftest import seed_outputs

@@ -10,13 +10,14 @@ import time
 
 import pytest
 
-from annotation import outliers, pairing
 from annotation.errors import ArenaError
-from annotation.service import Arena, VoteLimits
+from annotation.results import outliers
+from annotation.voting import pairing
+from annotation.voting.arena import Arena, VoteLimits
 from common.errors import StoreError
 from data import arena
 from data.arena import AnnotatedVote
-from tests.annotation.conftest import seed_outputs
+from tests.annotation.conftest import admin, results, seed_outputs
 from tests.annotation.test_cli import run
 
 #: The true Bradley–Terry log-strengths honest voters vote by; m0 is the weakest.
@@ -125,12 +126,12 @@ def _import(store, votes: list[AnnotatedVote]) -> None:
 def test_the_arena_flags_the_stuffer_and_leaving_them_out_moves_their_method_down(store):
     _import(store, simulate(1, promote_m0, stuffed=150))
     service = Arena(store, rng=random.Random(0))
-    flags = service.flags()
+    flags = results(service).flags()
     assert list(flags) == ["stuffer"] and "votes against the others' consensus" in flags["stuffer"]
-    shown = {a.name: a.flag for a in service.annotators()}
+    shown = {a.name: a.flag for a in results(service).annotators()}
     assert shown["stuffer"] == flags["stuffer"] and shown["honest0"] == ""
-    every = service.leaderboard(bootstrap=0)
-    trusted = service.leaderboard(bootstrap=0, leave_out_flagged=True)
+    every = results(service).leaderboard(bootstrap=0)
+    trusted = results(service).leaderboard(bootstrap=0, leave_out_flagged=True)
     assert every.votes - trusted.votes == 150
     bt = {board: {r.method: r.bt for r in lb.rows} for board, lb in (("every", every), ("trusted", trusted))}
     assert bt["trusted"]["m0"] < bt["every"]["m0"] - 20
@@ -143,7 +144,7 @@ def test_outlier_reasons_join_the_speed_and_side_reasons(store):
         return AnnotatedVote(v.annotator, a, b, "a")
 
     _import(store, [weaker_as_a(v) if v.annotator == "stuffer" else v for v in simulate(2, contrarian)])
-    reason = Arena(store).flags()["stuffer"]
+    reason = results(Arena(store)).flags()["stuffer"]
     assert re.fullmatch(r"chose A in 50 of 50 votes; votes against the others' consensus: .*", reason)
 
 
@@ -194,24 +195,24 @@ def _vote_on(store, annotator: str, first: int, second: int, choice: str) -> Non
 def test_an_annotator_who_misses_gold_pairs_is_flagged(store):
     service, pairs = _gold_arena(store)
     for rat, cot in pairs:
-        service.add_gold(cot, rat, "b", "admin")  # rat is the better, marked as the second output
+        admin(service).add_gold(cot, rat, "b", "admin")  # rat is the better, marked as the second output
     for i, (rat, cot) in enumerate(pairs):
         _vote_on(store, "careful", *((rat, cot, "a") if i % 2 else (cot, rat, "b")))  # rat, in either order
         _vote_on(store, "careless", rat, cot, ["b", "tie", "b", "a", "a"][i])  # cot twice, a draw once
-    flags = service.flags()
+    flags = results(service).flags()
     assert flags == {"careless": "missed 3 of 5 gold pairs"}
     careless_vote = arena.counted_votes(store, "careless")[0]
-    service.correct(careless_vote.id, arena.VOID, "admin", "a slip")  # 2 of 4 missed: still over 40%
-    assert service.flags() == {"careless": "missed 2 of 4 gold pairs"}
-    service.correct(arena.counted_votes(store, "careless")[0].id, "a", "admin", "meant rat")
-    assert service.flags() == {}, "1 of 4 missed is within GOLD_MISS_SHARE"
+    admin(service).correct(careless_vote.id, arena.VOID, "admin", "a slip")  # 2 of 4 missed: still over 40%
+    assert results(service).flags() == {"careless": "missed 2 of 4 gold pairs"}
+    admin(service).correct(arena.counted_votes(store, "careless")[0].id, "a", "admin", "meant rat")
+    assert results(service).flags() == {}, "1 of 4 missed is within GOLD_MISS_SHARE"
 
 
 def test_a_newer_gold_mark_supersedes_the_older_and_marks_are_append_only(store):
     service, [(rat, cot), *_] = _gold_arena(store, tasks=1)
-    service.add_gold(rat, cot, "b", "admin")
-    service.add_gold(cot, rat, "b", "ana")  # the same two outputs: rat is the better after all
-    [gold] = service.gold_pairs()
+    admin(service).add_gold(rat, cot, "b", "admin")
+    admin(service).add_gold(cot, rat, "b", "ana")  # the same two outputs: rat is the better after all
+    [gold] = admin(service).gold_pairs()
     assert (gold.output_b, gold.method_b, gold.added_by) == (rat, "rat", "ana")
     with pytest.raises(Exception, match="gold pairs are append-only"):
         with store.db.conn:
@@ -222,18 +223,18 @@ def test_a_newer_gold_mark_supersedes_the_older_and_marks_are_append_only(store)
 def test_a_gold_pair_needs_two_outputs_of_one_task_by_two_methods(store):
     service, [(rat0, cot0), (rat1, _), *_] = _gold_arena(store, tasks=2)
     with pytest.raises(StoreError, match="one task by two different methods"):
-        service.add_gold(rat0, rat1, "a", "admin")
+        admin(service).add_gold(rat0, rat1, "a", "admin")
     with pytest.raises(StoreError, match=r"No output 999 .*`python app.py votes gold outputs`"):
-        service.add_gold(rat0, 999, "a", "admin")
+        admin(service).add_gold(rat0, 999, "a", "admin")
     with pytest.raises(ArenaError, match="Cannot add the gold pair: say who marks the pair"):
-        service.add_gold(rat0, cot0, "a", " ")
-    assert service.gold_pairs() == []
+        admin(service).add_gold(rat0, cot0, "a", " ")
+    assert admin(service).gold_pairs() == []
 
 
 def test_the_arena_shows_an_unseen_gold_pair_first_when_its_turn_comes(store, monkeypatch):
     service, pairs = _gold_arena(store, tasks=4)
     rat, cot = pairs[2]
-    service.add_gold(rat, cot, "a", "admin")
+    admin(service).add_gold(rat, cot, "a", "admin")
     monkeypatch.setattr(pairing, "GOLD_SHARE", 1.0)  # every new pair is gold while one is left unseen
     tasks = []
     for _ in range(4):
@@ -275,13 +276,13 @@ def test_the_outlier_test_runs_again_when_the_votes_grew_by_a_share_or_a_vote_wa
     votes = simulate(1, contrarian)
     _import(store, votes[:1000])
     service = Arena(store)
-    assert "stuffer" in service.flags() and len(runs) == 1
+    assert "stuffer" in results(service).flags() and len(runs) == 1
     _import(store, votes[1000:1005])  # 5 votes: under SUSPECTS_REFRESH of 1,000
-    service.flags()
+    results(service).flags()
     assert len(runs) == 1
     _import(store, votes[1005:])  # 50 since: over 1%
-    service.flags()
+    results(service).flags()
     assert len(runs) == 2
-    service.correct(1, "tie", "admin", "a slip")
-    service.flags()
+    admin(service).correct(1, "tie", "admin", "a slip")
+    results(service).flags()
     assert len(runs) == 3

@@ -1,4 +1,4 @@
-"""annotation.pairing: which pair an annotator sees next."""
+"""annotation.voting.pairing: which pair an annotator sees next."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from itertools import combinations
 
 import pytest
 
-from annotation import pairing
 from annotation.errors import NoPairLeft
-from annotation.ratings import Tally
+from annotation.results.ratings import Tally
+from annotation.voting import pairing
 from data import arena
 from data.arena import OutputRow
 from tests.annotation.conftest import finished_run, seed_outputs
@@ -129,7 +129,7 @@ def test_nothing_to_pair_says_how_to_make_more(store):
 
 
 def test_battle_counts_fold_in_only_new_battles_and_match_a_recount(store):
-    from annotation.board import Boards
+    from annotation.results.board import Boards
 
     seed_outputs(store, {"Describe owls": {"rat": "r", "cot": "c", "direct": "d"}})
     boards = Boards(store)

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from markdown_it import MarkdownIt
 
-from annotation import judge
+from annotation.admin import judge
 from annotation.errors import ArenaError
 from annotation.outputs import article_renderer
 from annotation.present import PLAIN, SOURCES, STYLES, Entry, parse, present
-from annotation.service import Arena, Shown
+from annotation.voting.arena import Arena, Shown
 from common.events import DraftReady, Final, PassagesChosen, StepRevised
 from common.types import Passage, Task
 from core.article.article import Article

@@ -1,4 +1,4 @@
-"""annotation.ratings: TrueSkill as the trueskill package computes it, Bradley–Terry, agreement."""
+"""annotation.results.ratings: TrueSkill as the trueskill package computes it, Bradley–Terry, agreement."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import trueskill
 
-from annotation import ratings
-from annotation.board import Boards
+from annotation.results import ratings
+from annotation.results.board import Boards
 from data import arena
 from tests.annotation.conftest import seed_outputs
 
@@ -192,7 +192,7 @@ def test_choosing_a_pair_does_not_wait_for_another_threads_refresh(store):
 def test_match_quality_in_closed_form_equals_trueskills(first, second):
     import trueskill
 
-    from annotation.ratings import TrueSkill1v1
+    from annotation.results.ratings import TrueSkill1v1
 
     ts = TrueSkill1v1(0.1)
     expected = trueskill.quality_1vs1(ts.env.create_rating(*first), ts.env.create_rating(*second), env=ts.env)

@@ -1,4 +1,4 @@
-"""annotation.service.Arena: what the tabs and the command line share."""
+"""annotation.voting.arena.Arena: what the tabs and the command line share."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from dataclasses import astuple
 import pytest
 
 from annotation.errors import NoPairLeft
-from annotation.service import Arena, Reveal
+from annotation.voting.arena import Arena, Reveal
 from common.errors import StoreError
 from data import arena
-from tests.annotation.conftest import seed_outputs
+from tests.annotation.conftest import results, seed_outputs
 
 METHODS = ("zebrafinchmethod", "yakherdmethod")
 
@@ -66,23 +66,23 @@ def test_a_vote_on_an_unknown_or_anothers_battle_is_refused_naming_next(service)
 def test_leaderboard_and_agreement(service, store):
     shown = service.next_pair("ana")
     revealed = service.vote(shown.battle_id, "ana", "a")
-    board = service.leaderboard("people", bootstrap=5)
+    board = results(service).leaderboard("people", bootstrap=5)
     assert board.votes == 1 and board.methods[0] == revealed.method_a
-    assert service.leaderboard("judge").rows == []
-    assert service.agreement().compared == 0
+    assert results(service).leaderboard("judge").rows == []
+    assert results(service).agreement().compared == 0
     task_id = arena.arena_outputs(store)[0].task_id
     arena.add_judge_vote(store, task_id=task_id, output_a=None, output_b=None, method_a=revealed.method_b,
                          method_b=revealed.method_a, choice="b", n=10, detail={}, model="m")
-    shared = service.agreement()
+    shared = results(service).agreement()
     assert (shared.compared, shared.agreed) == (1, 1)
-    assert service.methods() == sorted(METHODS) and service.task_sets() == [""]
+    assert results(service).methods() == sorted(METHODS) and results(service).task_sets() == [""]
 
 
 def test_agreement_and_voters_kept_as_votes_arrive_equal_a_rebuild(store):
     """The leaderboard's refresh reads only what is new: after people's votes, judge votes and a
     correction, the kept agreement and voter rows are what reading everything again gives."""
-    from annotation import ratings
-    from annotation.board import Boards
+    from annotation.results import ratings
+    from annotation.results.board import Boards
 
     seed_outputs(store, {"owls": {"rat": "r", "cot": "c", "direct": "d"}, "bats": {"rat": "r2", "cot": "c2"}},
                  task_set="animals")
@@ -116,22 +116,22 @@ def test_agreement_and_voters_kept_as_votes_arrive_equal_a_rebuild(store):
 
 
 def test_warm_up_computes_the_leaderboard_in_the_background_and_logs_a_failure(service, monkeypatch, caplog):
-    from annotation import ratings
+    from annotation.results import ratings
 
     shown = service.next_pair("ana")
     service.vote(shown.battle_id, "ana", "a")
-    service.warm_up(bootstrap=5).join(timeout=60)
+    results(service).warm_up(bootstrap=5).join(timeout=60)
 
     def computed_again(*args, **kwargs):
         raise AssertionError("the first opening after the warm-up computed the leaderboard again")
 
     monkeypatch.setattr(ratings, "rows", computed_again)
-    assert service.leaderboard("people", bootstrap=5).votes == 1
-    service.agreement(None)
-    service.flags()
+    assert results(service).leaderboard("people", bootstrap=5).votes == 1
+    results(service).agreement(None)
+    results(service).flags()
 
     monkeypatch.setattr(ratings, "rows", lambda *a, **k: (_ for _ in ()).throw(StoreError("disk gone: check it")))
     fresh = Arena(service.store)
-    with caplog.at_level("WARNING", logger="annotation.service"):
-        fresh.warm_up(bootstrap=5).join(timeout=60)
+    with caplog.at_level("WARNING", logger="annotation.voting.arena"):
+        results(fresh).warm_up(bootstrap=5).join(timeout=60)
     assert "leaderboard warm-up failed (the tab will try again when opened): disk gone" in caplog.text

@@ -1,4 +1,4 @@
-"""Style control (annotation.style): the features of an output, the style-controlled
+"""Style control (annotation.results.style): the features of an output, the style-controlled
 Bradley–Terry fit against simulated votes with a known answer, and the ranking as the service,
 the CLI and the Leaderboard tab show it."""
 
@@ -13,12 +13,13 @@ import pytest
 from argon2 import PasswordHasher
 
 import app as app_module
-from annotation import ratings, style
 from annotation.accounts import Accounts
 from annotation.present import PLAIN, SOURCES, present
-from annotation.service import Arena
+from annotation.results import ratings, style
+from annotation.voting.arena import Arena
 from common.settings import Settings
 from data import arena
+from tests.annotation.conftest import results, rooms
 from tests.annotation.test_cli import run, write_jsonl
 from tests.ui.browser import chromium, chromium_missing, logged_in, serve
 from ui import leaderboard
@@ -221,13 +222,13 @@ def test_a_plain_campaigns_votes_count_no_citation_marks(local_app):
     arena_.campaigns.create("plainly", task_set="s", style=PLAIN, voters=["ana"])
     for _ in range(4):
         arena_.vote(arena_.next_pair("ana").battle_id, "ana", "a")
-    board = arena_.style_board("people", campaign="plainly")
+    board = results(arena_).style_board("people", campaign="plainly")
     assert board.votes == 4 and board.effects[1].coef is None, \
         "the marks were not shown in a plain campaign: no answer differs in citations"
     arena_.campaigns.close("plainly", by="lee")
     for _ in range(2):
         arena_.vote(arena_.next_pair("bob").battle_id, "bob", "a")  # the open arena shows the marks
-    assert arena_.style_board("people").effects[1].coef is not None
+    assert results(arena_).style_board("people").effects[1].coef is not None
 
 
 def test_a_lone_vote_and_no_vote_fit():
@@ -259,10 +260,10 @@ def vote_lines(n: int = 12) -> list[dict]:
 
 def test_the_service_fits_the_texts_the_votes_showed(local_app, tmp_path):
     run(local_app, "votes", "import", write_jsonl(tmp_path / "v.jsonl", vote_lines()))
-    board = local_app.arena.style_board("people")
+    board = local_app.results.style_board("people")
     assert board.votes == 12 and board.left_out == 1
     assert board.effects[0].coef > 0 and board.effects[1].coef > 0
-    assert local_app.arena.style_board("people") is board, "kept until a vote arrives"
+    assert local_app.results.style_board("people") is board, "kept until a vote arrives"
 
 
 def test_cli_leaderboard_style(local_app, tmp_path, capsys):
@@ -290,7 +291,7 @@ def test_cli_leaderboard_style(local_app, tmp_path, capsys):
 def test_the_leaderboard_tab_shows_the_style_controlled_ranking(local_app, tmp_path):
     run(local_app, "votes", "import", write_jsonl(tmp_path / "v.jsonl", vote_lines()))
     with gr.Blocks():
-        tab = leaderboard.build(Arena(local_app.store), None)
+        tab = leaderboard.build(rooms(Arena(local_app.store)), None)
     out = tab.styled("people", leaderboard.ALL, False, True)
     assert sorted(row[0] for row in out[tab.style_table]) == ["cot", "rat"]
     assert [row[3] for row in out[tab.style_table]] == [1, 2]

@@ -11,10 +11,11 @@ import gradio as gr
 import pytest
 
 from annotation.errors import ArenaError
-from annotation.service import FLAG_MIN_VOTES, Arena, VoteLimits
+from annotation.results.results import FLAG_MIN_VOTES
+from annotation.voting.arena import Arena, VoteLimits
 from data import arena, sql
 from data.store import Store
-from tests.annotation.conftest import seed_outputs
+from tests.annotation.conftest import results, seed_outputs
 from ui.arena import annotator_of
 
 
@@ -126,11 +127,11 @@ def test_flags_name_voters_too_fast_or_always_on_one_side_and_the_board_can_leav
     _votes(store, "lefty", ["a"] * n, seconds=30)
     _votes(store, "few", ["a"] * (n - 1), seconds=1)  # too few votes to judge
     service = Arena(store)
-    flags = service.flags()
+    flags = results(service).flags()
     assert set(flags) == {"clicker", "lefty"}
     assert "median" in flags["clicker"] and f"chose A in {n} of {n}" in flags["lefty"]
-    everyone = service.leaderboard(bootstrap=0)
-    trusted = service.leaderboard(bootstrap=0, leave_out_flagged=True)
+    everyone = results(service).leaderboard(bootstrap=0)
+    trusted = results(service).leaderboard(bootstrap=0, leave_out_flagged=True)
     assert everyone.votes == 4 * n - 1 and trusted.votes == 2 * n - 1
 
 

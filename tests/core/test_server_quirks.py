@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation import judge
+from annotation.admin import judge
 from common.errors import LLMBadRequest
 from common.events import Final, Note
 from common.settings import LLMSettings

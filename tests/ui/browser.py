@@ -36,7 +36,7 @@ def serve(app, accounts=None) -> Iterator[str]:
     from ui.app import serve as serve_app
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    served = serve_app(app.settings, app.store, app.clients, app.runner, app.arena, accounts, port=free_port())
+    served = serve_app(app.settings, app.store, app.clients, app.runner, app.rooms, accounts, port=free_port())
     try:
         yield served.url
     finally:

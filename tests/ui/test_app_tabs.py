@@ -21,7 +21,7 @@ def tab_labels(demo) -> set[str]:
 def test_tabs(tmp_path, arena_only, expected):
     settings = Settings(db_path=tmp_path / "t.db", arena_only=arena_only)
     wired = app_module.build(settings)
-    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.arena)
+    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms)
     assert tab_labels(demo) == expected
 
 
@@ -44,7 +44,7 @@ def test_arena_only_serves_no_llm_judge(tmp_path, arena_only):
 
     settings = Settings(db_path=tmp_path / "t.db", arena_only=arena_only)
     wired = app_module.build(settings)
-    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.arena)
+    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms)
     names = {getattr(block.fn, "__name__", "") for block in demo.fns.values()}
     port = free_port()
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True)
@@ -84,7 +84,7 @@ def test_a_page_load_computes_no_leaderboard(tmp_path, arena_only):
     reads the votes (10 annotators opening the arena at once cost no leaderboard)."""
     settings = Settings(db_path=tmp_path / "t.db", arena_only=arena_only)
     wired = app_module.build(settings)
-    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.arena)
+    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms)
     on_load = {getattr(block.fn, "__name__", "") for block in demo.fns.values()
                if any(event == "load" for _, event in block.targets)}
     on_select = {getattr(block.fn, "__name__", "") for block in demo.fns.values()
@@ -101,7 +101,7 @@ def test_an_annotators_app_is_the_arena_alone(tmp_path, arena_only):
 
     settings = Settings(db_path=tmp_path / "t.db", arena_only=arena_only)
     wired = app_module.build(settings)
-    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.arena, role=ANNOTATOR)
+    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms, role=ANNOTATOR)
     names = {getattr(block.fn, "__name__", "") for block in demo.fns.values()}
     owners = {type(getattr(block.fn, "__self__", None)).__name__ for block in demo.fns.values()}
     assert tab_labels(demo) == set()
@@ -124,7 +124,7 @@ def test_the_queue_rebuilds_gradios_monitoring_summary_rarely(tmp_path):
     assert "self.ANAYLTICS_CACHE_FREQUENCY" in source and "self.ANALYTICS_MAX_EVENTS" in source
     wired = app_module.build(Settings(db_path=tmp_path / "t.db"))
     for role in ("admin", ANNOTATOR):
-        demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.arena, role=role)
+        demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms, role=role)
         assert demo._queue.ANAYLTICS_CACHE_FREQUENCY == ANALYTICS_EVERY > 1
         assert demo._queue.ANALYTICS_MAX_EVENTS == ANALYTICS_EVENTS < 10_000
 

@@ -17,7 +17,7 @@ import gradio as gr
 import pytest
 
 import app as app_module
-from annotation.service import Arena, Progress
+from annotation.voting.arena import Arena, Progress
 from common.settings import Settings
 from data import arena
 from tests.annotation.conftest import seed_outputs
@@ -204,7 +204,7 @@ def test_undo_with_u_shows_the_same_pair_again_to_vote_anew(annotator_page):
     assert (cast, again) == ("b", "tie") and second != first
     [c] = arena.vote_corrections(app.store)
     assert (c.vote_id, c.choice, c.why) == (1, arena.VOID, "undone by the annotator within 30 s")
-    assert app.arena.leaderboard(bootstrap=2).votes == 1
+    assert app.results.leaderboard(bootstrap=2).votes == 1
 
 
 def enabled(page) -> dict[str, bool]:

@@ -13,9 +13,9 @@ import gradio as gr
 import pytest
 
 from annotation.errors import NoPairLeft
-from annotation.service import Arena, Progress, VoteLimits
+from annotation.voting.arena import Arena, Progress, VoteLimits
 from data.store import Store
-from tests.annotation.conftest import seed_outputs
+from tests.annotation.conftest import admin, results, rooms, seed_outputs
 from tests.annotation.test_present import BARE, SOURCED
 from ui import arena as arena_tab
 from ui import leaderboard
@@ -65,7 +65,7 @@ def voted(service) -> Arena:
 @pytest.fixture
 def board(voted):
     with gr.Blocks():
-        return leaderboard.build(voted, None)
+        return leaderboard.build(rooms(voted), None)
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def tab(service):
 
 
 def test_campaign_rows_give_each_campaigns_progress(voted):
-    progress = voted.campaign_progress("pilot")
+    progress = admin(voted).campaign_progress("pilot")
     rows = campaign_rows([progress])
     assert len(rows[0]) == len(CAMPAIGN_HEADERS)
     assert rows == [["pilot", "open", progress.campaign.settings(), 3, 1, "4 / 6", "67%", 2]]
@@ -83,8 +83,8 @@ def test_campaign_rows_give_each_campaigns_progress(voted):
 
 
 def test_campaign_annotator_rows_give_each_ones_votes_quota_and_agreement(voted):
-    progress = voted.campaign_progress("pilot")
-    rows = campaign_annotator_rows(progress, voted.people_agreement(campaign="pilot"))
+    progress = admin(voted).campaign_progress("pilot")
+    rows = campaign_annotator_rows(progress, results(voted).people_agreement(campaign="pilot"))
     assert all(len(r) == len(CAMPAIGN_ANNOTATOR_HEADERS) for r in rows)
     assert [r[:5] for r in rows] == [["ana", 3, 3, 3, "100%"], ["bob", 1, 1, 3, "33%"]]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d", r[5]) for r in rows), rows

@@ -8,11 +8,12 @@ import gradio as gr
 import pytest
 from matplotlib.figure import Figure
 
-from annotation.service import Arena
+from annotation.voting.arena import Arena
 from common.settings import Settings
 from core.clients import Clients
 from data import arena
 from data.store import Store
+from tests.annotation.conftest import rooms
 from ui import leaderboard
 
 
@@ -25,7 +26,7 @@ def tab(tmp_path):
              for a, b, c in [("rat", "cot", "a"), ("cot", "direct", "tie"), ("rat", "direct", "both_bad")]]
     arena.import_votes(store, votes)
     with gr.Blocks() as demo:
-        built = leaderboard.build(Arena(store), Clients(Settings(db_path=path), cache=store))
+        built = leaderboard.build(rooms(Arena(store)), Clients(Settings(db_path=path), cache=store))
     built.demo = demo
     return built
 
@@ -46,16 +47,15 @@ def test_plots_are_drawn_only_when_their_accordion_is_open(tab):
 
 
 def test_the_leaderboard_is_kept_until_a_vote_arrives(tab):
-    service = tab.arena
-    first = service.leaderboard("people")
-    assert service.leaderboard("people") is first, "nothing new: the same board, not computed again"
-    arena.import_votes(service.store, [{"prompt": "t", "kind": "writing", "task_set": "s", "task_id": None,
+    first = tab.results.leaderboard("people")
+    assert tab.results.leaderboard("people") is first, "nothing new: the same board, not computed again"
+    arena.import_votes(tab.results.store, [{"prompt": "t", "kind": "writing", "task_set": "s", "task_id": None,
                                         "method_a": "cot", "method_b": "rat", "choice": "a", "annotator": "bob",
                                         "output_a": None, "output_b": None, "created": None, "line": 1}])
-    second = service.leaderboard("people")
+    second = tab.results.leaderboard("people")
     assert second is not first and second.votes == first.votes + 1
-    service.correct(arena.vote_rows(service.store)[0].id, "void", "carol", "a test")
-    assert service.leaderboard("people").votes == first.votes, "a correction is news too"
+    tab.admin.correct(arena.vote_rows(tab.results.store)[0].id, "void", "carol", "a test")
+    assert tab.results.leaderboard("people").votes == first.votes, "a correction is news too"
 
 
 def test_show_without_votes_says_what_to_do(tab):

@@ -29,7 +29,7 @@ def served(tmp_path, **settings):
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     wired = app_module.build(Settings(db_path=tmp_path / "s.db", **settings))
     accounts = Accounts(wired.store, hasher=FAST)
-    up = serve(wired.settings, wired.store, wired.clients, wired.runner, wired.arena, accounts, port=free_port())
+    up = serve(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms, accounts, port=free_port())
     try:
         with httpx.Client(base_url=up.url, timeout=30) as http:
             yield http, accounts

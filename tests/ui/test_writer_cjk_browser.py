@@ -202,6 +202,8 @@ def test_a_chinese_run_survives_a_reload_mid_run_and_the_author_s_undo_and_edit_
         expect(writer.get_by_text("the model server answers")).to_be_visible(timeout=TIMEOUT)
         start(writer, TASK, method="rat-step")
         assert author.held.wait(TIMEOUT / 1000), "the first revision reached the model"
+        # the page has heard of its run (a page reloaded before that finds it in "Runs going on")
+        expect(writer.locator(".rat-progress")).to_contain_text(re.compile(r"Step 1 of 2"), timeout=TIMEOUT)
         page.reload()  # mid-run: the run is the server's
         expect(writer.locator(".rat-progress")).to_contain_text(re.compile(r"Step 1 of 2"), timeout=TIMEOUT)
         author.opened.set()

@@ -1,5 +1,6 @@
 """The arena's commands: votes import/export/correct/corrections, outputs import, leaderboard, judge; printing over
-``annotation.service.Arena``, the one that app.py builds (``app.arena``). JSONL formats: ``annotation.records``.
+``annotation.admin.admin.Admin`` and ``annotation.results.results.Results``, the ones app.py builds
+(``app.admin``, ``app.results``). JSONL formats: ``annotation.admin.records``.
 A file is checked whole before anything is written: a bad line imports nothing. Votes are written in batches
 (votes keep coming in meanwhile), and importing a file again adds only what is not there yet."""
 
@@ -13,12 +14,13 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
-from annotation.agreement import people_agreement
+from annotation.admin.judge import N_CALLS
+from annotation.admin.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE
 from annotation.errors import ArenaError
-from annotation.judge import N_CALLS
-from annotation.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE
-from annotation.service import CHOICES, SOURCES, VOID, Leaderboard
-from annotation.style import StyleBoard
+from annotation.results.agreement import people_agreement
+from annotation.results.results import Leaderboard
+from annotation.results.style import StyleBoard
+from annotation.voting.arena import CHOICES, SOURCES, VOID
 from core.text.oneline import short
 from ui.render_arena import interval
 
@@ -105,14 +107,14 @@ def _add_gold_commands(vsub: argparse._SubParsersAction, parents: list[argparse.
 
 
 def cmd_gold_add(args, app) -> int:
-    g = app.arena.add_gold(args.output_a, args.output_b, args.better, args.by)
+    g = app.admin.add_gold(args.output_a, args.output_b, args.better, args.by)
     print(f"Gold pair {g.id}: output {g.output_a if g.better == 'a' else g.output_b} "
           f"({g.method_a if g.better == 'a' else g.method_b}) is the better, by {g.added_by}.")
     return 0
 
 
 def cmd_gold_list(args, app) -> int:
-    rows = app.arena.gold_pairs()
+    rows = app.admin.gold_pairs()
     if not rows:
         print("No gold pair yet: `python app.py votes gold add OUTPUT_A OUTPUT_B --better a|b`.")
     for g in rows:
@@ -122,7 +124,7 @@ def cmd_gold_list(args, app) -> int:
 
 
 def cmd_gold_outputs(args, app) -> int:
-    rows = app.arena.listed_outputs()
+    rows = app.admin.listed_outputs()
     if not rows:
         print("No output in the arena yet: `python app.py outputs import FILE.jsonl`, or run methods.")
     for o in rows:
@@ -131,21 +133,21 @@ def cmd_gold_outputs(args, app) -> int:
 
 
 def cmd_votes_import(args, app) -> int:
-    r = app.arena.import_votes(args.file)
+    r = app.admin.import_votes(args.file)
     print(f"Imported {r.added} vote(s) from {args.file}" + (f"; {r.present} already present" if r.present else "")
           + f"; {r.corrections} correction(s) added.")
     return 0
 
 
 def cmd_votes_correct(args, app) -> int:
-    c = app.arena.correct(args.vote_id, args.choice, args.by, args.why)
+    c = app.admin.correct(args.vote_id, args.choice, args.by, args.why)
     print(f"Vote {c.vote_id} (cast: {c.cast}) now counts as {c.choice}; correction {c.id} by {c.corrected_by}: "
           f"{c.why}")
     return 0
 
 
 def cmd_votes_corrections(args, app) -> int:
-    rows = app.arena.corrections()
+    rows = app.admin.corrections()
     if not rows:
         print("No vote has been corrected.")
     for c in rows:
@@ -154,7 +156,7 @@ def cmd_votes_corrections(args, app) -> int:
 
 
 def cmd_votes_export(args, app) -> int:
-    lines = (json.dumps(v, ensure_ascii=False) + "\n" for v in app.arena.export_votes())
+    lines = (json.dumps(v, ensure_ascii=False) + "\n" for v in app.admin.export_votes())
     if args.out:
         count = _write_lines(Path(args.out), lines)
         print(f"Wrote {count} vote(s) to {args.out}.", file=sys.stderr)
@@ -173,13 +175,13 @@ def _write_lines(path: Path, lines: Iterable[str]) -> int:
 
 
 def cmd_outputs_import(args, app) -> int:
-    added, present = app.arena.import_outputs(args.file)
+    added, present = app.admin.import_outputs(args.file)
     print(f"Imported {added} output(s) from {args.file}" + (f"; {present} already present" if present else "") + ".")
     return 0
 
 
 def cmd_leaderboard(args, app) -> int:
-    service = app.arena
+    service = app.results
     board = service.leaderboard(args.source, args.task_set, bootstrap=args.bootstrap, seed=args.seed,
                                 leave_out_flagged=args.leave_out_flagged, campaign=args.campaign)
     styled = (service.style_board(args.source, args.task_set, leave_out_flagged=args.leave_out_flagged,
@@ -233,7 +235,7 @@ def format_table(board: Leaderboard) -> str:
 
 
 def format_style(styled: StyleBoard) -> str:
-    """The style-controlled ranking (``annotation.style.StyleBoard``) as aligned text, then what
+    """The style-controlled ranking (``annotation.results.style.StyleBoard``) as aligned text, then what
     each style feature is worth, in words."""
     if not styled.rows:
         return "\nStyle control: no vote with both texts known (votes imported without their texts have no style)."
@@ -255,7 +257,7 @@ def cmd_judge(args, app) -> int:
     def progress(done: int, total: int, line: str) -> None:
         print(f"[{done}/{total}] {line}", file=sys.stderr)
 
-    report = asyncio.run(app.arena.judge(app.clients.llm, app.settings.llm.model_for("judge"),
+    report = asyncio.run(app.admin.judge(app.clients.llm, app.settings.llm.model_for("judge"),
                                                 methods=methods, n=args.n, on_progress=progress))
     print(report.summary())
     return 0

@@ -97,7 +97,7 @@ def cmd_create(args, app) -> int:
 
 def _warn_shortfall(app, name: str) -> None:
     """A warning on standard error, with the numbers, for a campaign that can never finish."""
-    short = app.arena.campaign_shortfall(name)
+    short = app.admin.campaign_shortfall(name)
     if short:
         print(f"warning: campaign {name!r}: {short} (`python app.py campaign set {name} ...`).", file=sys.stderr)
 
@@ -164,7 +164,7 @@ def who_line(c: Campaign) -> str:
 
 
 def cmd_list(args, app) -> int:
-    progress = [app.arena.campaign_progress(name) for name in app.arena.campaigns.names()]
+    progress = [app.admin.campaign_progress(name) for name in app.arena.campaigns.names()]
     if args.json:
         print(json.dumps([p.as_json() for p in progress], indent=2, ensure_ascii=False))
     elif not progress:
@@ -192,7 +192,7 @@ def aligned(table: Sequence[Sequence[str]]) -> str:
 
 
 def cmd_show(args, app) -> int:
-    progress = app.arena.campaign_progress(args.name)
+    progress = app.admin.campaign_progress(args.name)
     history = app.arena.campaigns.history(args.name)
     if args.json:
         print(json.dumps({**progress.as_json(), "history": [c.as_json() for c in history]}, indent=2,

@@ -1,11 +1,11 @@
 """``python app.py dataset export DIR`` / ``dataset import DIR``: the arena's outputs, people's
-votes and the LLM judge's votes as a Hugging Face dataset folder (``annotation.dataset``), and back."""
+votes and the LLM judge's votes as a Hugging Face dataset folder (``annotation.admin.dataset``), and back."""
 
 from __future__ import annotations
 
 import argparse
 
-from annotation.dataset import FORMATS, LICENSE_PLACEHOLDER, PARQUET, export_dataset, import_dataset
+from annotation.admin.dataset import FORMATS, LICENSE_PLACEHOLDER, PARQUET, export_dataset, import_dataset
 
 
 def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -36,7 +36,7 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
 
 
 def cmd_dataset_export(args, app) -> int:
-    s = export_dataset(app.arena, args.dir, task_set=args.task_set, fmt=args.format, names=args.names,
+    s = export_dataset(app.admin, args.dir, task_set=args.task_set, fmt=args.format, names=args.names,
                        salt=args.salt, campaign=args.campaign)
     of = f" of campaign {s.progress.campaign.name!r}" if s.progress else ""
     print(f"Wrote {s.votes} vote(s) and {s.outputs} output(s){of}, plus {s.judge_votes} LLM judge's vote(s), to "
@@ -48,7 +48,7 @@ def cmd_dataset_export(args, app) -> int:
 
 
 def cmd_dataset_import(args, app) -> int:
-    r = import_dataset(app.arena, args.dir)
+    r = import_dataset(app.admin, args.dir)
     print(f"Imported {r.outputs_added} output(s) ({r.outputs_present} already present), {r.votes_added} vote(s) "
           f"({r.votes_present} already present; {r.corrections_added} correction(s) added) and {r.judge_added} "
           f"judge's vote(s) ({r.judge_present} already present), and {r.campaigns_added} campaign setting row(s) "

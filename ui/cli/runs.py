@@ -129,7 +129,7 @@ def cmd_ui(args, app) -> int:
               "NAME --admin) or --auth USER:PASSWORD.", file=sys.stderr)
     if s.auth and accounts.any():
         print("note: accounts exist, so visitors log in with an account; --auth is not used.", file=sys.stderr)
-    launch(app.settings, app.store, app.clients, app.runner, app.arena, accounts)
+    launch(app.settings, app.store, app.clients, app.runner, app.rooms, accounts)
     return 0
 
 

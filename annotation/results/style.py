@@ -10,7 +10,7 @@ not counted). A feature no answer has (chatter, in most arenas) is left out of t
 one's features are computed once (``FeatureCache``, by output id).
 
 The fit (``fit``) is one logistic regression over the votes, each vote a row: +1 in the column of
-method A and -1 in that of method B, as the Bradley–Terry fit of ``annotation.ratings`` has them,
+method A and -1 in that of method B, as the Bradley–Terry fit of ``annotation.results.ratings`` has them,
 and the differences A - B of the style features, each divided by its standard deviation over
 the votes (the root mean square of the difference: a difference of 0 stays 0). A tie counts as
 half a win to each side, and the L2 penalty on the coefficients is the Bradley–Terry one
@@ -38,8 +38,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from annotation import ratings
 from annotation.present import HEADING, SOURCES, Mark, Parsed, check_style, parse
+from annotation.results import ratings
 from core.text.segment import word_count
 
 FEATURES = ("words", "citations", "headings", "list_items", "chatter")
@@ -309,7 +309,7 @@ class StyleBoard:
 def board(votes: Iterable, features_a: np.ndarray, features_b: np.ndarray, *, left_out: int = 0,
           reg: float = ratings.BT_REG, rounds: int | None = None, seed: int = 0) -> StyleBoard:
     """The style-controlled leaderboard of ``votes`` (records with method_a, method_b, choice; see
-    ``annotation.ratings``) whose shown outputs had the features ``features_a``/``features_b``
+    ``annotation.results.ratings``) whose shown outputs had the features ``features_a``/``features_b``
     (one row per vote, FEATURES' order), with 95% intervals from ``rounds`` resampled fits
     (None: ``bootstrap_rounds``; 0: none), seeded by ``seed``. Raises ValueError for an unknown
     choice, a method against itself, or a features row count that is not the votes'."""

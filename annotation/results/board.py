@@ -3,7 +3,7 @@ tallies, the agreement between people and the judge, and what each voter's votes
 
 A ``Boards`` object holds one ``Tally`` per (source, task set) and, when asked, folds in only
 the votes recorded since it last looked. Because the TrueSkill draw probability is the observed
-draw rate rounded to 0.01 (see ``annotation.ratings``), folding in new votes gives exactly what
+draw rate rounded to 0.01 (see ``annotation.results.ratings``), folding in new votes gives exactly what
 a rebuild from scratch gives; when the rounded rate moves, or a vote was corrected since (a
 correction changes an old vote's weight), it rebuilds. Safe to share between
 Gradio's worker threads (one lock; each thread reads through its own Store connection).
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from annotation.ratings import Agreement, AgreementTally, Tally, draw_probability, outcome, tally
+from annotation.results.ratings import Agreement, AgreementTally, Tally, draw_probability, outcome, tally
 from data import arena
 from data.store import Store
 

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 from annotation.errors import NoPairLeft
 from annotation.outputs import article_renderer
-from annotation.ratings import Tally
+from annotation.results.ratings import Tally
 from data import arena
 from data.arena import OutputRow
 from data.store import Store

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from annotation.ratings import outcome
+from annotation.results.ratings import outcome
 
 #: A vote is surprising when the other annotators chose its outcome less often than this.
 SURPRISING = 1 / 3

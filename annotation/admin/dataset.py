@@ -18,7 +18,7 @@ and methods are exported, and the card states its settings and numbers (YAML ``c
 judge has no campaign, so its votes on that task set and those methods go with them.
 
 The import reads such a folder back through the arena's own import paths
-(``annotation.records``' line models, ``data.arena.import_outputs``/``import_votes``), votes'
+(``annotation.admin.records``' line models, ``data.arena.import_outputs``/``import_votes``), votes'
 corrections included, and the judge's votes through ``data.dataset.import_judge_votes``, so the
 restored leaderboards (people's and the judge's) are the exported ones; the campaigns first
 (``data.campaigns.import_rows``), so each vote is in its campaign again and ``leaderboard
@@ -39,9 +39,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from annotation.campaigns import STUDY, CampaignProgress
-from annotation.errors import ArenaError, ImportFormatError
-from annotation.records import (
+from annotation.admin.admin import Admin
+from annotation.admin.records import (
     ISO_TIME,
     NON_EMPTY,
     OUTPUT_EXAMPLE,
@@ -53,7 +52,8 @@ from annotation.records import (
     VoteLine,
     _TaskLine,
 )
-from annotation.service import Arena
+from annotation.campaigns import STUDY, CampaignProgress
+from annotation.errors import ArenaError, ImportFormatError
 from core.jsonl import BadText, check_text, line_error, read_jsonl
 from data import arena
 from data import campaigns as campaign_rows
@@ -193,7 +193,7 @@ class Summary:
 
 
 # -- export -----------------------------------------------------------------------------------
-def export_dataset(service: Arena, directory: str | Path, *, task_set: str | None = None, fmt: str = PARQUET,
+def export_dataset(admin: Admin, directory: str | Path, *, task_set: str | None = None, fmt: str = PARQUET,
                    names: bool = False, salt: str = "", campaign: str | None = None) -> Summary:
     """Write every output, people's vote and LLM judge's vote (of ``task_set``; None: all) into
     ``directory`` (new, or empty) as ``fmt`` files with a dataset card. With ``campaign``: only the
@@ -209,32 +209,32 @@ def export_dataset(service: Arena, directory: str | Path, *, task_set: str | Non
     if campaign is not None and task_set is not None:
         raise ArenaError("Give --campaign or --task-set, not both: a campaign's export holds the outputs of its own "
                          "task set.")
-    service.check_task_set(task_set)
-    progress = service.campaign_progress(campaign) if campaign is not None else None
+    admin.check_task_set(task_set)
+    progress = admin.campaign_progress(campaign) if campaign is not None else None
     target = Path(directory)
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise ArenaError(f"{target} is not an empty folder: give a new folder to `dataset export` "
                          "(nothing is overwritten).")
-    tables = {"votes": _votes(service, task_set, names, salt, campaign), "outputs": _outputs(service, task_set),
-              "judge_votes": rows_of.judge_vote_rows(service.store, task_set)}
+    tables = {"votes": _votes(admin, task_set, names, salt, campaign), "outputs": _outputs(admin, task_set),
+              "judge_votes": rows_of.judge_vote_rows(admin.store, task_set)}
     if progress is not None:
-        tables["outputs"] = _campaign_outputs(service, progress)
-        tables["judge_votes"] = _campaign_judge_votes(service, progress)
+        tables["outputs"] = _campaign_outputs(admin, progress)
+        tables["judge_votes"] = _campaign_judge_votes(admin, progress)
         progress = _anonymous(progress, names, salt)
-    tables["campaigns"] = _campaigns(service, task_set, campaign, tables["votes"], names, salt)
+    tables["campaigns"] = _campaigns(admin, task_set, campaign, tables["votes"], names, salt)
     if not any(tables.values()):
         where = (f"in campaign {campaign!r}" if campaign is not None else
                  f"in task set {task_set!r}" if task_set is not None else "in the arena")
         raise ArenaError(f"Nothing to export: no output and no vote {where}. Import outputs or vote first.")
     files = {name: f"{name}/{SPLIT}.{fmt}" for name, rows in tables.items() if rows}
-    summary = _summary(service, target, fmt, task_set, tables, files, names=names, salted=bool(salt),
+    summary = _summary(admin, target, fmt, task_set, tables, files, names=names, salted=bool(salt),
                        progress=progress)
     _write_folder(target, lambda tmp: _write_all(tmp, tables, files, fmt, card(summary)))
     return summary
 
 
-def _votes(service: Arena, task_set: str | None, names: bool, salt: str, campaign: str | None) -> list[dict]:
-    rows = rows_of.vote_rows(service.store, task_set, campaign)
+def _votes(admin: Admin, task_set: str | None, names: bool, salt: str, campaign: str | None) -> list[dict]:
+    rows = rows_of.vote_rows(admin.store, task_set, campaign)
     for row in rows:
         row["counts_as"] = row["correction"] or row["winner"]
         if not names:
@@ -244,14 +244,14 @@ def _votes(service: Arena, task_set: str | None, names: bool, salt: str, campaig
     return rows
 
 
-def _campaigns(service: Arena, task_set: str | None, campaign: str | None, votes: list[dict], names: bool,
+def _campaigns(admin: Admin, task_set: str | None, campaign: str | None, votes: list[dict], names: bool,
                salt: str) -> list[dict]:
     """Every row of the campaigns in scope: the one exported (``campaign``), else those of
     ``task_set`` (None: all), and any an exported vote was cast in; voters and who changed a
     campaign as ``pseudonym``s unless ``names`` (a study stays named, as on the card)."""
     named = {row["campaign"] for row in votes if row["campaign"]}
     rows = []
-    for c in campaign_rows.every_row(service.store):
+    for c in campaign_rows.every_row(admin.store):
         if not (c.name in named or (campaign == c.name if campaign is not None else
                                     task_set is None or c.task_set == task_set)):
             continue
@@ -264,33 +264,33 @@ def _campaigns(service: Arena, task_set: str | None, campaign: str | None, votes
     return rows
 
 
-def _outputs(service: Arena, task_set: str | None) -> list[dict]:
+def _outputs(admin: Admin, task_set: str | None) -> list[dict]:
     """The outputs, each marked ``current`` as ``data.arena.arena_outputs`` would pair it under the
     arena's --arena-text: an imported text always; of a run, its newest output (latest) or its
     model's text (model)."""
-    rows = rows_of.output_rows(service.store, task_set)
+    rows = rows_of.output_rows(admin.store, task_set)
     newest = {row["run_id"]: row["output_id"] for row in rows if row["run_id"] is not None}  # rows go oldest first
     for row in rows:
         if row["run_id"] is None:
             row["current"] = True
-        elif service.text == arena.MODEL:
+        elif admin.text == arena.MODEL:
             row["current"] = row["version"] is None
         else:
             row["current"] = newest[row["run_id"]] == row["output_id"]
     return rows
 
 
-def _campaign_outputs(service: Arena, progress: CampaignProgress) -> list[dict]:
+def _campaign_outputs(admin: Admin, progress: CampaignProgress) -> list[dict]:
     """``_outputs`` of the campaign's task set and methods (none named: every method)."""
     methods = set(progress.campaign.methods)
-    return [r for r in _outputs(service, progress.campaign.task_set) if not methods or r["method"] in methods]
+    return [r for r in _outputs(admin, progress.campaign.task_set) if not methods or r["method"] in methods]
 
 
-def _campaign_judge_votes(service: Arena, progress: CampaignProgress) -> list[dict]:
+def _campaign_judge_votes(admin: Admin, progress: CampaignProgress) -> list[dict]:
     """The judge's votes on the campaign's task set whose both methods are the campaign's (none
     named: every method). The judge has no campaign: these are the ones on what it covers."""
     methods = set(progress.campaign.methods)
-    return [r for r in rows_of.judge_vote_rows(service.store, progress.campaign.task_set)
+    return [r for r in rows_of.judge_vote_rows(admin.store, progress.campaign.task_set)
             if not methods or {r["method_a"], r["method_b"]} <= methods]
 
 
@@ -303,7 +303,7 @@ def _anonymous(progress: CampaignProgress, names: bool, salt: str) -> CampaignPr
     return replace(progress, campaign=replace(progress.campaign, voters=voters, changed_by=""), annotators=[])
 
 
-def _summary(service: Arena, target: Path, fmt: str, task_set: str | None, tables: dict[str, list[dict]],
+def _summary(admin: Admin, target: Path, fmt: str, task_set: str | None, tables: dict[str, list[dict]],
              files: dict[str, str], *, names: bool, salted: bool, progress: CampaignProgress | None) -> Summary:
     votes, outputs, judged = tables["votes"], tables["outputs"], tables["judge_votes"]
     methods = {r["method"] for r in outputs} | {r[m] for r in [*votes, *judged] for m in ("method_a", "method_b")}
@@ -312,7 +312,7 @@ def _summary(service: Arena, target: Path, fmt: str, task_set: str | None, table
         annotators=len({r["annotator"] for r in votes}), corrected=sum(r["correction"] is not None for r in votes),
         voided=sum(r["counts_as"] == arena.VOID for r in votes), methods=sorted(methods),
         task_sets=sorted({r["task_set"] for r in [*votes, *outputs, *judged]}),
-        style=progress.campaign.style if progress else service.style, text=service.text, names=names,
+        style=progress.campaign.style if progress else admin.style, text=admin.text, names=names,
         salted=salted, date=datetime.now(UTC).strftime("%Y-%m-%d"), files=files, progress=progress,
         judge_votes=len(judged), judge_models=sorted({r["model"] for r in judged}))
 
@@ -597,7 +597,7 @@ class Imported:
     campaigns_present: int = 0
 
 
-def import_dataset(service: Arena, directory: str | Path) -> Imported:
+def import_dataset(admin: Admin, directory: str | Path) -> Imported:
     """Read a folder written by ``export_dataset`` (either format) into the arena: its current
     outputs (a run's older texts come with the votes that showed them), then people's votes with
     their corrections, in the order they were cast, then the LLM judge's votes (append-only);
@@ -614,18 +614,18 @@ def import_dataset(service: Arena, directory: str | Path) -> Imported:
     votes = [r.to_record(n) for n, r in _read(files["votes"], _DatasetVote, VOTE_EXAMPLE)]
     judged = [r.to_record(n) for n, r in _read(files["judge_votes"], _DatasetJudgeVote, JUDGE_EXAMPLE)]
     campaigns = [r.to_record(n) for n, r in _read(files["campaigns"], _DatasetCampaign, CAMPAIGN_EXAMPLE)]
-    _check_campaigns_named(service, files["votes"], votes, campaigns)
-    added_campaigns = campaign_rows.import_rows(service.store, campaigns) if campaigns else (0, 0)
-    added_outputs = arena.import_outputs(service.store, outputs) if outputs else (0, 0)
-    added_votes = arena.import_votes(service.store, votes) if votes else (0, 0, 0)
-    added_judged = rows_of.import_judge_votes(service.store, judged) if judged else (0, 0)
+    _check_campaigns_named(admin, files["votes"], votes, campaigns)
+    added_campaigns = campaign_rows.import_rows(admin.store, campaigns) if campaigns else (0, 0)
+    added_outputs = arena.import_outputs(admin.store, outputs) if outputs else (0, 0)
+    added_votes = arena.import_votes(admin.store, votes) if votes else (0, 0, 0)
+    added_judged = rows_of.import_judge_votes(admin.store, judged) if judged else (0, 0)
     return Imported(*added_outputs, *added_votes, *added_judged, *added_campaigns)
 
 
-def _check_campaigns_named(service: Arena, paths: list[Path], votes: list[dict], campaigns: list[dict]) -> None:
+def _check_campaigns_named(admin: Admin, paths: list[Path], votes: list[dict], campaigns: list[dict]) -> None:
     """Raises ImportFormatError for a vote cast in a campaign that neither the folder's campaigns
     table nor the database has (it would count in no campaign's leaderboard)."""
-    known = {c["name"] for c in campaigns} | {c.name for c in campaign_rows.current(service.store)}
+    known = {c["name"] for c in campaigns} | {c.name for c in campaign_rows.current(admin.store)}
     for vote in votes:
         if vote["campaign"] is not None and vote["campaign"] not in known:
             where = ", ".join(str(p) for p in paths)

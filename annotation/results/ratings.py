@@ -127,7 +127,7 @@ class TrueSkill1v1:
 
 class Tally:
     """Votes folded in order: TrueSkill ratings, each method's wins/ties/losses and per-pair
-    counts. ``last_id`` is for callers that add votes as they come (see ``annotation.board``)."""
+    counts. ``last_id`` is for callers that add votes as they come (see ``annotation.results.board``)."""
 
     def __init__(self, p_draw: float = DEFAULT_DRAW_PROBABILITY):
         self.ts = TrueSkill1v1(p_draw)
@@ -244,7 +244,7 @@ def _fit_bt(w: np.ndarray, reg: float) -> np.ndarray:
 
 def warm_up() -> None:
     """Import what a Bradley–Terry fit needs (scikit-learn takes a second or more), ahead of the
-    first fit (see ``annotation.service.Arena.warm_up``)."""
+    first fit (see ``annotation.results.results.Results.warm_up``)."""
     from sklearn.linear_model import LogisticRegression  # noqa: F401
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from annotation.ratings import Row
+from annotation.results.ratings import Row
 
 
 def ratings_figure(rows: Sequence[Row], title: str = "") -> Figure:

@@ -1,0 +1,1 @@
+"""The study admin's work (``admin.Admin``, the judge, records, datasets); see ``annotation``."""

@@ -1,0 +1,1 @@
+"""What the votes say (``results.Results``, ratings, style control, flags, agreement); see ``annotation``."""

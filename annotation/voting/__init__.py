@@ -1,0 +1,1 @@
+"""The annotator's side of the arena (``arena.Arena``, ``pairing``); see ``annotation``."""
