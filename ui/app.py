@@ -47,8 +47,8 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, rooms
     ``role``: ADMIN builds every tab the deployment has,
     ANNOTATOR the Arena alone (the events of the other tabs do not exist in it). ``accounts``: for
     an account's quota and completion code in the Arena. ``warm``: bring the leaderboard up to
-    date in the background now (``Results.warm_up``), as ``serve`` does, so that neither the first
-    pair nor the first opening of its tab reads every vote."""
+    date in the background now (``Results.warm_up``), as ``serve`` does once its port answers, so
+    that neither the first pair nor the first opening of its tab reads every vote."""
     # each export hands Gradio files, which it copies into its cache: files older than a day go, hourly
     with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=CACHE_KEPT) as demo:
         with gr.Row(elem_id="rat-header"):
@@ -115,10 +115,12 @@ def serve(settings: Settings, store, clients: Clients, runner: Runner, rooms: Ar
     Raises ConfigError when the port is taken."""
     accounts = accounts or Accounts(store, study_accounts_per_address=settings.study_accounts_per_address)
     doors = server.Doors(settings, accounts, SharedLogin(*settings.auth) if settings.auth else None)
-    whole = build_app(settings, store, clients, runner, rooms, role=ADMIN, warm=True, accounts=accounts)
+    whole = build_app(settings, store, clients, runner, rooms, role=ADMIN, accounts=accounts)
     alone = build_app(settings, store, clients, runner, rooms, role=ANNOTATOR, accounts=accounts)
-    return server.start(server.server_app(doors, whole, alone, css=css()), settings.host, port or settings.port,
-                        settings.trusted_proxies)
+    served = server.start(server.server_app(doors, whole, alone, css=css()), settings.host, port or settings.port,
+                          settings.trusted_proxies)
+    rooms.results.warm_up(leaderboard.BOOTSTRAP)  # once the port answers: the first page does not wait for it
+    return served
 
 
 def launch(settings: Settings, store, clients: Clients, runner: Runner, rooms: ArenaRooms,

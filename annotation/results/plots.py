@@ -1,19 +1,25 @@
 """Leaderboard plots as matplotlib ``Figure`` objects (no pyplot: no global state, safe in
-Gradio's worker threads). The UI shows them with ``gr.Plot``; nothing here imports gradio."""
+Gradio's worker threads). The UI shows them with ``gr.Plot``; nothing here imports gradio.
+matplotlib is imported when a plot is first drawn, not when the app starts (0.3 s of it)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from annotation.results.ratings import Row
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def ratings_figure(rows: Sequence[Row], title: str = "") -> Figure:
     """Two panels, best first: TrueSkill mu with mu ± 3 sigma, and Bradley–Terry (Elo scale)
     with its bootstrap 95% interval."""
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(10, 0.45 * max(len(rows), 2) + 1.4), layout="constrained")
     left, right = fig.subplots(1, 2, sharey=True)
     y = np.arange(len(rows))[::-1]
@@ -37,6 +43,8 @@ def matrix_figure(matrix: np.ndarray, methods: Sequence[str], title: str, *, per
     """A heat map of a method × method matrix (row against column), each cell labelled; NaN
     cells (no battles) left blank."""
     n = len(methods)
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(1.0 + 0.8 * max(n, 2), 0.8 + 0.7 * max(n, 2)), layout="constrained")
     ax = fig.subplots()
     shown = np.ma.masked_invalid(matrix.astype(float))

@@ -1,0 +1,79 @@
+"""How soon ``python app.py`` answers its first page (issue 42, item 8).
+
+Starts the app as a new user does (``python app.py --db NEW --port P``, a fresh database in a
+temporary folder, no model server needed to serve the page), and times from the process's start
+until ``GET /`` answers 200, --runs times; also the time to import ``app`` alone (what every
+command pays, ``python -c "import app"``). Prints each and the median. Numbers, not pass/fail;
+README quotes them.
+
+    python -m bench.startup [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def first_page(timeout: float = 120.0) -> float:
+    """Seconds from starting ``python app.py`` on a new database to its first page."""
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        started = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "app.py", "--db", str(Path(tmp) / "rat.db"), "--port", str(port)],
+                                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            while time.perf_counter() - started < timeout:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"app.py exited with {proc.returncode}: {proc.stderr.read()[-2000:]}")
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as answer:
+                        if answer.status == 200:
+                            return time.perf_counter() - started
+                except OSError:
+                    time.sleep(0.05)
+            raise RuntimeError(f"no page within {timeout:g} s")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def import_time() -> float:
+    """Seconds for ``python -c "import app"`` (the interpreter's own start included)."""
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import app"], cwd=ROOT, check=True)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    imports = [import_time() for _ in range(args.runs)]
+    pages = [first_page() for _ in range(args.runs)]
+    print(f"import app:             {', '.join(f'{t:.2f}' for t in imports)} s; "
+          f"median {statistics.median(imports):.2f} s")
+    print(f"python app.py -> page:  {', '.join(f'{t:.2f}' for t in pages)} s; median {statistics.median(pages):.2f} s "
+          "(target < 4 s)")
+
+
+if __name__ == "__main__":
+    main()
