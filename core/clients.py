@@ -3,17 +3,19 @@
 Network clients (the openai SDK's, httpx's) belong to the event loop that first uses them, and
 Gradio, the CLI and tests each run their own loops, so a client is made when it is needed and
 closed by whoever asked for it (``await client.aclose()``). ``Clients`` holds only what the
-clients are made from: the settings and the store that caches searches and pages. ``app.py``
-builds one and hands it to the runner, the judge and the CLI.
+clients are made from: the settings, the store that caches searches and pages, and what model
+servers taught its LLM clients (``ServerNotes``: each run's client starts from what earlier runs
+learnt). ``app.py`` builds one and hands it to the runner, the judge and the CLI.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from common.settings import Settings
+from core.server_notes import ServerNotes
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.llm import LLMClient
@@ -26,13 +28,14 @@ class Clients:
     settings: Settings
     cache: Any = None  # data.store.Store or anything with get/put_page and get/put_search
     corpus_db: Path | None = None  # where the local corpus keeps its index
+    notes: ServerNotes = field(default_factory=ServerNotes, compare=False)  # what servers taught its LLM clients
 
     def llm(self, *, system: str = "") -> LLMClient:
         """A new LLM client; ``system``: a system message its every request begins with ("" for
         none). Raises LLMAuthError when no key is set for a server that needs one."""
         from core.llm import LLMClient  # the openai SDK is imported when a model is first called
 
-        return LLMClient(self.settings.llm, system=system)
+        return LLMClient(self.settings.llm, system=system, notes=self.notes)
 
     def search(self, providers: tuple[str, ...] | None = None) -> SearchChain:
         """The search providers of the settings (or ``providers``, for one run), in order,

@@ -52,6 +52,7 @@ from common.errors import (
     LLMTimeout,
 )
 from common.settings import LLMSettings
+from core.server_notes import ServerNotes
 from core.text.tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -300,20 +301,11 @@ def _message_chars(message: dict[str, Any]) -> str:
 #: when the server's message names it (OpenAI: "Use 'max_completion_tokens' instead.").
 REFUSABLE = {"temperature": "", "top_p": "", "max_tokens": "max_completion_tokens",
              "max_completion_tokens": "max_tokens"}
-#: (base URL, model) -> {parameter: (replacement, the server's words)}: what the server refused, so
-#: that later calls in this process leave it out at once.
-_QUIRKS: dict[tuple[str, str], dict[str, tuple[str, str]]] = {}
 #: Tokens added to a call's own cap (a role's, ``core.text.caps``) for a model seen thinking: the
 #: caps are sized for the answer, and thinking counts against max_tokens too. --max-tokens still
 #: bounds the whole.
 THINKING_ROOM = 4096
-#: (base URL, model) seen thinking in this process: their capped calls get THINKING_ROOM more.
-_THINKERS: set[tuple[str, str]] = set()
-#: (base URL, model) seen answering inside a think block its chat template opened (only the
-#: ``</think>`` comes): their next streams start as thinking (``ThinkSplitter(opened=True)``).
-_OPENED: set[tuple[str, str]] = set()
 WINDOW_TTL = 600.0  # seconds a server's reported context window is trusted
-_WINDOWS: dict[tuple[str, str], tuple[float, int | None]] = {}  # (base URL, model) -> (when read, window)
 
 
 class LLMClient:
@@ -331,8 +323,10 @@ class LLMClient:
     """
 
     def __init__(self, settings: LLMSettings, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 system: str = ""):
+                 system: str = "", notes: ServerNotes | None = None):
         self.settings = settings
+        #: what servers taught the clients of this client's owner (``Clients``; its own without one)
+        self.notes = notes if notes is not None else ServerNotes()
         self.system = system  # a system message every request begins with (the run's language)
         self.base_url = (settings.base_url or OPENAI_BASE_URL).rstrip("/")
         self._sleep = sleep
@@ -366,13 +360,14 @@ class LLMClient:
         prompt is too long for the model), LLMError (any other refusal, or an empty stream).
         """
         model = self.settings.model_for(role)
-        roomy = max_tokens is not None and (self.base_url, model) in _THINKERS
+        key = (self.base_url, model)
+        roomy = max_tokens is not None and key in self.notes.thinkers
         messages = as_messages(messages)
         if self.system:
             messages = [{"role": "system", "content": self.system}, *messages]
         request = self._request(messages, model, temperature,
                                 max_tokens + THINKING_ROOM if roomy and max_tokens is not None else max_tokens)
-        refused = _QUIRKS.get((self.base_url, model), {})
+        refused = self.notes.refusals(key)
         dropped = [_leave_out(request, param, model, *how) for param, how in refused.items() if param in request]
         for drop in dropped:
             if self._first_time(drop):
@@ -381,7 +376,7 @@ class LLMClient:
         started = time.monotonic()
         attempt = 0
         while True:
-            split = ThinkSplitter(opened=(self.base_url, model) in _OPENED)
+            split = ThinkSplitter(opened=key in self.notes.opened)
             usage = None
             finish = ""
             received = False
@@ -414,7 +409,7 @@ class LLMClient:
                               self.settings.max_retries)
             if refusal is not None:  # a 400 before any answer: at once, without the parameter
                 param, *how = refusal
-                _QUIRKS.setdefault((self.base_url, model), {})[param] = tuple(how)
+                self.notes.refused(key, param, tuple(how))
                 dropped.append(_leave_out(request, param, model, *how))
                 if self._first_time(dropped[-1]):
                     yield dropped[-1]
@@ -432,9 +427,9 @@ class LLMClient:
         done = self._completion(request, split, usage, role=role, model=model, finish=finish,
                                 seconds=time.monotonic() - started, dropped=tuple(dropped))
         if done.thinking:
-            _THINKERS.add((self.base_url, model))
+            self.notes.thinkers.add(key)
         if split.late_closed:
-            _OPENED.add((self.base_url, model))
+            self.notes.opened.add(key)
         if done.finish_reason == "length" and done.thinking and not done.text.strip() and max_tokens is not None \
                 and not roomy:  # a cap sized for the answer, used up by thinking: once more, with room to think
             yield Reset()
@@ -609,11 +604,11 @@ class LLMClient:
         for the model list before its first call when an earlier run already read it."""
         model = model or self.settings.model
         key = (self.base_url, model)
-        kept = _WINDOWS.get(key)
+        kept = self.notes.windows.get(key)
         if kept is not None and time.monotonic() - kept[0] < WINDOW_TTL:
             return kept[1]
         window = await self._read_window(model)
-        _WINDOWS[key] = (time.monotonic(), window)
+        self.notes.windows[key] = (time.monotonic(), window)
         return window
 
     async def _read_window(self, model: str) -> int | None:

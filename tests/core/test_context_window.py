@@ -49,9 +49,7 @@ async def test_the_window_the_server_reports_is_used(tmp_path, llm, web):
     finally:
         await client.aclose()
     llm.context_length = None
-    from core import llm as llm_module
-
-    llm_module._WINDOWS.clear()  # as after WINDOW_TTL: the server is asked again
+    app.clients.notes.windows.clear()  # as after WINDOW_TTL: the server is asked again
     client = app.clients.llm()
     try:
         assert await client.context_window() is None, "a server that says nothing: the default applies"

@@ -12,9 +12,9 @@ from common.errors import LLMBadRequest
 from common.events import Final, Note
 from common.settings import LLMSettings
 from common.types import Task
-from core import llm as llm_module
 from core.llm import Completion, Dropped, LLMClient
 from core.methods import METHODS
+from core.server_notes import ServerNotes
 from tests.annotation.conftest import seed_outputs
 from tests.fakes.llm_server import REFUSALS, FakeReply
 from tests.fakes.method_scripts import MethodAuthor, every_method_author, method_context, run_method
@@ -24,16 +24,10 @@ from tests.helpers import collect, of
 TASK = Task("When was Python 3.6.0 released?", "qa")
 
 
-@pytest.fixture(autouse=True)
-def _forget_quirks():
-    """What a server refused is remembered for the process: no test leaves it to the next."""
-    yield
-    llm_module._QUIRKS.clear()
-
-
-def client_for(llm, **changes) -> LLMClient:
+def client_for(llm, notes: ServerNotes | None = None, **changes) -> LLMClient:
+    """A client of its own; with ``notes``, one that shares them (as ``Clients`` makes each run's)."""
     return LLMClient(LLMSettings(**{"base_url": llm.base_url, "model": "fake-model", "timeout": 5.0,
-                                    "max_retries": 2, "backoff": 0.01, **changes}))
+                                    "max_retries": 2, "backoff": 0.01, **changes}), notes=notes)
 
 
 async def items_of(client: LLMClient, **kwargs) -> list:
@@ -53,10 +47,13 @@ async def test_a_refused_temperature_is_retried_without_it_remembered_and_said_o
     assert not [i for i in second if isinstance(i, Dropped)], "said once"
     assert second[-1].dropped[0].value == 0.2, "the call still knows what it went without"
     assert ["temperature" in body for body in llm.requests] == [True, False, False], "one 400, then never again"
-    async with client_for(llm) as another:  # another run: no 400 again, but it says so too
+    async with client_for(llm, notes=client.notes) as another:  # another run: no 400 again, but it says so too
         third = await items_of(another, temperature=0.7)
     assert len(llm.requests) == 4 and "temperature" not in llm.requests[-1]
     assert [i.param for i in third if isinstance(i, Dropped)] == ["temperature"]
+    async with client_for(llm) as alone:  # a client with notes of its own learnt nothing from the others
+        await items_of(alone, temperature=0.7)
+    assert ["temperature" in body for body in llm.requests[4:]] == [True, False], "its own 400"
 
 
 async def test_what_one_model_refused_is_not_left_out_for_another(llm):
@@ -95,7 +92,7 @@ async def test_other_400s_are_not_retried(llm, message):
     async with client_for(llm) as client:
         with pytest.raises(LLMBadRequest):
             await items_of(client, temperature=0.7, max_tokens=50)
-    assert len(llm.requests) == 1 and not llm_module._QUIRKS
+    assert len(llm.requests) == 1 and not client.notes.quirks
 
 
 async def test_a_refusal_that_persists_is_not_retried_forever(llm):

@@ -17,6 +17,7 @@ from core import llm as llm_module
 from core.llm import Completion, LLMClient, Reset, Thinking, ThinkSplitter
 from core.methods import METHODS
 from core.methods.helpers import generate, write_draft
+from core.server_notes import ServerNotes
 from core.text.tokens import count_tokens as estimate
 from tests.fakes.llm_server import THINK_STYLES, THOUGHT, FakeReply, count_tokens, with_thinking
 from tests.fakes.method_scripts import every_method_author, method_context
@@ -28,14 +29,6 @@ TASK = Task("Write a short history of Python 3 and its ecosystem.")
 ANSWER = "The answer <b>uses</b> a < b and ends here."
 
 
-@pytest.fixture(autouse=True)
-def _forget_quirks():
-    yield
-    llm_module._QUIRKS.clear()
-    llm_module._THINKERS.clear()
-    llm_module._OPENED.clear()
-
-
 def answer_of(items: list) -> str:
     """The answer text as a consumer builds it: str deltas, dropped at each Reset."""
     text = ""
@@ -44,9 +37,10 @@ def answer_of(items: list) -> str:
     return text
 
 
-def client_for(llm, **changes) -> LLMClient:
+def client_for(llm, notes: ServerNotes | None = None, **changes) -> LLMClient:
+    """A client of its own; with ``notes``, one that shares them (as ``Clients`` makes each run's)."""
     return LLMClient(LLMSettings(**{"base_url": llm.base_url, "model": "fake-model", "timeout": 5.0,
-                                    "max_retries": 1, "backoff": 0.01, **changes}))
+                                    "max_retries": 1, "backoff": 0.01, **changes}), notes=notes)
 
 
 async def stream_items(llm, prompt="q", **kwargs) -> list:
@@ -310,7 +304,7 @@ async def test_a_cap_used_up_by_thinking_is_tried_once_more_with_room_and_then_g
         await client.complete("q2", role="revise", max_tokens=100)
         assert llm.requests[-1]["max_tokens"] == 100 + llm_module.THINKING_ROOM, "the model is known to think"
         assert first_try["max_tokens"] == 100
-    async with client_for(llm, max_tokens=500) as client:
+    async with client_for(llm, notes=client.notes, max_tokens=500) as client:  # a later run
         llm.queue(FakeReply(ANSWER))
         await client.complete("q3", role="revise", max_tokens=100)
         assert llm.requests[-1]["max_tokens"] == 500, "--max-tokens still bounds the whole"
