@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -90,8 +90,8 @@ class Runner:
         task_id = self.store.add_task(task.prompt, task.kind, task.task_set)
         owner = _new_owner()
         run_id = self.store.create_run(info.name, task_id, self._run_settings(providers, settings), owner=owner)
-        async with aclosing(self._drive(run_id, info.name, task, prior=[], seq=0, draft_only=draft_only,
-                                        providers=providers, owner=owner, settings=settings)) as events:
+        plan = _Plan(run_id, info.name, task, owner, providers, settings, draft_only=draft_only)
+        async with aclosing(self._drive(plan)) as events:
             async for event in events:
                 yield event
 
@@ -119,14 +119,8 @@ class Runner:
                 raise TaskError("The edited draft has no steps left: add at least one step.")
             edited = DraftReady(steps=steps)
             prior.append(edited)
-        task = Task(run.task, run.kind, run.task_set)
-        providers = tuple(providers or run.settings.get("search") or self.settings.search.providers)
-        owner = _new_owner()
-        self.store.claim_run(run_id, owner)  # RunLive when another runner still drives it
-        drive = self._drive(run_id, info.name, task, prior=prior, seq=self.store.last_seq(run_id),
-                            draft_only=draft_only, resumed=True, counts=run, edited=edited, providers=providers,
-                            owner=owner, settings=self._stored_settings(run.settings))
-        async with aclosing(drive) as events:
+        plan = self._continuing(run, prior, edited, draft_only=draft_only, providers=providers)
+        async with aclosing(self._drive(plan)) as events:
             async for event in events:
                 yield event
 
@@ -150,16 +144,23 @@ class Runner:
         asked = info.redo(prior, i, action=action, query=query, exclude=exclude)
         asked = replace(asked, at=_now())
         prior.append(asked)
-        task = Task(run.task, run.kind, run.task_set)
-        providers = tuple(run.settings.get("search") or self.settings.search.providers)
-        owner = _new_owner()
-        self.store.claim_run(run_id, owner)  # RunLive when another runner still drives it
-        drive = self._drive(run_id, info.name, task, prior=prior, seq=self.store.last_seq(run_id),
-                            draft_only=False, resumed=True, counts=run, edited=asked, providers=providers,
-                            owner=owner, settings=self._stored_settings(run.settings))
-        async with aclosing(drive) as events:
+        plan = self._continuing(run, prior, asked)
+        async with aclosing(self._drive(plan)) as events:
             async for event in events:
                 yield event
+
+    def _continuing(self, run: RunRow, prior: list[Event], edited: Event | None, *, draft_only: bool = False,
+                    providers: Sequence[str] | None = None) -> _Plan:
+        """The plan that goes on with stored ``run`` (``resume``, ``redo``): its events so far
+        (``prior``, ``edited`` last among them), its counters, its own settings and search
+        providers (``providers`` over them), under a new owner that has claimed it. Raises
+        RunLive when another runner still drives it."""
+        owner = _new_owner()
+        self.store.claim_run(run.id, owner)  # RunLive when another runner still drives it
+        return _Plan(run.id, get_method(run.method).name, Task(run.task, run.kind, run.task_set), owner,
+                     tuple(providers or run.settings.get("search") or self.settings.search.providers),
+                     self._stored_settings(run.settings), prior=prior, seq=self.store.last_seq(run.id),
+                     draft_only=draft_only, resumed=True, counts=run, edited=edited)
 
     def interrupt_live(self, why: str = "") -> list[str]:
         """Store every run this runner drives now as interrupted (resumable), with ``why`` as its
@@ -198,19 +199,17 @@ class Runner:
             return run_id not in self._driving
 
     # -- the loop --------------------------------------------------------------------------
-    async def _drive(self, run_id: str, method: str, task: Task, *, prior: list[Event], seq: int,
-                     draft_only: bool, providers: tuple[str, ...], owner: str, resumed: bool = False,
-                     counts: RunRow | None = None, edited: Event | None = None,
-                     settings: Settings | None = None) -> AsyncIterator[Event]:
-        """Run the method, storing and passing on each event; the method's Final gets its
+    async def _drive(self, plan: _Plan) -> AsyncIterator[Event]:
+        """Run the plan's method, storing and passing on each event; the method's Final gets its
         sources here, from the events of the run (``prior`` and the new ones). Each event is
         stored with the run's counters (and, at the end, its status) in one transaction, so the
         row never disagrees with the events. ``owner`` (this runner) beats every few seconds
         while the run goes on. ``edited``: an author's edited draft (or request to redo a step),
-        stored and passed on right after RunStarted (the method finds it in ``prior``).
-        ``settings``: the run's own (None: the runner's)."""
-        settings = settings or self.settings
-        tally = _Tally(counts, prior)
+        stored and passed on right after RunStarted (the method finds it in ``prior``)."""
+        run_id, method, task, prior, seq = plan.run_id, plan.method, plan.task, plan.prior, plan.seq
+        providers, owner, settings, draft_only = plan.providers, plan.owner, plan.settings, plan.draft_only
+        resumed, edited = plan.resumed, plan.edited
+        tally = _Tally(plan.counts, prior)
         started = time.perf_counter()
         status = RunStatus.INTERRUPTED
         resumable = get_method(method).resumable
@@ -365,6 +364,28 @@ def _setting(settings: Settings, key: str) -> Any:
 
 def _copy(value: Any) -> Any:
     return dict(value) if isinstance(value, dict) else value
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """One drive of a run, as ``_drive`` is told it: ``start`` plans a new run's,
+    ``_continuing`` a stored run's (``resume``, ``redo``). ``prior``: its events so far;
+    ``seq``: the last one's number; ``counts``: its stored counters (None: a new run);
+    ``edited``: an author's edited draft or step request, stored right after RunStarted;
+    ``settings``: the run's own."""
+
+    run_id: str
+    method: str
+    task: Task
+    owner: str
+    providers: tuple[str, ...]
+    settings: Settings
+    prior: list[Event] = field(default_factory=list)
+    seq: int = 0
+    draft_only: bool = False
+    resumed: bool = False
+    counts: RunRow | None = None
+    edited: Event | None = None
 
 
 class _Tally:
