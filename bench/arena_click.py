@@ -30,6 +30,7 @@ from bench.arena_scale import (
     free_port_block,
     log_in,
     postgres_cpu,
+    postgres_used,
     prepare,
     served_config,
 )
@@ -65,7 +66,7 @@ def measure(db: str, rounds: int, statements: Callable[[], int] | None = None) -
             voted = time.perf_counter()
             client.call("rat-next", None)
             vote, nxt = vote + voted - started, nxt + time.perf_counter() - voted
-        cpu, pg = cpu_seconds(pid) - cpu, postgres_cpu() - pg
+        cpu, pg = cpu_seconds(pid) - cpu, postgres_used(pg)
         ran = statements() - ran if statements else 0
         http.close()
     finally:

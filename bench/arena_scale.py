@@ -315,17 +315,23 @@ class Outcome:
         return on_killed, continued
 
 
-def postgres_cpu() -> float:
-    """CPU seconds used so far by the live PostgreSQL processes of this machine (the bench's
-    throwaway cluster: its server and a backend per connection), from /proc."""
-    total = 0.0
+def postgres_cpu() -> dict[int, float]:
+    """CPU seconds used so far by each live PostgreSQL process of this machine (the bench's
+    throwaway cluster: its server and a backend per connection), by pid, from /proc."""
+    found = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             if stat.read_text().split(" (", 1)[1].startswith("postgres)"):
-                total += cpu_seconds(int(stat.parent.name))
+                found[int(stat.parent.name)] = cpu_seconds(int(stat.parent.name))
         except (OSError, IndexError, ValueError):
             continue
-    return total
+    return found
+
+
+def postgres_used(before: dict[int, float]) -> float:
+    """PostgreSQL's CPU seconds since ``before`` (``postgres_cpu``), counted per process: one that
+    ended in between (another cluster's backend, e.g. the tests') takes nothing away."""
+    return sum(max(0.0, now - before.get(pid, 0.0)) for pid, now in postgres_cpu().items())
 
 
 def machine_busy() -> tuple[float, float]:
@@ -373,7 +379,8 @@ def run_setup(setup: Setup, args: argparse.Namespace, db: str) -> Outcome:
             proc.start()
         # the CPU of the measured window only: the crowd's logins (a password hash each) are the warm-up's
         time.sleep(max(0.0, started + args.warmup - time.time()))
-        cpu = WindowCpu(postgres=-postgres_cpu(), machine=-machine_busy()[0], seconds=-time.time())
+        cpu = WindowCpu(machine=-machine_busy()[0], seconds=-time.time())
+        pg_before = postgres_cpu()
         cpu_before = {pid: cpu_seconds(pid) for pid in cluster.pids()}
         killed, kill_at = "", 0.0
         if args.kill_one and setup.workers > 1:
@@ -383,7 +390,7 @@ def run_setup(setup: Setup, args: argparse.Namespace, db: str) -> Outcome:
             killed, kill_at = cluster.kill(0), time.time()
         time.sleep(max(0.0, deadline - time.time()))
         cpu.workers += sum(cpu_seconds(pid) - before for pid, before in cpu_before.items())
-        cpu.postgres += postgres_cpu()
+        cpu.postgres += postgres_used(pg_before)
         cpu.machine += machine_busy()[0]
         cpu.seconds += time.time()
         parts = [results.get(timeout=args.warmup + args.duration + 600) for _ in procs]
