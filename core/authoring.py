@@ -108,6 +108,24 @@ def attribute(revs: Revisions, text: str, undone: Iterable[int] = (), taken: Ite
 
 
 @dataclass(frozen=True)
+class Edit:
+    """The article as the author has it: its ``text``, and the steps whose revision they have
+    ``undone`` and whose refused revision they have ``taken`` (each sorted). One value that the
+    front ends pass whole, from the boxes of the page to the export and the saved version; its
+    [n] marks are bound to sources when it is attributed (``attribute``) or saved."""
+
+    text: str = ""
+    undone: tuple[int, ...] = ()
+    taken: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, text: str | None, undone: Iterable[int] | None = (), taken: Iterable[int] | None = ()) -> Edit:
+        """From what a page sends (None for an empty box)."""
+        return cls(text or "", tuple(sorted({int(i) for i in undone or ()})),
+                   tuple(sorted({int(i) for i in taken or ()})))
+
+
+@dataclass(frozen=True)
 class Shown:
     """What a version shows: ``version`` (None: the model's own text), its ``text``, the steps it
     has ``undone`` and ``taken``, its marks (``cited``, in the readers' numbering) and its ``article``."""
@@ -118,6 +136,11 @@ class Shown:
     taken: tuple[int, ...]
     cited: Cited
     article: Article
+
+    @property
+    def edit(self) -> Edit:
+        """The version as the author's article: its text and chosen steps."""
+        return Edit(self.text, tuple(self.undone), tuple(self.taken))
 
 
 class Authoring:

@@ -9,13 +9,13 @@ shows the numbers the export writes."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from common.types import Source
 from core.article.article import Article, renumber_cited
 from core.article.citations import CITE_THRESHOLD, Cited, Mark
 from core.article.docx import to_docx
 from core.article.markdown import to_markdown
+from core.authoring import Edit
 from core.text.oneline import short
 from ui.escape import esc, link
 from ui.runview import RunView
@@ -137,24 +137,21 @@ def _source_html(article: Article, s: Source) -> str:
     return f"<div class='rat-source rat-source-apart'>{link(s.url, title)}{meta}</div>"
 
 
-def export_article(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-                   threshold: float = CITE_THRESHOLD) -> Article:
-    """The article as edited (``text``, with the ``undone`` and ``taken`` steps), as it leaves the
-    house: what every export of it writes."""
-    return view.edits.article(view.task, text, undone, taken, threshold=threshold)
+def export_article(view: RunView, edit: Edit, *, threshold: float = CITE_THRESHOLD) -> Article:
+    """The article as the author has it (``edit``: its text, with its undone and taken steps), as
+    it leaves the house: what every export of it writes."""
+    return view.edits.article(view.task, edit.text, edit.undone, edit.taken, threshold=threshold)
 
 
-def export_markdown(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-                    threshold: float = CITE_THRESHOLD, notes: bool = False) -> str:
+def export_markdown(view: RunView, edit: Edit, *, threshold: float = CITE_THRESHOLD, notes: bool = False) -> str:
     """The article (as edited) as Markdown with its [n] marks, its numbered sources and, with
     ``notes``, the steps that were never checked against one (run notes)."""
-    return to_markdown(export_article(view, text, undone, taken, threshold=threshold), notes=notes)
+    return to_markdown(export_article(view, edit, threshold=threshold), notes=notes)
 
 
-def export_docx(view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-                threshold: float = CITE_THRESHOLD, notes: bool = False) -> bytes:
+def export_docx(view: RunView, edit: Edit, *, threshold: float = CITE_THRESHOLD, notes: bool = False) -> bytes:
     """The same article as ``export_markdown``, as the bytes of a Word document."""
-    return to_docx(export_article(view, text, undone, taken, threshold=threshold), notes=notes)
+    return to_docx(export_article(view, edit, threshold=threshold), notes=notes)
 
 
 def export_name(view: RunView, suffix: str = "md") -> str:

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from core.article.article import Article
 from core.article.citations import CITE_THRESHOLD, strip_marks
 from core.article.docx import to_docx
 from core.article.markdown import to_markdown, to_text
+from core.authoring import Edit
 from core.text.segment import word_count
 from ui import article_view
 from ui.escape import esc
@@ -102,13 +103,13 @@ class ExportFolder:
                     del self._sets[old]
         return paths
 
-    def output(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-               threshold: float = CITE_THRESHOLD, notes: bool = False, article: Article | None = None) -> Output:
+    def output(self, view: RunView, edit: Edit, *, threshold: float = CITE_THRESHOLD, notes: bool = False,
+               article: Article | None = None) -> Output:
         """The article as edited (``article_view.export_article``) as files and texts to copy;
         ``notes``: with the run notes (the steps never checked against a source) as an appendix
         of the files and the Markdown; ``article``: the article to write (a stored version as it
         reads), when not the edited text attributed anew. Raises OSError when the files cannot be written."""
-        article = article or article_view.export_article(view, text, undone, taken, threshold=threshold)
+        article = article or article_view.export_article(view, edit, threshold=threshold)
         markdown = to_markdown(article, notes=notes)
         md_name, docx_name = article_view.export_name(view, "md"), article_view.export_name(view, "docx")
         paths = self.write({md_name: markdown.encode("utf-8"), docx_name: to_docx(article, notes=notes)})

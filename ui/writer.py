@@ -33,7 +33,7 @@ from core.article.article import Article
 from core.article.attribution import Attribution
 from core.article.citations import Cited
 from core.article.sources import SourceBook
-from core.authoring import Authoring, Shown, attribute
+from core.authoring import Authoring, Edit, Shown, attribute
 from core.clients import Clients
 from core.live import LiveRuns, Timed
 from core.methods import METHODS, get_method
@@ -90,6 +90,7 @@ def typed_js(box_id: str) -> str:
     (what their last keystroke, paste or input method left), not the server's (a version shown)."""
     return (f"(view, text, undone, taken, typed) => [view, text, undone, taken, "
             f"window.ratTyped ? window.ratTyped({json.dumps(box_id)}, text) : true]")
+NO_EDIT = Edit()  # a run with no article yet: nothing undone, nothing taken
 VIEW_READ, VIEW_EDIT = "Read", "Edit"  # the article's two views: with its marks, or its text to edit
 SAVE_AFTER = 1.0  # seconds after the author's last keystroke that the article is saved as a version
 
@@ -412,7 +413,7 @@ class RunPanel:
             out[self.article] = ""
             out.update({self.cited: "", self.sources: ""})
             out.update(self.version_outputs(view, None))
-            out.update(self.export_outputs(view, ""))
+            out.update(self.export_outputs(view, NO_EDIT))
         out[self.notes] = view.export_notes
         if self.stop is not None:  # Stop is for a run going on (another tab's, or this one's after a reload)
             out[self.stop] = gr.Button(interactive=bool(view.run_id) and self.live.is_live(view.run_id))
@@ -431,19 +432,18 @@ class RunPanel:
                 self.article: shown.text,
                 self.cited: article_view.cited_html(shown.cited),
                 self.sources: article_view.sources_html(shown.article),
-                self.steps: self.steps_out(view, shown.undone, shown.taken, shown),
+                self.steps: self.steps_out(view, shown.edit, shown),
                 **self.version_outputs(view, shown.version),
-                **self.export_outputs(view, shown.text, shown.undone, shown.taken, article=shown.article)}
+                **self.export_outputs(view, shown.edit, article=shown.article)}
 
-    def export_outputs(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-                       article: Article | None = None) -> dict:
-        """The download buttons holding the shown article's files (Markdown, Word: ``text`` with the
-        ``undone`` and ``taken`` steps, with the run notes when the author asked for them), the texts
-        the copy buttons copy, and its length line; the buttons are disabled while there is nothing to
-        export; ``article``: the article as a stored version reads (None: ``text`` as the author has
-        it now, attributed as it would be saved). Files that cannot be written are named in a warning
+    def export_outputs(self, view: RunView, edit: Edit, *, article: Article | None = None) -> dict:
+        """The download buttons holding the shown article's files (Markdown, Word: the author's
+        ``edit``, with the run notes when the author asked for them), the texts the copy buttons
+        copy, and its length line; the buttons are disabled while there is nothing to export;
+        ``article``: the article as a stored version reads (None: ``edit`` as the author has it
+        now, attributed as it would be saved). Files that cannot be written are named in a warning
         (the buttons stay disabled)."""
-        text = text or ""
+        text = edit.text
         off = {self.download: gr.DownloadButton(value=None, interactive=False, visible=True),
                self.download_docx: gr.DownloadButton(value=None, interactive=False, visible=True),
                self.copy_md_btn: gr.Button(interactive=False), self.copy_text_btn: gr.Button(interactive=False),
@@ -452,9 +452,9 @@ class RunPanel:
         if view.final is None or not text.strip():
             return off
         try:
-            article = article or self.live_article(view, text, undone, taken)[1]
-            files = self.exports.output(view, text, undone, taken, threshold=self.threshold_of(view),
-                                        notes=view.export_notes, article=article)
+            article = article or self.live_article(view, edit)[1]
+            files = self.exports.output(view, edit, threshold=self.threshold_of(view), notes=view.export_notes,
+                                        article=article)
         except OSError as exc:
             gr.Warning(f"The article's files could not be written to the temporary folder ({exc}): free some "
                        "disk space, then pick the version again.", title="Download")
@@ -467,21 +467,20 @@ class RunPanel:
                 self.copy_md_btn: gr.Button(interactive=True), self.copy_text_btn: gr.Button(interactive=True),
                 self.copy_md_value: files.markdown_text, self.copy_text_value: files.plain_text}
 
-    def article_html(self, view: RunView, text: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> dict:
+    def article_html(self, view: RunView, edit: Edit) -> dict:
         """The article as edited with its [n] marks, and under it its numbered sources (each [n]
         leads to its entry), numbered as its export numbers them."""
-        cited, article = self.live_article(view, text, undone, taken)
+        cited, article = self.live_article(view, edit)
         return {self.cited: article_view.cited_html(cited), self.sources: article_view.sources_html(article)}
 
-    def live_article(self, view: RunView, text: str, undone: Iterable[int] = (),
-                     taken: Iterable[int] = ()) -> tuple[Cited, Article]:
-        """``text`` as the author has it now, attributed as saving it would attribute it (the marks
+    def live_article(self, view: RunView, edit: Edit) -> tuple[Cited, Article]:
+        """``edit`` as the author has it now, attributed as saving it would attribute it (the marks
         of sentences the latest version held carried over: ``core.authoring.attribute``)."""
-        undone, taken = view.edits.chosen(undone, taken)
+        undone, taken = view.edits.chosen(edit.undone, edit.taken)
         previous = self.authoring.previous(view.run_id, events=view.events) if view.run_id else None
-        attribution = attribute(view.edits, text, undone, taken, threshold=self.threshold_of(view),
+        attribution = attribute(view.edits, edit.text, undone, taken, threshold=self.threshold_of(view),
                                 previous=previous)
-        return attribution.numbered(), Article.attributed(view.task, text, attribution)
+        return attribution.numbered(), Article.attributed(view.task, edit.text, attribution)
 
     def frame(self, view: RunView) -> dict:
         """The run as far as ``view`` goes, with no editor and no article: a run being followed, or
@@ -567,18 +566,17 @@ class RunPanel:
             await asyncio.sleep(0.05)
         return self.settle(runview.fold(self.store.events(view.run_id)))
 
-    def steps_out(self, view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (),
-                  shown: Shown | None = None) -> str:
+    def steps_out(self, view: RunView, edit: Edit = NO_EDIT, shown: Shown | None = None) -> str:
         """The step cards, with the actions of a finished rat or rat-step run (``ui.step_actions``);
         with the version ``shown``, the marks in their revisions numbered as that article numbers
         the pages (a presenter's card said [9] of the page the article calls [4])."""
-        actions = step_actions.card_actions(view, undone, taken, panel=self.act_id)
+        actions = step_actions.card_actions(view, edit.undone, edit.taken, panel=self.act_id)
         marks = None
         if shown is not None:
             order = Attribution(shown.cited).order()
             labels = SourceBook.from_events(view.events).numbers()  # what the model was shown: its marks' meaning
             marks = {label: order[url] for url, label in labels.items() if url in order}
-        return run_html.steps_html(view, undone, taken, actions=actions, marks=marks)
+        return run_html.steps_html(view, edit.undone, edit.taken, actions=actions, marks=marks)
 
     async def on_step_action(self, view: RunView | None, command: str, undone: list[int] | None,
                              taken: list[int] | None):
@@ -688,9 +686,9 @@ class RunPanel:
                  self.copy_md_btn: gr.Button(interactive=False), self.copy_text_btn: gr.Button(interactive=False)}
         if view is None or view.final is None:
             return stale
-        self._save_later(view.run_id, text or "", chosen or [], taken or [])
-        return {**self.article_html(view, text or "", chosen or [], taken or []), **stale,
-                self.reading: export_view.reading_html(text or ""),
+        edit = Edit.of(text, chosen, taken)
+        self._save_later(view.run_id, edit)
+        return {**self.article_html(view, edit), **stale, self.reading: export_view.reading_html(edit.text),
                 self.saved: "<span class='rat-note'>Saving…</span>", self.saving: gr.Timer(active=True)}
 
     def on_mode(self, mode: str) -> dict:
@@ -699,7 +697,7 @@ class RunPanel:
         return {self.article: gr.Textbox(visible=editing), self.cited: gr.HTML(visible=not editing)}
 
     # -- versions -----------------------------------------------------------------------------------
-    def _save_later(self, run_id: str, text: str, undone, taken) -> None:
+    def _save_later(self, run_id: str, edit: Edit) -> None:
         """Save the article as a version SAVE_AFTER seconds after the last keystroke (each
         keystroke puts the save off again), on the server: a closed tab does not lose it."""
         self._cancel_save(run_id)
@@ -707,7 +705,7 @@ class RunPanel:
 
         def save() -> None:
             self._saving.pop(run_id, None)
-            self.authoring.edit(run_id, text, undone, taken)
+            self.authoring.edit(run_id, edit.text, edit.undone, edit.taken)
 
         self._saving[run_id] = (loop.call_later(SAVE_AFTER, save), save)
 
@@ -746,7 +744,7 @@ class RunPanel:
             return gr.skip()  # still waiting for the save
         shown = self.authoring.shown(view.run_id, LATEST)
         return {**self.version_outputs(view, shown.version), self.saving: gr.Timer(active=False),
-                **self.export_outputs(view, shown.text, shown.undone, shown.taken, article=shown.article)}
+                **self.export_outputs(view, shown.edit, article=shown.article)}
 
     def on_view_version(self, view: RunView | None, n) -> dict:
         """Show an earlier version (or, for 0, the model's text) without changing anything."""
@@ -772,7 +770,7 @@ class RunPanel:
         if view is None or view.final is None:
             return gr.skip()
         view.export_notes = bool(notes)
-        return {self.state: view, **self.export_outputs(view, text, chosen or [], taken or [])}
+        return {self.state: view, **self.export_outputs(view, Edit.of(text, chosen, taken))}
 
 
 async def _after(events: AsyncIterator, skip: int) -> AsyncIterator:

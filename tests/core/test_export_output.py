@@ -18,6 +18,7 @@ from common.types import Source
 from core.article.article import Article
 from core.article.docx import to_docx
 from core.article.markdown import escape_html, plain_text, to_markdown, to_text
+from core.authoring import Edit
 from tests.ui.test_render import cited_run, rat_run
 from ui import article_view, export_view, run_html
 from ui.runview import RunView, fold
@@ -84,10 +85,10 @@ def test_run_notes_are_an_appendix_only_when_asked_for():
 def test_the_writers_export_of_an_undone_step_leaves_the_note_out_by_default(tmp_path):
     view = fold(rat_run("rat-step"))
     folder = export_view.ExportFolder()
-    out = folder.output(view, view.edits.text([1]), [1])
+    out = folder.output(view, Edit.of(view.edits.text([1]), [1]))
     assert "undone by the author" not in out.markdown_text
     assert "undone by the author" not in out.markdown.read_text(encoding="utf-8")
-    noted = folder.output(view, view.edits.text([1]), [1], notes=True)
+    noted = folder.output(view, Edit.of(view.edits.text([1]), [1]), notes=True)
     assert "- Step 1: its revision was undone by the author" in noted.markdown.read_text(encoding="utf-8")
     folder.close()
 
@@ -156,7 +157,7 @@ def test_n_exports_leave_one_folder_with_one_file_set(tmp_path, monkeypatch):
     folder = export_view.ExportFolder(clock=clock)
     for k in range(5):
         clock.now += export_view.KEEP_SECONDS
-        out = folder.output(view, view.edits.text() + f"\n\nEdit number {k}.")
+        out = folder.output(view, Edit.of(view.edits.text() + f"\n\nEdit number {k}."))
     assert [p.name for p in tmp_path.iterdir()] == [folder.path.name] and folder.path.name.startswith("rat-export-")
     (only,) = sets(folder)
     assert sorted(p.name for p in only.iterdir()) == ["write-about-python-3-abc123.docx",
@@ -237,7 +238,7 @@ def test_an_edited_draft_restarts_the_eta():
 def test_the_export_folder_writes_the_writer_files_with_the_exported_names():
     view = fold(cited_run())
     folder = export_view.ExportFolder()
-    out = folder.output(view, view.edits.text())
+    out = folder.output(view, Edit.of(view.edits.text()))
     assert out.markdown.name == article_view.export_name(view, "md")
     assert out.markdown.read_text(encoding="utf-8") == out.markdown_text
     assert docx.Document(str(out.docx)).paragraphs[0].text == "Write about Python 3."

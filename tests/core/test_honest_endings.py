@@ -12,6 +12,7 @@ from common.events import Failed, Final, Note, StepRevised
 from common.types import RunStatus, Task
 from core.article.article import Article, unsourced_cause
 from core.article.markdown import to_markdown
+from core.authoring import Edit
 from data import arena
 from tests.conftest import make_settings
 from tests.fakes.scripts import RatAuthor, draft_steps, kind_of
@@ -146,9 +147,9 @@ async def test_a_text_that_ends_where_the_token_limit_cut_the_answer_says_so(app
     assert any(p.startswith("Cut short: the text ends where") for p in paragraphs)
     view = fold(app.store.events(cut_run[0].run_id))
     assert "cut at the token limit" in progress_text(view, "done")
-    assert "Cut short" in export_markdown(view, final.text)
-    assert "Cut short" not in export_markdown(view, final.text.replace("**3) 20", "**3) 2010s: Python 3 won.**")), \
-        "an author who wrote the end is not told it is missing"
+    assert "Cut short" in export_markdown(view, Edit.of(final.text))
+    ended = final.text.replace("**3) 20", "**3) 2010s: Python 3 won.**")
+    assert "Cut short" not in export_markdown(view, Edit.of(ended)), "an author who wrote the end is not told so"
 
 
 async def test_an_edited_draft_drops_the_sources_of_the_old_revisions(app, llm):

@@ -18,6 +18,7 @@ from core.article.article import Article, renumber_cited
 from core.article.citations import mark_order, renumber_marks
 from core.article.docx import to_docx
 from core.article.markdown import to_markdown
+from core.authoring import Edit
 from tests.ui.test_render import XSS, cited_run, url
 from ui import article_view
 from ui.runview import fold
@@ -99,10 +100,10 @@ def test_markdown_docx_and_the_writer_agree_on_every_number():
     view = fold(cited_run())
     paragraphs = view.edits.text().split("\n\n")
     text = "\n\n".join([paragraphs[2], paragraphs[0], paragraphs[1]])
-    md_marks, md_sources = numbers_of_markdown(article_view.export_markdown(view, text))
+    md_marks, md_sources = numbers_of_markdown(article_view.export_markdown(view, Edit.of(text)))
     assert md_marks == ["1", "2", "3"] and md_sources == {1: url(3), 2: url(1), 3: url(2)}
 
-    document = docx.Document(io.BytesIO(article_view.export_docx(view, text)))
+    document = docx.Document(io.BytesIO(article_view.export_docx(view, Edit.of(text))))
     lines = [p.text for p in document.paragraphs]
     assert [m for line in lines[1:4] for m in re.findall(r"\[(\d+)\]", line)] == md_marks
     assert {int(n): u for line in lines for n, u in re.findall(r"^\[(\d+)\] .*? — (\S+)", line)} == md_sources

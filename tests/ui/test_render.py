@@ -25,6 +25,7 @@ from common.events import (
 )
 from common.types import Passage, SearchResult, Source
 from core.article import edits
+from core.authoring import Edit
 from ui import article_view, escape, run_html, runs_table, runview
 from ui.diff import changed, diff_html, word_diff
 from ui.runview import RunView, fold
@@ -279,7 +280,7 @@ def test_undone_steps_lose_their_sources_and_the_rest_are_renumbered():
 
 def test_export_markdown_has_the_edited_text_and_sources():
     view = fold(rat_run("rat-step"))
-    md = article_view.export_markdown(view, "My own words.", [3])
+    md = article_view.export_markdown(view, Edit.of("My own words.", [3]))
     assert md.startswith("# Write about Python 3.\n\nMy own words.")
     # no sentence of the author's words is cited: the pages read are listed apart, with no number
     assert "## Sources" not in md and "## Also read" in md
@@ -410,12 +411,13 @@ def test_a_refused_revision_shows_the_reply_and_can_be_taken_in_paragraph_mode()
     assert [s.steps for s in view.edits.sources()] == [(1,), (3,)]
     assert [(s.url, s.steps) for s in view.edits.sources([], [2])] == [(url(1), (1,)), (url(2), (2,)),
                                                                               (url(3), (3,))]
-    assert "Not checked" not in article_view.export_markdown(view, view.edits.text(), [1]), "run notes: asked for"
-    md = article_view.export_markdown(view, view.edits.text(), [1], notes=True)
+    assert "Not checked" not in article_view.export_markdown(view, Edit.of(view.edits.text(), [1])), \
+        "run notes: asked for"
+    md = article_view.export_markdown(view, Edit.of(view.edits.text(), [1]), notes=True)
     assert "## Not checked against a source" in md
     assert "- Step 1: its revision was undone by the author" in md
     assert "- Step 2: the model's revision was refused" in md
-    assert "Not checked" not in article_view.export_markdown(view, taken, [], [2], notes=True)
+    assert "Not checked" not in article_view.export_markdown(view, Edit.of(taken, [], [2]), notes=True)
 
 
 def test_taking_a_refused_revision_in_cumulative_mode_drops_the_later_revisions():
@@ -513,7 +515,7 @@ def test_progress_says_how_many_sentences_are_cited():
 def test_exports_carry_the_marks_numbered_like_the_kept_sources():
     view = fold(cited_run())
     text = view.edits.text([1])  # step 1 undone: its sentence has no source, step 2's is [1]
-    md = article_view.export_markdown(view, text, [1])
+    md = article_view.export_markdown(view, Edit.of(text, [1]))
     assert f"{STEPS[0]}\n\n{STEPS[1].removesuffix('.')} [1]. [r2]\n\n{STEPS[2].removesuffix('.')} [2]. [r3]" in md
     assert f"1. [Page]({url(2)}) — used in step 2" in md and f"2. [Page]({url(3)}) — used in step 3" in md
     assert article_view.export_name(view, "docx") == "write-about-python-3-abc123.docx"
@@ -522,7 +524,7 @@ def test_exports_carry_the_marks_numbered_like_the_kept_sources():
 
     from docx import Document
 
-    doc = Document(io.BytesIO(article_view.export_docx(view, text, [1])))
+    doc = Document(io.BytesIO(article_view.export_docx(view, Edit.of(text, [1]))))
     paragraphs = [p.text for p in doc.paragraphs]
     assert paragraphs[0] == "Write about Python 3."
     assert f"{STEPS[1].removesuffix('.')} [1]. [r2]" in paragraphs
