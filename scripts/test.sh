@@ -34,4 +34,7 @@ if [ ! -f ../shared/fixtures/web/manifest.json ]; then
   exit 2
 fi
 
-exec "$PYTHON" -m pytest -q -p no:cacheprovider "$@"
+# Two workers (pytest-xdist; RAT_TEST_WORKERS to change, 0 for none): many tests wait on a server,
+# a browser or a model more than they compute, so two cores run the suite in about two thirds
+# of the time one worker takes.
+exec "$PYTHON" -m pytest -q -p no:cacheprovider -n "${RAT_TEST_WORKERS:-2}" "$@"
