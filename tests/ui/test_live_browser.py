@@ -160,7 +160,9 @@ def test_an_edit_typed_just_before_a_reload_is_shown_after_it(open_page, llm, ap
     assert saved.action == "edit"
 
 
-def test_a_backspace_and_a_paste_are_saved_and_the_servers_own_text_is_not_an_edit(open_page, llm, app):
+@pytest.mark.parametrize("width, height", [(1366, 768), (1920, 1080)])
+def test_a_backspace_and_a_paste_are_saved_and_the_servers_own_text_is_not_an_edit(open_page, llm, app, width,
+                                                                                    height):
     """Gradio 6's Textbox sends its ``input`` event for printable keys and Enter only: a Backspace,
     a paste or an input method's text changed the box and was never saved (it showed until a
     reload, then was gone). Now every change the author's hand makes is saved, and a text the
@@ -169,6 +171,7 @@ def test_a_backspace_and_a_paste_are_saved_and_the_servers_own_text_is_not_an_ed
 
     llm.reply(Gate(open_at_start=True))
     page, writer = open_page()
+    page.set_viewport_size({"width": width, "height": height})
     start(writer, "Describe how Python 3.7 kept dicts in insertion order")
     expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
     run_id = app.store.list_runs(limit=1)[0].id
@@ -191,6 +194,12 @@ def test_a_backspace_and_a_paste_are_saved_and_the_servers_own_text_is_not_an_ed
     assert [v.action for v in versions] == ["undo", "edit", "edit"]
     assert versions[-1].text == undone[:-1] + " 作者粘贴的一句。"
 
+    writer_tests.screenshot(page, f"writer-pasted-{width}x{height}.png", top=article)
+
     page.reload()
     expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
     expect(article_box(writer)).to_have_value(re.compile(r"作者粘贴的一句。$"), timeout=TIMEOUT)
+    writer.get_by_role("radio", name="Read").check()
+    cited = writer.locator(".rat-cited-panel").last
+    expect(cited).to_contain_text("作者粘贴的一句")
+    writer_tests.screenshot(page, f"writer-pasted-read-{width}x{height}.png", top=cited)
