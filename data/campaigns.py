@@ -35,6 +35,7 @@ class CampaignRow(NamedTuple):
 
 
 _COLUMNS = "id, name, task_set, methods, style, overlap, quota, voters, status, changed_by, created"
+_INSERT = f"insert into campaigns ({_COLUMNS.removeprefix('id, ')}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def _row(r: Sequence[Any], started: str) -> CampaignRow:
@@ -54,11 +55,16 @@ def add_row(store: Store, name: str, *, task_set: str | None, methods: Sequence[
                              f"`python app.py campaign set {name} ...`.")
         if not new and not exists:
             raise StoreError(f"No campaign {name!r}: `python app.py campaign list` lists them.")
-        cur = conn.execute(
-            f"insert into campaigns ({_COLUMNS.removeprefix('id, ')}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [name, task_set, json.dumps(list(methods)), style, overlap, quota, json.dumps(list(voters)), status,
-             changed_by, now()])
+        cur = conn.execute(_INSERT, [name, *_settings(task_set, methods, style, overlap, quota, voters, status,
+                                                      changed_by, now())])
     return cur.lastrowid
+
+
+def _settings(task_set: str | None, methods: Sequence[str], style: str, overlap: int, quota: int | None,
+              voters: Sequence[str], status: str, changed_by: str, created: str) -> tuple:
+    """A row's columns after its name, as stored (the lists as JSON)."""
+    return (task_set, json.dumps(list(methods)), style, overlap, quota, json.dumps(list(voters)), status, changed_by,
+            created)
 
 
 def current(store: Store) -> list[CampaignRow]:
@@ -102,12 +108,12 @@ def import_rows(store: Store, records: Sequence[dict]) -> CampaignsImported:
         by_name.setdefault(r["name"], []).append(r)
     added = present = 0
     with write_transaction(store.db, "import the campaigns") as conn:
-        new: list[dict] = []
+        new: list[tuple] = []
         for name, rows in by_name.items():
             here = [tuple(r) for r in conn.execute(
                 f"select {_COLUMNS.removeprefix('id, name, ')} from campaigns where name = ? order by id", [name])]
-            there = [(r["task_set"], json.dumps(list(r["methods"])), r["style"], r["overlap"], r["quota"],
-                      json.dumps(list(r["voters"])), r["status"], r["changed_by"], r["created"]) for r in rows]
+            there = [_settings(r["task_set"], r["methods"], r["style"], r["overlap"], r["quota"], r["voters"],
+                               r["status"], r["changed_by"], r["created"]) for r in rows]
             shared = min(len(here), len(there))
             if here[:shared] != there[:shared]:
                 differs = next(k for k in range(shared) if here[k] != there[k])
@@ -116,10 +122,9 @@ def import_rows(store: Store, records: Sequence[dict]) -> CampaignsImported:
                                  f"{here[0][-1]}): it is another campaign, or was changed in both places. Import "
                                  "into another database (--db), or leave its rows and votes out.")
             present += shared
-            new += [dict(zip(("name", "values"), (name, row), strict=True)) for row in there[shared:]]
+            new += [(name, *row) for row in there[shared:]]
         for row in new:
-            conn.execute(f"insert into campaigns ({_COLUMNS.removeprefix('id, ')}) "
-                         "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [row["name"], *row["values"]])
+            conn.execute(_INSERT, row)
             added += 1
     return CampaignsImported(added, present)
 
