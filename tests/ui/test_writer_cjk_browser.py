@@ -210,7 +210,12 @@ def test_a_chinese_run_survives_a_reload_mid_run_and_the_author_s_undo_and_edit_
         expect(writer.locator(".rat-progress")).to_contain_text("Done: 2 steps revised.", timeout=TIMEOUT)
         page.screenshot(path=str(SCREENSHOTS / "writer-chinese-1920x1080.png"), animations="disabled", caret="hide")
 
-        writer.get_by_role("checkbox", name=re.compile(r"^Step 2: ")).check()  # undo step 2's revision
+        # the finished article is on the page (the box of step 2 is the settled panel's, not one the
+        # last render replaces under the click)
+        expect(writer.locator(".rat-saved").last).to_contain_text("The model's text", timeout=TIMEOUT)
+        step2 = writer.get_by_role("checkbox", name=re.compile(r"^Step 2: "))
+        step2.click()  # undo step 2's revision
+        expect(step2).to_be_checked(timeout=TIMEOUT)
         article = article_box(writer)
         expect(article).not_to_have_value(re.compile(r"第2条引文"))
         expect(writer.locator(".rat-saved").last).to_contain_text(re.compile(r"Version 1, saved"), timeout=TIMEOUT)
