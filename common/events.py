@@ -13,6 +13,7 @@ whole on its ``LLMCalled``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -240,14 +241,22 @@ def _decode(hint: Any, value: Any) -> Any:
     return value
 
 
+@functools.cache
 def _hints(cls: type) -> dict[str, Any]:
+    """``cls``'s field types, resolved once per class: typing.get_type_hints evaluates every
+    annotation's string anew on each call, which was most of the time reading a run's events took."""
     return typing.get_type_hints(cls)
+
+
+@functools.cache
+def _fields(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
 
 
 def event_from_dict(type_name: str, payload: dict[str, Any]) -> Event:
     """Rebuild a stored event. Raises KeyError for an unknown type name."""
     cls = EVENT_TYPES[type_name]
     hints = _hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
+    known = _fields(cls)
     kwargs = {k: _decode(hints[k], v) for k, v in payload.items() if k in known}
     return cls(**kwargs)

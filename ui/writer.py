@@ -658,8 +658,9 @@ class RunPanel:
     async def on_undo(self, view: RunView | None, chosen: list[int], taken: list[int] | None = None) -> dict:
         """Undo or take revisions: the article is rebuilt, and the boxes show what the mode's
         rules made of the choice (in cumulative mode, everything after the first step chosen)."""
-        if view is None or view.final is None:
-            return {}
+        if view is None or view.final is None:  # a box ticked as the run ends: no version to make yet
+            gr.Warning("The run is still finishing: tick the box again once it says Done.")
+            return {self.undo: gr.CheckboxGroup(value=[]), self.take: gr.CheckboxGroup(value=[])}
         self._flush_save(view.run_id)  # the text being typed is kept first, as its own version
         try:
             version = self.authoring.choose(view.run_id, chosen or [], taken or [])

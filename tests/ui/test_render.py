@@ -367,6 +367,22 @@ async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(app
     assert updates[-1][panel.draft] == run_html.draft_html(whole)
 
 
+
+async def test_an_undo_box_ticked_before_the_run_is_done_is_cleared_not_an_error(app):
+    """Seen under load: a box ticked as the run ended reached the server before its Final, and the
+    handler returned {} for the panel's 17 outputs (Gradio's "didn't return enough output values")."""
+    import gradio as gr
+
+    from ui.writer import RunPanel
+
+    with gr.Blocks():
+        panel = RunPanel(app.runner, app.store, app.clients)
+        panel.layout()
+    out = await panel.on_undo(RunView(run_id="r"), [2], [])
+    assert set(out) == {panel.undo, panel.take}
+    assert out[panel.undo].value == [] and out[panel.take].value == []
+
+
 # -- the Writer's helpers (no browser) ------------------------------------------------------------
 def test_search_choices_and_per_run_provider(app):
     from dataclasses import replace
