@@ -19,7 +19,7 @@ from data.store import Store, now
 SOURCES = ("run", "import", "task", "manual")
 
 #: The search of :func:`search` by the store's dialect, with the FTS query (``fts_query``) and
-#: ``k`` as parameters. PostgreSQL's ``procedures_fts`` (data.pg_migrations, m004) holds each
+#: ``k`` as parameters. PostgreSQL's ``procedures_fts`` (data.dialect's FullText, m004) holds each
 #: procedure's ``document``, a tsvector; ``websearch_to_tsquery`` reads the quoted, OR-ed words.
 SEARCH = {
     "sqlite": """select procedures.*, -bm25(procedures_fts) as score

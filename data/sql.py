@@ -12,7 +12,7 @@ speak, with ``?`` placeholders; ``translate`` turns a statement into PostgreSQL'
 - an insert into a table with an ``id`` column returns it, read as ``cursor.lastrowid``.
 
 What is not the same SQL on both is chosen by ``dialect`` where it is written (full-text search,
-the schema's DDL: ``data.pg_migrations``); ``julianday`` is a function the schema defines on
+the schema's DDL: ``data.dialect``); ``julianday`` is a function the schema defines on
 PostgreSQL. Values read come back as SQLite gives them: a ``numeric`` (PostgreSQL's sum of
 bigints, its avg) as an int when whole, else a float; a bool parameter is stored as 0 or 1.
 

@@ -1,7 +1,7 @@
-"""data.pg_migrations: PostgreSQL, migrated by its scripts, ends with the schema SQLite's migrations
-make (tables, columns and their types, NOT NULL, defaults, foreign keys, named indexes), refuses
-what SQLite's triggers and checks refuse with the same messages, computes julianday as SQLite
-does, and searches the procedure memory (data.procedures.search) through its own index."""
+"""data.dialect: PostgreSQL, migrated by the schema's PostgreSQL form, ends with the schema SQLite's
+migrations make (tables, columns and their types, NOT NULL, defaults, foreign keys, named indexes),
+refuses what SQLite's triggers and checks refuse with the same messages, computes julianday as
+SQLite does, and searches the procedure memory (data.procedures.search) through its own index."""
 
 from __future__ import annotations
 
@@ -15,9 +15,13 @@ import pytest
 from psycopg.rows import dict_row
 
 from data import procedures
+from data.dialect import script
 from data.migrations import MIGRATIONS
-from data.pg_migrations import PG
+from data.schema import SCHEMA
 from data.store import Store
+
+#: Each migration's PostgreSQL script, by name.
+PG = {name: script(steps) for name, steps in SCHEMA}
 
 
 def migrate(url: str) -> psycopg.Connection:
