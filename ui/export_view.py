@@ -1,4 +1,4 @@
-"""The article's output in the Writer: the files its download buttons hold (Markdown and Word),
+"""The article's output in the Writer: the files its download buttons hold (Markdown, Word, PDF, HTML),
 the texts its copy buttons copy (Markdown, plain text) and its length ("1,234 words · 6 min read").
 
 The files of one panel go to one temporary folder (``ExportFolder``), each set in a subfolder named
@@ -21,7 +21,9 @@ from pathlib import Path
 from core.article.article import Article
 from core.article.citations import CITE_THRESHOLD, strip_marks
 from core.article.docx import to_docx
+from core.article.html import to_html
 from core.article.markdown import to_markdown, to_text
+from core.article.pdf import PdfFontMissing, to_pdf
 from core.authoring import Edit
 from core.text.segment import word_count
 from ui import article_view
@@ -31,6 +33,8 @@ from ui.runview import RunView
 WORDS_PER_MINUTE = 230  # a reader's pace, for the reading time
 KEEP_SECONDS = 60.0  # how long a set of export files outlives the next one
 EMPTY = "The article is empty: write something, or undo fewer steps."
+MD, DOCX, PDF, HTML = "md", "docx", "pdf", "html"
+FORMATS = (MD, DOCX, PDF, HTML)  # the Writer's download buttons'
 
 
 def reading_line(text: str) -> str:
@@ -51,12 +55,17 @@ def reading_html(text: str) -> str:
 
 @dataclass(frozen=True)
 class Output:
-    """One article's output: its files (``markdown``, ``docx``) and the texts to copy."""
+    """One article's output: its files (``markdown``, ``docx``; ``pdf`` and ``html`` when asked
+    for: None otherwise, or for a PDF that could not be made, ``pdf_error`` saying why) and the
+    texts to copy."""
 
     markdown: Path
     docx: Path
     markdown_text: str
     plain_text: str
+    pdf: Path | None = None
+    html: Path | None = None
+    pdf_error: str = ""
 
 
 class ExportFolder:
@@ -104,17 +113,29 @@ class ExportFolder:
         return paths
 
     def output(self, view: RunView, edit: Edit, *, threshold: float = CITE_THRESHOLD, notes: bool = False,
-               article: Article | None = None) -> Output:
+               article: Article | None = None, formats: tuple[str, ...] = (MD, DOCX)) -> Output:
         """The article as edited (``article_view.export_article``) as files and texts to copy;
         ``notes``: with the run notes (the steps never checked against a source) as an appendix
         of the files and the Markdown; ``article``: the article to write (a stored version as it
-        reads), when not the edited text attributed anew. Raises OSError when the files cannot be written."""
+        reads), when not the edited text attributed anew; ``formats``: the files besides Markdown
+        and Word (PDF, HTML: ``FORMATS``). A PDF that cannot be drawn (no font has some of its
+        letters) is left out, with why. Raises OSError when the files cannot be written."""
         article = article or article_view.export_article(view, edit, threshold=threshold)
         markdown = to_markdown(article, notes=notes)
-        md_name, docx_name = article_view.export_name(view, "md"), article_view.export_name(view, "docx")
-        paths = self.write({md_name: markdown.encode("utf-8"), docx_name: to_docx(article, notes=notes)})
-        return Output(markdown=paths[md_name], docx=paths[docx_name], markdown_text=markdown,
-                      plain_text=to_text(article))
+        names = {fmt: article_view.export_name(view, fmt) for fmt in (MD, DOCX, *formats)}
+        files = {names[MD]: markdown.encode("utf-8"), names[DOCX]: to_docx(article, notes=notes)}
+        pdf_error = ""
+        if HTML in formats:
+            files[names[HTML]] = to_html(article, notes=notes).encode("utf-8")
+        if PDF in formats:
+            try:
+                files[names[PDF]] = to_pdf(article, notes=notes)
+            except PdfFontMissing as exc:
+                pdf_error = str(exc)
+        paths = self.write(files)
+        return Output(markdown=paths[names[MD]], docx=paths[names[DOCX]], markdown_text=markdown,
+                      plain_text=to_text(article), pdf=paths.get(names.get(PDF, "")),
+                      html=paths.get(names.get(HTML, "")), pdf_error=pdf_error)
 
     def close(self) -> None:
         """Remove the folder and every file in it now."""

@@ -298,6 +298,8 @@ class RunPanel:
                 button = {"interactive": False, "scale": 0, "size": "md"}
                 self.download = gr.DownloadButton("Download Markdown", variant="primary", min_width=200, **button)
                 self.download_docx = gr.DownloadButton("Download Word", min_width=170, **button)
+                self.download_pdf = gr.DownloadButton("Download PDF", min_width=150, **button)
+                self.download_html = gr.DownloadButton("Download HTML", min_width=160, **button)
                 self.copy_md_btn = gr.Button("Copy Markdown", min_width=160, **button)
                 self.copy_text_btn = gr.Button("Copy text", min_width=110, **button)
                 self.notes = gr.Checkbox(False, label="Include run notes (the steps never checked, as an appendix)",
@@ -308,13 +310,17 @@ class RunPanel:
 
     def outputs(self) -> list:
         return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
-                self.result_box, self.undo, self.take, self.article, self.cited, self.download, self.download_docx,
+                self.result_box, self.undo, self.take, self.article, self.cited, *self.downloads(),
                 self.saved, self.version_pick, self.restore_btn, self.sources, *self.copy_parts(), self.notes,
                 self.draft_cards, *([self.stop] if self.stop is not None else [])]
 
     def export_parts(self) -> list:
         """What ``export_outputs`` updates: the download buttons and ``copy_parts``."""
-        return [self.download, self.download_docx, *self.copy_parts()]
+        return [*self.downloads(), *self.copy_parts()]
+
+    def downloads(self) -> list:
+        """The download buttons: Markdown, Word, PDF, HTML."""
+        return [self.download, self.download_docx, self.download_pdf, self.download_html]
 
     def copy_parts(self) -> list:
         """The copy buttons, what they copy, and the article's length line."""
@@ -327,7 +333,7 @@ class RunPanel:
         for box in (self.undo, self.take):
             box.input(self.on_undo, [self.state, self.undo, self.take],
                       [self.progress, self.undo, self.take, self.article, self.cited, self.sources, self.steps,
-                       self.download, self.download_docx, self.saved, self.version_pick, self.restore_btn,
+                       *self.downloads(), self.saved, self.version_pick, self.restore_btn,
                        *self.copy_parts()],
                       **PRIVATE)
         self.mode.change(self.on_mode, self.mode, [self.article, self.cited], **PRIVATE, queue=False)
@@ -342,7 +348,7 @@ class RunPanel:
         self.copy_text_btn.click(None, self.copy_text_value, self.copied, js=export_view.copy_js("text"), **PRIVATE)
         # every change the author makes (typed, deleted, pasted, an input method's text), saved
         self.article.change(self.on_edit, [*edited, self.typed],
-                            [self.cited, self.sources, self.download, self.download_docx, self.saved, self.saving,
+                            [self.cited, self.sources, *self.downloads(), self.saved, self.saving,
                              self.copy_md_btn, self.copy_text_btn, self.reading],
                             js=typed_js(f"{self.act_id}-article"), **EDIT)
         gr.on(None, None, js=TYPED_LISTENER_JS, api_visibility="private")  # on page load, in the browser only
@@ -437,15 +443,14 @@ class RunPanel:
                 **self.export_outputs(view, shown.edit, article=shown.article)}
 
     def export_outputs(self, view: RunView, edit: Edit, *, article: Article | None = None) -> dict:
-        """The download buttons holding the shown article's files (Markdown, Word: the author's
-        ``edit``, with the run notes when the author asked for them), the texts the copy buttons
-        copy, and its length line; the buttons are disabled while there is nothing to export;
+        """The download buttons holding the shown article's files (Markdown, Word, PDF, HTML: the
+        author's ``edit``, with the run notes when the author asked for them), the texts the copy
+        buttons copy, and its length line; the buttons are disabled while there is nothing to export;
         ``article``: the article as a stored version reads (None: ``edit`` as the author has it
         now, attributed as it would be saved). Files that cannot be written are named in a warning
-        (the buttons stay disabled)."""
+        (the buttons stay disabled), and so is a PDF that cannot be drawn (its button stays disabled)."""
         text = edit.text
-        off = {self.download: gr.DownloadButton(value=None, interactive=False, visible=True),
-               self.download_docx: gr.DownloadButton(value=None, interactive=False, visible=True),
+        off = {**{b: gr.DownloadButton(value=None, interactive=False, visible=True) for b in self.downloads()},
                self.copy_md_btn: gr.Button(interactive=False), self.copy_text_btn: gr.Button(interactive=False),
                self.copy_md_value: "", self.copy_text_value: "",
                self.reading: export_view.reading_html(text) if view.final is not None else ""}
@@ -454,16 +459,18 @@ class RunPanel:
         try:
             article = article or self.live_article(view, edit)[1]
             files = self.exports.output(view, edit, threshold=self.threshold_of(view), notes=view.export_notes,
-                                        article=article)
+                                        article=article, formats=export_view.FORMATS)
         except OSError as exc:
             gr.Warning(f"The article's files could not be written to the temporary folder ({exc}): free some "
                        "disk space, then pick the version again.", title="Download")
             return off
         notes = " + run notes" if view.export_notes else ""  # the label says what the files hold
-        return {**off, self.download: gr.DownloadButton(f"Download Markdown{notes}", value=str(files.markdown),
-                                                        interactive=True, visible=True),
-                self.download_docx: gr.DownloadButton(f"Download Word{notes}", value=str(files.docx),
-                                                      interactive=True, visible=True),
+        if files.pdf_error:  # a letter no font here has: the other files are made, the warning says why no PDF is
+            gr.Warning(files.pdf_error, title="PDF")
+        made = ((self.download, "Markdown", files.markdown), (self.download_docx, "Word", files.docx),
+                (self.download_pdf, "PDF", files.pdf), (self.download_html, "HTML", files.html))
+        return {**off, **{button: gr.DownloadButton(f"Download {name}{notes}", value=str(path), interactive=True,
+                                                    visible=True) for button, name, path in made if path is not None},
                 self.copy_md_btn: gr.Button(interactive=True), self.copy_text_btn: gr.Button(interactive=True),
                 self.copy_md_value: files.markdown_text, self.copy_text_value: files.plain_text}
 
@@ -487,8 +494,7 @@ class RunPanel:
         a replay's frame (paused, stepped, sought)."""
         out = self.render(view, ALL_PANELS)
         out.update({self.editor_box: gr.Group(visible=False), self.result_box: gr.Column(visible=False),
-                    self.download: gr.DownloadButton(visible=False),
-                    self.download_docx: gr.DownloadButton(visible=False)})
+                    **{button: gr.DownloadButton(visible=False) for button in self.downloads()}})
         if self.stop is not None:
             out[self.stop] = gr.Button(interactive=True)
         return out
@@ -682,8 +688,7 @@ class RunPanel:
         Not ``typed``: the server put the text there (a version shown), nothing to do."""
         if not typed:
             return gr.skip()
-        stale = {self.download: gr.DownloadButton(interactive=False),
-                 self.download_docx: gr.DownloadButton(interactive=False),
+        stale = {**{button: gr.DownloadButton(interactive=False) for button in self.downloads()},
                  self.copy_md_btn: gr.Button(interactive=False), self.copy_text_btn: gr.Button(interactive=False)}
         if view is None or view.final is None:
             return stale

@@ -29,17 +29,17 @@ from functools import partial
 
 from common.types import Source
 from core.article.article import CUT_TEXT, Article
+from core.article.blocks import BULLET as _BULLET
+from core.article.blocks import CITE as _CITE  # a mark in the readers' numbering: "[3]" (``renumber_marks``)
+from core.article.blocks import CONTROL as _CONTROL  # not allowed in XML: dropped
+from core.article.blocks import EMPHASIS as _EMPHASIS
+from core.article.blocks import HEADING as _HEADING
+from core.article.blocks import NUMBERED as _NUMBERED
+from core.article.blocks import WEB as _WEB  # a URL the document may link to
 
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
-_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.*)$")
-_EMPHASIS = re.compile(r"(\*\*[^*\n]+\*\*|__[^_\n]+__|\*[^*\n]+\*)")
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # not allowed in XML: dropped
-_CITE = re.compile(r"\[(\d{1,4})\]")  # a mark in the readers' numbering: "[3]" (``renumber_marks``)
 BOOKMARK = "source-{n}"  # the bookmark of source n's entry, where its marks link
 LINK_STYLE = "Hyperlink"  # the character style of links (its id and name)
-_WEB = re.compile(r"^https?://\S+$", re.I)  # a URL the document may link to
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
 _KANA = re.compile(r"[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")  # hiragana, katakana (also half-width)
 _HIRAGANA = re.compile(r"[\u3040-\u309f]")

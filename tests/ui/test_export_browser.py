@@ -122,6 +122,17 @@ def test_one_click_downloads_copies_and_counts_the_shown_article(page_of, llm): 
     assert urls and all(url in markdown for url in urls), rels
     assert "Closing words here." in body
 
+    # PDF and HTML, one click each: the same article, its sources as links
+    from pypdf import PdfReader
+
+    pdf = PdfReader(io.BytesIO(download(page, writer.get_by_role("button", name="Download PDF", exact=True))))
+    links = {a.get_object()["/A"].get("/URI") for p in pdf.pages for a in p.get("/Annots") or []}
+    assert set(urls) <= links, links
+    assert "Closing words here." in "".join(p.extract_text() for p in pdf.pages).replace("\0", "")
+    html = download(page, writer.get_by_role("button", name="Download HTML", exact=True)).decode("utf-8")
+    assert "Closing words here." in html and all(f'href="{url}"' in html for url in urls)
+    assert "<script" not in html.lower()
+
     # copy: the Markdown and the plain text of the same article, with a visible confirmation
     writer.get_by_role("button", name="Copy Markdown").click()
     expect(writer.locator(".rat-copied")).to_contain_text("Copied", timeout=TIMEOUT)

@@ -6,7 +6,8 @@
     python app.py fetch URL            a page's extracted text and metadata
     python app.py search "QUERY"       search results
     python app.py history              past runs
-    python app.py show RUN_ID          a stored run's article as Markdown (--version model|latest|N)
+    python app.py show RUN_ID          a stored run's article as Markdown (--version model|latest|N;
+                                       --format md|docx|pdf|html -o FILE)
     python app.py versions RUN_ID      the author's versions of a run's article
     python app.py redo RUN_ID --step K do a step of a finished run again (--query Q, --exclude URL)
     python app.py undo RUN_ID --step K undo a step's revision (--put-back: use it again)
@@ -35,7 +36,11 @@ EXIT_UNFINISHED = 4
 
 NOTES_HELP = ("add the run notes (the steps never checked against a source, and why) as an appendix; a reader's "
               "document leaves them out")
-OUT_HELP = "write the article to this file: Markdown, or Word for a name ending in .docx (default: standard output)"
+OUT_HELP = ("write the article to this file: Markdown, or Word, PDF or HTML for a name ending in .docx, .pdf or "
+            ".html (default: standard output)")
+#: ``show --format``, and the formats a file's name says (Markdown for any other name)
+FORMATS = ("md", "docx", "pdf", "html")
+SUFFIXES = {".docx": "docx", ".pdf": "pdf", ".html": "html", ".htm": "html"}
 
 
 def add_commands(sub: argparse._SubParsersAction, common: list[argparse.ArgumentParser]) -> None:
@@ -86,7 +91,9 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     p.add_argument("--version", default="latest", metavar="model|latest|N",
                    help="which text: the model's own, the author's latest version (the default; the model's when "
                         "there is none), or version N (`versions RUN_ID` lists them)")
-    p.add_argument("--out", help=OUT_HELP)
+    p.add_argument("-o", "--out", help=OUT_HELP)
+    p.add_argument("--format", choices=FORMATS, help="md (Markdown), docx (Word), pdf or html (one self-contained "
+                   "page); default: by the --out file's name, else Markdown. Word and PDF need -o FILE")
     p.add_argument("--notes", action="store_true", help=NOTES_HELP)
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("versions", parents=common, help="list the author's versions of a stored run's article")
@@ -250,28 +257,52 @@ async def _follow(events, args, app, seen: dict | None = None) -> int:
     return 0
 
 
-def write_article(out: str | None, article, *, notes: bool = False) -> None:
-    """The article (a ``core.article.Article``) as Markdown on standard output, or saved to
-    ``out``: a Word document when its name ends in .docx, else Markdown; with the run notes as an
-    appendix when ``notes``. Raises ConfigError when the file cannot be written."""
+def write_article(out: str | None, article, *, notes: bool = False, fmt: str | None = None) -> None:
+    """The article (a ``core.article.Article``) on standard output, or saved to ``out``, in ``fmt``
+    (``FORMATS``; None: the one ``out``'s name ends with, ``SUFFIXES``, else Markdown); with the run
+    notes as an appendix when ``notes``. Raises ConfigError for Word or PDF with no ``out`` (a
+    binary file: -o names it) and when the file cannot be written, PdfFontMissing
+    (``core.article.pdf``) for a PDF that no font here can draw."""
     from common.errors import ConfigError
-    from core.article.markdown import to_markdown
 
+    fmt = fmt or (SUFFIXES.get(Path(out).suffix.lower(), "md") if out else "md")
     if not out:
-        print(to_markdown(article, notes=notes))
+        if fmt in ("docx", "pdf"):
+            raise ConfigError(f"--format {fmt} writes a file, not standard output: name it with -o, e.g. "
+                              f"-o article.{fmt} (Markdown and HTML are printed without -o).")
+        print(_exported(article, fmt, notes))
         return
     path = Path(out).expanduser()
+    data = _exported(article, fmt, notes)
     try:
-        if path.suffix.lower() == ".docx":
-            from core.article.docx import to_docx
-
-            path.write_bytes(to_docx(article, notes=notes))
+        if isinstance(data, bytes):
+            path.write_bytes(data)
         else:
-            path.write_text(to_markdown(article, notes=notes), encoding="utf-8")
+            path.write_text(data, encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"Cannot write the article to {out}: {exc.strerror or exc}. Choose a file in a folder "
                           "that exists and that you can write to.") from exc
     print(f"article written to {out}", file=sys.stderr)
+
+
+def _exported(article, fmt: str, notes: bool) -> str | bytes:
+    """``article`` in ``fmt`` (``FORMATS``): the text of Markdown and HTML, the bytes of Word and PDF.
+    Raises PdfFontMissing for a PDF no font here can draw."""
+    if fmt == "docx":
+        from core.article.docx import to_docx
+
+        return to_docx(article, notes=notes)
+    if fmt == "pdf":
+        from core.article.pdf import to_pdf
+
+        return to_pdf(article, notes=notes)
+    if fmt == "html":
+        from core.article.html import to_html
+
+        return to_html(article, notes=notes)
+    from core.article.markdown import to_markdown
+
+    return to_markdown(article, notes=notes)
 
 
 def cmd_fetch(args, app) -> int:
@@ -339,7 +370,7 @@ def cmd_show(args, app) -> int:
         print(unfinished(app, run), file=sys.stderr)
         return EXIT_UNFINISHED
     write_article(getattr(args, "out", None), article_of(app, run, getattr(args, "version", "latest")),
-                  notes=getattr(args, "notes", False))
+                  notes=getattr(args, "notes", False), fmt=getattr(args, "format", None))
     return 0
 
 
