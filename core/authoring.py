@@ -42,6 +42,7 @@ from core.article.article import Article, unsourced_cause
 from core.article.attribution import Attribution
 from core.article.citations import CITE_THRESHOLD, Cited, Piece
 from core.article.edits import Revisions
+from core.methods import unsourced
 from data.store import Store
 from data.versions import LATEST, MODEL, VersionRow, Versions
 
@@ -165,11 +166,10 @@ class Authoring:
         run = self.store.get_run(run_id)
         version = self.versions.find(run_id, which)
         events = list(self.store.events(run_id) if events is None else events)
-        unsourced = unsourced_cause(events) if run.status == RunStatus.UNSOURCED else ""
         if version is None:
             model = model_events(events)
-            article = Article.from_events(run.task, model, unsourced=bool(unsourced))
             final = next((e for e in reversed(model) if isinstance(e, Final)), None)
+            article = Article.from_events(run.task, model, unsourced=self._model_unsourced(run, events, final))
             cited = (Revisions.from_events(model).cited(final.text, threshold=self.threshold_of(run_id))
                      if final is not None else Cited())
             return Shown(None, article.text, (), (), Attribution(cited).numbered(), article)
@@ -178,7 +178,9 @@ class Authoring:
         else:  # stored before versions kept their attribution: derived from the run's events
             attribution = attribute(Revisions.from_events(events), version.text, version.undone, version.taken,
                                     threshold=self.threshold_of(run_id))
-        article = Article.attributed(run.task, version.text, attribution, unsourced=unsourced)
+        cause = attribution.unsourced  # as it was when the version was made (None: not recorded then)
+        article = Article.attributed(run.task, version.text, attribution,
+                                     unsourced=self._unsourced_now(run, events) if cause is None else cause)
         return Shown(version, version.text, version.undone, version.taken, attribution.numbered(), article)
 
     def article(self, run_id: str, which: int | str = LATEST) -> Article:
@@ -251,8 +253,8 @@ class Authoring:
             if not shown.text.strip():
                 raise TaskError(f"Run {run_id} has no text of the model's to restore (it has not finished): "
                                 "finish it first (`python app.py resume`), or pick one of its versions.")
-            attribution = Attribution.of(shown.cited, shown.article.sources, shown.article.unchecked,
-                                         shown.article.cut)
+            attribution = replace(Attribution.of(shown.cited, shown.article.sources, shown.article.unchecked,
+                                                 shown.article.cut), unsourced=shown.article.unsourced)
             return self.versions.add(run_id, shown.text, action="restore", attribution=attribution.to_json())
         return self.versions.restore(run_id, which)
 
@@ -287,8 +289,24 @@ class Authoring:
         undone, taken = revs.chosen(undone, taken)
         attribution = attribute(revs, text, undone, taken, threshold=self.threshold_of(run_id),
                                 previous=self.previous(run_id, latest=latest, events=revs.events))
+        attribution = replace(attribution, unsourced=self._unsourced_now(self.store.get_run(run_id), revs.events))
         return self.versions.add(run_id, text, undone=undone, taken=taken, action=action,
                                  attribution=attribution.to_json())
+
+    @staticmethod
+    def _model_unsourced(run, events: Sequence[Event], final: Final | None) -> bool:
+        """Whether the model's own text was unsourced: the run's status is its latest Final's, so
+        the status, unless a step was done again since (then by the model's Final, as the runner
+        judged it)."""
+        if not any(isinstance(e, StepRedone) for e in events):
+            return run.status == RunStatus.UNSOURCED
+        return final is not None and unsourced(run.method, final)
+
+    @staticmethod
+    def _unsourced_now(run, events: Sequence[Event]) -> str:
+        """Why no part of ``run`` (a RunRow) is checked against a source as it stands, "" when
+        some is (its status: its latest Final's)."""
+        return unsourced_cause(list(events)) if run.status == RunStatus.UNSOURCED else ""
 
     def _merged(self, run_id: str, revs: Revisions, latest: VersionRow | None, theirs: str, what: str) -> str:
         """``theirs`` with the author's edits of the latest version kept (:func:`merge_text`);

@@ -42,7 +42,7 @@ from core.article.citations import shown_labels
 from core.article.edits import latest_revisions
 from core.article.sources import SourceBook
 from core.clients import Clients
-from core.methods import METHODS, MethodContext, get_method
+from core.methods import METHODS, MethodContext, get_method, unsourced
 from core.methods.base import check_params
 from core.text import language
 
@@ -254,7 +254,7 @@ class Runner:
                     book.labels = shown_labels(events)  # what the model was shown: what its own marks mean
                 event = book.sourced(event)
                 if isinstance(event, Final):
-                    status = RunStatus.UNSOURCED if _unsourced(method, event) else RunStatus.DONE
+                    status = RunStatus.UNSOURCED if unsourced(method, event) else RunStatus.DONE
                     if redoing:  # the model's own text stays the run's:
                         store(event, status=status, finished=_now())  # the author's redo is a version
                     else:
@@ -478,13 +478,6 @@ async def _closing(events: AsyncIterator[Event]) -> AsyncIterator[Event]:
 
 
 FINISHED = (RunStatus.DONE, RunStatus.UNSOURCED)
-
-
-def _unsourced(method: str, final: Final) -> bool:
-    """A method that searches ended with no page read: no source at all, or only search snippets
-    (every source's page could not be read, ``Source.read`` is False): nothing it wrote was
-    checked against a page."""
-    return get_method(method).uses_search and not any(s.read for s in final.sources)
 
 
 def _resumable(exc: RatStudioError) -> bool:

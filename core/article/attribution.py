@@ -12,7 +12,8 @@ state of the run (a step done again, an undo, another version) is read to show i
     Article.attributed(task, text, Attribution.from_json(raw))   # the same Article, whenever read
 
 The JSON holds each passage once (marks point at it by index), the sources (cited, also read,
-snippet-only) without numbers, the steps never checked and whether the text's end was cut.
+snippet-only) without numbers, the steps never checked, whether the text's end was cut and why
+the run was unsourced then, if it was (a later redo may make it so: the version still reads as it did).
 """
 
 from __future__ import annotations
@@ -32,12 +33,15 @@ class Attribution:
     """``cited``: the text's pieces, each mark with its page and passage (its ``n`` means
     nothing here); ``sources``: every source the version lists, by URL (their ``n`` means nothing
     either); ``unchecked``: one line per step never checked against a source; ``cut``: the
-    text's end is missing."""
+    text's end is missing; ``unsourced``: why no part of the run was checked against a source
+    when the version was made ("" when some was; None where not recorded: a version stored before
+    it was, read with the run's state now)."""
 
     cited: Cited
     sources: tuple[Source, ...] = ()
     unchecked: tuple[str, ...] = ()
     cut: bool = False
+    unsourced: str | None = None
 
     @classmethod
     def of(cls, cited: Cited, sources: Iterable[Source], unchecked: Iterable[str] = (),
@@ -93,6 +97,7 @@ class Attribution:
             "sources": [[s.url, s.title, list(s.steps), int(s.read), s.why] for s in self.sources],
             "unchecked": list(self.unchecked),
             "cut": int(self.cut),
+            **({} if self.unsourced is None else {"unsourced": self.unsourced}),
         }
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
@@ -111,4 +116,5 @@ class Attribution:
         sources = tuple(Source(n=0, url=url, title=title, steps=tuple(steps), read=bool(read), why=why)
                         for url, title, steps, read, why in data["sources"])
         return cls(cited=Cited(tuple(pieces), data.get("removed", 0)), sources=sources,
-                   unchecked=tuple(data.get("unchecked", ())), cut=bool(data.get("cut", 0)))
+                   unchecked=tuple(data.get("unchecked", ())), cut=bool(data.get("cut", 0)),
+                   unsourced=data.get("unsourced"))

@@ -12,7 +12,7 @@ What the methods share is in ``core.methods.helpers``; the registry and the cont
 receives are in ``core.methods.base``.
 """
 
-from core.methods.base import METHODS, MethodContext, MethodInfo, get_method, register  # noqa: F401
+from core.methods.base import METHODS, MethodContext, MethodInfo, get_method, register, unsourced  # noqa: F401
 
 # The import order is the registry's order, which the Writer's method list follows.
 # isort: off

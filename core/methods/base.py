@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.errors import ConfigError, TaskError
-from common.events import Event
+from common.events import Event, Final
 from common.settings import MethodSettings
 from common.types import Task
 
@@ -263,3 +263,10 @@ def get_method(name: str) -> MethodInfo:
         return METHODS[name]
     except KeyError:
         raise TaskError(f"Unknown method {name!r}. Known methods: {', '.join(sorted(METHODS))}.") from None
+
+
+def unsourced(method: str, final: Final) -> bool:
+    """A method that searches ended with no page read: no source at all, or only search snippets
+    (every source's page could not be read, ``Source.read`` is False): nothing it wrote was
+    checked against a page. What makes a finished run's status "unsourced"."""
+    return get_method(method).uses_search and not any(s.read for s in final.sources)

@@ -42,6 +42,10 @@ THE_ISSUES = [("regenerate", 3, 0), ("search", 2, 1), ("exclude", 4, 0)]
 PUT_BACK_AFTER_A_REDO = [("edit", 1, 24553), ("edit", 1, 25594), ("undo", 5, 2899), ("exclude", 4, 3133),
                          ("edit", 3, 0), ("undo", 3, 526235), ("edit", 1, 516), ("edit", 4, 81),
                          ("put back", 4, 172)] + [("edit", 1, 0)] * 11
+#: found by this test (issue 42's session): after redos whose revisions were all refused the run
+#: became unsourced, and every earlier version (and the model's text) took its "Unsourced" notice
+REDOS_MAKE_IT_UNSOURCED = [("edit", 1, 0)] * 16 + [("search", 3, 0), ("search", 4, 0), ("search", 5, 0),
+                                                   ("exclude", 2, 0)]
 
 
 def norm(text: str) -> str:
@@ -137,6 +141,7 @@ def test_random_author_actions_keep_every_citation_true_and_every_version_as_it_
     @example(THE_ISSUES + [("edit", 1, 7), ("undo", 2, 0), ("put back", 2, 0), ("restore", 1, 3)] * 4 + [
         ("regenerate", 1, 0)])
     @example(PUT_BACK_AFTER_A_REDO)
+    @example(REDOS_MAKE_IT_UNSOURCED)
     def run(moves):
         author = author_of(draft_steps(5))
         monkeypatch.setattr(Clients, "llm", lambda self, system="": FakeModel(author))
