@@ -3,6 +3,7 @@ and text from each kind of file, and search over what was scanned."""
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,10 +158,24 @@ def test_old_schema_is_rebuilt(index, folder):
     assert index.refresh()["added"] == N
 
 
-@pytest.mark.skipif(pdf_supported(), reason="pypdf is installed: PDFs are indexed")
-def test_pdf_is_skipped_without_pypdf(index, folder):
+def test_pdf_is_skipped_without_pypdf(index, folder, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # as where it is not installed (the tests install it)
+    assert not pdf_supported()
     (folder / "paper.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")
     assert index.refresh()["skipped"] == 1
+
+
+def test_a_pdf_is_indexed_and_found_with_pypdf(index, folder):
+    """A PDF as the app exports one (fpdf2) is indexed by its text and found by a search."""
+    from core.article.article import Article
+    from core.article.pdf import to_pdf
+
+    text = "Sourdough starters need flour, water and patience over several days."
+    index.refresh()
+    (folder / "bread.pdf").write_bytes(to_pdf(Article(task="Baking notes", text=text)))
+    assert index.refresh()["added"] == 1
+    (hit, *_) = index.search("sourdough starters patience", k=3)
+    assert hit.url.endswith("bread.pdf") and "patience" in hit.snippet
 
 
 def test_scan_leaves_out_hidden_unsupported_and_linked_folders(tmp_path, folder):

@@ -3,6 +3,7 @@ corpus share, and PDF text through pypdf when it is installed."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 
@@ -86,10 +87,25 @@ def test_the_fetcher_and_the_corpus_extract_one_at_a_time(monkeypatch, tmp_path)
     assert most == 1
 
 
-@pytest.mark.skipif(pdf_supported(), reason="pypdf is installed")
-def test_pdf_without_pypdf_names_the_fix():
+def test_pdf_without_pypdf_names_the_fix(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # as where it is not installed (the tests install it)
+    assert not pdf_supported()
     with pytest.raises(ExtractionError, match="pip install pypdf"):
         extract_pdf(b"%PDF-1.4\n%%EOF\n")
+
+
+def test_a_pdf_is_read_with_pypdf():
+    """A PDF as the app exports one (fpdf2), read back: its title and its text, Chinese too."""
+    from common.types import Source
+    from core.article.article import Article
+    from core.article.pdf import to_pdf
+
+    source = Source(n=1, url="https://www.python.org/downloads/release/python-360/", title="Python 3.6.0")
+    article = Article(task="Python 3.6", text="Python 3.6 added f-strings [1].\n\nPython 3.6 于 2016 年发布。",
+                      sources=(source,)).renumbered()
+    read = extract_pdf(to_pdf(article))
+    assert pdf_supported() and read.title == "Python 3.6"
+    assert "Python 3.6 added f-strings" in read.text and "2016" in read.text.replace("\0", "")
 
 
 async def test_the_pool_extracts_as_the_process_does_in_parallel_workers():
