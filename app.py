@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from annotation.results.results import Results
     from annotation.rooms import ArenaRooms
     from annotation.voting.arena import Arena
+    from core.authoring import Authoring
     from core.clients import Clients
     from core.runner import Runner
     from data.store import Store
@@ -168,12 +169,14 @@ class App:
     """What app.py builds from the settings; each front end takes the parts it uses. The arena's
     three rooms, one of each per process: ``arena`` (the annotators' side), ``results`` (what the
     votes say, with the leaderboards' cache) and ``admin`` (the study admin's work); the CLI's
-    arena commands and the UI's arena tabs use them."""
+    arena commands and the UI's arena tabs use them. ``authoring``: the author's actions on a
+    run's article and the one door a stored version is read through (``core.authoring``)."""
 
     settings: Settings
     store: Store
     clients: Clients
     runner: Runner
+    authoring: Authoring
     arena: Arena
     results: Results
     admin: Admin
@@ -191,6 +194,7 @@ def build(settings: Settings) -> App:
     each handed what it uses. Raises StoreError when the database cannot be opened."""
     from annotation.rooms import ArenaRooms
     from annotation.voting.arena import Arena, VoteLimits
+    from core.authoring import Authoring
     from core.clients import Clients
     from core.procedures import ProcedureMemory
     from core.runner import Runner
@@ -205,7 +209,8 @@ def build(settings: Settings) -> App:
                   limits=VoteLimits(settings.votes_per_minute, settings.votes_per_address,
                                     per_day=settings.votes_per_day))
     rooms = ArenaRooms.of(arena)
-    return App(settings=settings, store=store, clients=clients, runner=runner, arena=arena, results=rooms.results,
+    return App(settings=settings, store=store, clients=clients, runner=runner,
+               authoring=Authoring(store, settings.method.cite_threshold), arena=arena, results=rooms.results,
                admin=rooms.admin)
 
 

@@ -218,8 +218,7 @@ def resumable(run) -> bool:
 
 async def _follow(events, args, app, seen: dict | None = None) -> int:
     from common.events import Failed, Final, RunStarted
-    from common.types import RunStatus
-    from core.article.article import Article
+    from data.versions import MODEL
     from ui.cli.progress import progress_line
 
     run_id, final, failed = None, None, None
@@ -247,8 +246,7 @@ async def _follow(events, args, app, seen: dict | None = None) -> int:
     if final is None:  # draft only
         print(f"draft stored; continue with: python app.py resume {run_id}", file=sys.stderr)
         return 0
-    run = app.store.get_run(run_id)
-    article = Article.from_events(run.task, app.store.events(run_id), unsourced=run.status == RunStatus.UNSOURCED)
+    article = app.authoring.article(run_id, MODEL)  # the model's text, as `show --version model` reads it
     write_article(args.out, article, notes=getattr(args, "notes", False))
     if article.unsourced:
         print(f"warning: unsourced: nothing in this text was checked against a source: {article.unsourced}.",
@@ -397,7 +395,6 @@ def article_of(app, run, which: str):
     newest version, else the model's) or a version's number. An unsourced run's article says so
     on every version. Raises ConfigError for a version the run does not have."""
     from common.errors import ConfigError, VersionNotFound
-    from core.authoring import Authoring
     from data.versions import LATEST, MODEL
 
     which = str(which).strip().lower()
@@ -405,7 +402,7 @@ def article_of(app, run, which: str):
         raise ConfigError(f"--version {which!r} names no version: give model, latest or a version's number "
                           f"(`python app.py versions {run.id}` lists them).")
     try:
-        return Authoring(app.store, app.settings.method.cite_threshold).article(run.id, which)
+        return app.authoring.article(run.id, which)
     except VersionNotFound as exc:
         raise ConfigError(str(exc)) from exc  # a bad --version is a bad setting: exit 2
 
@@ -414,10 +411,8 @@ def cmd_redo(args, app) -> int:
     """Do ``--step`` again (regenerate, ``--query``, ``--exclude``), then keep the new text as a
     version merged with the author's edits (``core.authoring``), and print it."""
     from common.errors import RatStudioError
-    from core.authoring import Authoring
 
-    authoring = Authoring(app.store, app.settings.method.cite_threshold)
-    authoring.check_redo(args.run_id, args.step)  # a clash with a hand edit: refused before anything runs
+    app.authoring.check_redo(args.run_id, args.step)  # a clash with a hand edit: refused before anything runs
     action = "search" if args.query is not None else "exclude" if args.exclude else "regenerate"
     events = app.runner.redo(args.run_id, args.step, action=action, query=args.query or "",
                              exclude=[args.exclude] if args.exclude else ())
@@ -431,47 +426,45 @@ def cmd_redo(args, app) -> int:
                 print(line, file=sys.stderr, flush=True)
 
     asyncio.run(follow())
-    version = authoring.redone(args.run_id, action)
+    version = app.authoring.redone(args.run_id, action)
     if version is None:
         run = app.store.get_run(args.run_id)
         raise RatStudioError(f"Step {args.step} of run {args.run_id} was not done again ({run.status}"
                              f"{': ' + run.error if run.error else ''}): its article is as it was. "
                              f"{again(app, args.run_id)}")
-    return _print_version(args, app, authoring, version, f"step {args.step} {_DONE[action]}")
+    return _print_version(args, app, version, f"step {args.step} {_DONE[action]}")
 
 
 def cmd_undo(args, app) -> int:
     """Undo (or, with ``--put-back``, use again) the revision of each ``--step``, keeping the
     author's other edits; print the new version."""
-    from core.authoring import Authoring
 
-    authoring = Authoring(app.store, app.settings.method.cite_threshold)
+    authoring = app.authoring
     latest = authoring.versions.latest(args.run_id)
     undone = set(latest.undone) if latest else set()
     undone = undone - set(args.step) if args.put_back else undone | set(args.step)
     version = authoring.choose(args.run_id, undone, latest.taken if latest else ())
     steps = ", ".join(str(k) for k in args.step)
-    return _print_version(args, app, authoring, version, f"step {steps} {'put back' if args.put_back else 'undone'}")
+    return _print_version(args, app, version, f"step {steps} {'put back' if args.put_back else 'undone'}")
 
 
 _DONE = {"regenerate": "regenerated", "search": "searched again", "exclude": "revised without the page"}
 
 
-def _print_version(args, app, authoring, version, what: str) -> int:
+def _print_version(args, app, version, what: str) -> int:
     """Say which version an action made, and write its article (as ``show`` would)."""
     from core.text.segment import word_count
     print(f"run {args.run_id}: {what}: version {version.n} ({version.action}, {word_count(version.text):,} words); "
           f"`python app.py versions {args.run_id}` lists them", file=sys.stderr)
-    write_article(getattr(args, "out", None), authoring.article(args.run_id, version.n))
+    write_article(getattr(args, "out", None), app.authoring.article(args.run_id, version.n))
     return 0
 
 
 def cmd_versions(args, app) -> int:
     from core.text.segment import word_count
-    from data.versions import Versions
 
     run = app.store.get_run(args.run_id)
-    versions = Versions(app.store).list(run.id)
+    versions = app.authoring.versions.list(run.id)
     if args.json:
         print(json.dumps([v.to_dict(words=word_count(v.text)) for v in versions], ensure_ascii=False, indent=2))
         return 0
