@@ -557,3 +557,37 @@ def test_annotation_has_its_three_rooms_and_the_annotators_side_knows_no_admin_w
     assert [p.split(":")[0] for p in problems] == ["annotation.results.board (line 2",
                                                    "annotation.voting.arena (line 1"]
     assert "annotation.voting is the annotator's side" in problems[1]
+
+
+# -- README's Layout, drawn from the tree -----------------------------------------------------------
+def layout_problems(readme: str, root: Path = ROOT) -> list[str]:
+    """Where README.md's "## Layout" block and the tree disagree: each package (a folder with an
+    ``__init__.py``) of PACKAGES has its row (``name/`` at the start of a line, indented two spaces
+    per level below its top package), and each row names a folder that is there."""
+    section = readme.split("\n## Layout", 1)[-1].split("\n## ", 1)[0]
+    block = section.split("```", 2)[1] if section.count("```") >= 2 else ""
+    rows, stack = set(), []
+    for line in block.splitlines():
+        indent = len(line) - len(line.lstrip(" "))
+        word = line.strip().split(" ", 1)[0]
+        if word.endswith("/") and indent % 2 == 0 and indent < 2 * 4:  # a row, not a description's line
+            stack[indent // 2:] = [word.rstrip("/")]
+            rows.add("/".join(stack))
+    packages = {str(p.parent.relative_to(root)) for top in PACKAGES for p in (root / top).rglob("__init__.py")}
+    problems = [f"README's Layout has no row for {package}/" for package in sorted(packages) if package not in rows]
+    problems += [f"README's Layout names {row}/, which is not in the tree" for row in sorted(rows)
+                 if not (root / row).is_dir()]
+    return problems
+
+
+def test_readmes_layout_has_a_row_for_each_package_and_none_for_a_missing_one():
+    assert layout_problems((ROOT / "README.md").read_text(encoding="utf-8")) == []
+
+
+def test_the_layout_rule_catches_its_break(tmp_path):
+    for folder in ("core", "core/text", "ui"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "__init__.py").write_text("")
+    readme = "## Layout\n\n```\ncore/         text\n  text/       words\n  gone/       was here\n```\n## Next\n"
+    assert layout_problems(readme, tmp_path) == ["README's Layout has no row for ui/",
+                                                 "README's Layout names core/gone/, which is not in the tree"]

@@ -23,7 +23,7 @@ from core.article.citations import CITE_THRESHOLD, strip_marks
 from core.article.docx import to_docx
 from core.article.html import to_html
 from core.article.markdown import to_markdown, to_text
-from core.article.pdf import PdfFontMissing, to_pdf
+from core.article.pdf import to_pdf
 from core.authoring import Edit
 from core.text.segment import word_count
 from ui import article_view
@@ -34,7 +34,9 @@ WORDS_PER_MINUTE = 230  # a reader's pace, for the reading time
 KEEP_SECONDS = 60.0  # how long a set of export files outlives the next one
 EMPTY = "The article is empty: write something, or undo fewer steps."
 MD, DOCX, PDF, HTML = "md", "docx", "pdf", "html"
-FORMATS = (MD, DOCX, PDF, HTML)  # the Writer's download buttons'
+#: Made when their button is clicked, not with every version shown or saved: a PDF takes 0.2-0.5 s
+#: (Chinese text the most), ten times a Word file.
+ON_CLICK = (PDF, HTML)
 
 
 def reading_line(text: str) -> str:
@@ -55,17 +57,12 @@ def reading_html(text: str) -> str:
 
 @dataclass(frozen=True)
 class Output:
-    """One article's output: its files (``markdown``, ``docx``; ``pdf`` and ``html`` when asked
-    for: None otherwise, or for a PDF that could not be made, ``pdf_error`` saying why) and the
-    texts to copy."""
+    """One article's output: its files (``markdown``, ``docx``) and the texts to copy."""
 
     markdown: Path
     docx: Path
     markdown_text: str
     plain_text: str
-    pdf: Path | None = None
-    html: Path | None = None
-    pdf_error: str = ""
 
 
 class ExportFolder:
@@ -113,29 +110,24 @@ class ExportFolder:
         return paths
 
     def output(self, view: RunView, edit: Edit, *, threshold: float = CITE_THRESHOLD, notes: bool = False,
-               article: Article | None = None, formats: tuple[str, ...] = (MD, DOCX)) -> Output:
+               article: Article | None = None) -> Output:
         """The article as edited (``article_view.export_article``) as files and texts to copy;
         ``notes``: with the run notes (the steps never checked against a source) as an appendix
         of the files and the Markdown; ``article``: the article to write (a stored version as it
-        reads), when not the edited text attributed anew; ``formats``: the files besides Markdown
-        and Word (PDF, HTML: ``FORMATS``). A PDF that cannot be drawn (no font has some of its
-        letters) is left out, with why. Raises OSError when the files cannot be written."""
+        reads), when not the edited text attributed anew. Raises OSError when the files cannot be written."""
         article = article or article_view.export_article(view, edit, threshold=threshold)
         markdown = to_markdown(article, notes=notes)
-        names = {fmt: article_view.export_name(view, fmt) for fmt in (MD, DOCX, *formats)}
-        files = {names[MD]: markdown.encode("utf-8"), names[DOCX]: to_docx(article, notes=notes)}
-        pdf_error = ""
-        if HTML in formats:
-            files[names[HTML]] = to_html(article, notes=notes).encode("utf-8")
-        if PDF in formats:
-            try:
-                files[names[PDF]] = to_pdf(article, notes=notes)
-            except PdfFontMissing as exc:
-                pdf_error = str(exc)
-        paths = self.write(files)
-        return Output(markdown=paths[names[MD]], docx=paths[names[DOCX]], markdown_text=markdown,
-                      plain_text=to_text(article), pdf=paths.get(names.get(PDF, "")),
-                      html=paths.get(names.get(HTML, "")), pdf_error=pdf_error)
+        md_name, docx_name = article_view.export_name(view, MD), article_view.export_name(view, DOCX)
+        paths = self.write({md_name: markdown.encode("utf-8"), docx_name: to_docx(article, notes=notes)})
+        return Output(markdown=paths[md_name], docx=paths[docx_name], markdown_text=markdown,
+                      plain_text=to_text(article))
+
+    def file(self, view: RunView, article: Article, fmt: str, *, notes: bool = False) -> Path:
+        """``article`` as one file in ``fmt`` (one of ``ON_CLICK``), written now. Raises
+        PdfFontMissing for a PDF no font here can draw, OSError when it cannot be written."""
+        data = to_pdf(article, notes=notes) if fmt == PDF else to_html(article, notes=notes).encode("utf-8")
+        name = article_view.export_name(view, fmt)
+        return self.write({name: data})[name]
 
     def close(self) -> None:
         """Remove the folder and every file in it now."""

@@ -19,7 +19,7 @@ import html
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import aclosing
 
 import gradio as gr
@@ -28,23 +28,19 @@ from common.errors import EditConflict, RatStudioError
 from common.events import Event, Failed, TokenDelta
 from common.settings import Settings
 from common.types import Task
-from core.article import edits
-from core.article.article import Article
 from core.article.attribution import Attribution
-from core.article.citations import Cited
 from core.article.sources import SourceBook
-from core.authoring import Authoring, Edit, Shown, attribute
+from core.authoring import Authoring, Edit, Shown
 from core.clients import Clients
 from core.live import LiveRuns, Timed
 from core.methods import METHODS, get_method
 from core.runner import Runner
 from core.text.prompts import join_steps, split_steps
-from core.text.segment import word_count
-from data.versions import LATEST, MODEL, VersionRow, Versions
-from ui import article_view, export_view, presenting, run_html, runview, step_actions
+from data.versions import LATEST, MODEL, Versions
+from ui import presenting, run_html, runview, step_actions
+from ui.article_panel import NO_EDIT, ArticlePanel
 from ui.controls import control, for_browser
 from ui.run_settings import RunSettings
-from ui.runs_table import when
 from ui.runview import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
 
 CHAIN = "__chain__"  # the search choice "every configured provider, in order"
@@ -59,40 +55,7 @@ DRAFT_HELP = ("One step per paragraph: separate steps with a blank line. Edit, r
               "steps; Continue revises them in this order.")
 RESUME_HELP = ("Continue goes on after the last revised step. If you change the steps, revision starts "
                "over from step 1 with your steps (one per paragraph, separated by a blank line).")
-UNDO_HELP = {
-    edits.PARAGRAPH: "Each step was revised on its own: undoing a step puts back that paragraph as drafted.",
-    edits.CUMULATIVE: ("Each revision rewrote the whole answer so far, and later revisions build on earlier "
-                        "ones: undoing step i gives the article as it stood after step i−1, followed by steps "
-                        "i…n as drafted (so the steps after i are undone too)."),
-    "": "",
-}
-TAKE_HELP = ("The model's revision of these steps was refused (see why in the step) and the text kept. "
-             "Take it anyway to put the model's version in the article.")
 STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP}
-EDIT = {**PRIVATE, "queue": False, "show_progress": "hidden", "trigger_mode": "always_last"}  # per keystroke
-#: On page load: remember, per article box, the last text the author's own hand put in it (the
-#: browser's ``input`` event: a key, Backspace, a paste, a cut, an input method's commit, a drop).
-#: Gradio 6's Textbox sends its ``input`` event for printable keys and Enter only, and its
-#: ``change`` event for the server's updates too; ``typed_js`` tells the two apart.
-TYPED_LISTENER_JS = """() => {
-  if (window.ratTyped) return;
-  const typed = new Map();
-  document.addEventListener("input", (e) => {
-    const box = e.target.closest && e.target.closest(".rat-article");
-    if (box && box.id) typed.set(box.id, e.target.value);
-  }, true);
-  window.ratTyped = (id, value) => typed.get(id) === value;
-}"""
-
-
-def typed_js(box_id: str) -> str:
-    """The article box's ``change`` event, in the browser: whether its text is the author's
-    (what their last keystroke, paste or input method left), not the server's (a version shown)."""
-    return (f"(view, text, undone, taken, typed) => [view, text, undone, taken, "
-            f"window.ratTyped ? window.ratTyped({json.dumps(box_id)}, text) : true]")
-NO_EDIT = Edit()  # a run with no article yet: nothing undone, nothing taken
-VIEW_READ, VIEW_EDIT = "Read", "Edit"  # the article's two views: with its marks, or its text to edit
-SAVE_AFTER = 1.0  # seconds after the author's last keystroke that the article is saved as a version
 
 
 # -- helpers (no gradio state) --------------------------------------------------------------------
@@ -215,8 +178,9 @@ async def require_llm(clients: Clients) -> None:
 
 # -- the run panel --------------------------------------------------------------------------------
 class RunPanel:
-    """The view of one run (live, stored or replayed), the draft editor and Continue, undoing
-    revisions, the editable article with its citations, and its export."""
+    """The view of one run (live, stored or replayed): its progress, draft and step cards, the
+    draft editor and Continue, the step actions, Stop; and, once it is done, its article
+    (``ArticlePanel``: boxes, text, sources, versions, output)."""
 
     def __init__(self, runner: Runner, store, clients: Clients, *, live: LiveRuns | None = None, hint: str = ""):
         """``live``: the server's runs, which the panel continues and follows (one for the whole
@@ -225,15 +189,13 @@ class RunPanel:
         self.live = live or LiveRuns(runner, limit=runner.settings.concurrency)
         self.versions = Versions(store)
         self.authoring = Authoring(store, runner.settings.method.cite_threshold)  # every version made and read
-        # run id -> the pending save of an edit: its timer, and the save itself (``_flush_save``)
-        self._saving: dict[str, tuple[asyncio.TimerHandle, Callable[[], None]]] = {}
         self.hint = hint
-        self.threshold = runner.settings.method.cite_threshold  # as the runner cites a run's Final
-        self._thresholds: dict[str, float] = {}  # run id -> the cite threshold it ran with
         self.act_id = step_actions.panel_id()  # its step actions' hidden components (ui/step_actions.py)
+        # the article, once the run is done; cited as the runner cites a run's Final
+        self.text = ArticlePanel(store, self.authoring, runner.settings.method.cite_threshold,
+                                 box_id=f"{self.act_id}-article")
         self._redos: set[asyncio.Task] = set()  # redos whose tab went away, saved as versions when they end
         self._acting: dict[str, asyncio.Lock] = {}  # run id -> its step actions, one at a time (queued)
-        self.exports = export_view.ExportFolder()  # the download buttons' files
         self.stop: gr.Button | None = None  # the tab's Stop, when it has one: enabled only while a run goes on
 
     def layout(self) -> None:
@@ -274,86 +236,24 @@ class RunPanel:
             self.act_go = gr.Button("Do the step action", visible="hidden", elem_id=f"{self.act_id}-go",
                                     elem_classes="rat-act-hidden")
             gr.Markdown("#### Article")
-            self.undo = gr.CheckboxGroup(label="Undo the revision of", choices=[])
-            self.take = gr.CheckboxGroup(label="Take the refused revision of", choices=[], info=TAKE_HELP,
-                                         visible=False)
-            # one article on screen: read it with its marks, or edit its text (the marks follow)
-            self.mode = gr.Radio([VIEW_READ, VIEW_EDIT], value=VIEW_READ, show_label=False, container=False,
-                                 elem_classes="rat-article-mode")
-            self.article = gr.Textbox(label="Article (editable; undoing a step rebuilds it)", lines=12,
-                                      max_lines=60, interactive=True, elem_classes="rat-article", visible=False,
-                                      elem_id=f"{self.act_id}-article")
-            self.typed = gr.Checkbox(visible=False)  # filled in the browser (``typed_js``), never shown
-            self.cited = gr.HTML("", js_on_load=None, elem_classes="rat-cited-panel")
-            self.reading = gr.HTML("", js_on_load=None, elem_classes="rat-reading-line")
-            with gr.Row(equal_height=True):
-                self.saved = gr.HTML("", js_on_load=None, elem_classes="rat-saved")
-                self.version_pick = gr.Dropdown([], label="Versions (view one; Restore makes it the latest)",
-                                                scale=2, elem_classes="rat-versions", visible=False)
-                self.restore_btn = gr.Button("Restore", scale=0, min_width=120, visible=False)
-            self.saving = gr.Timer(SAVE_AFTER, active=False)
-            self.sources = gr.HTML("", js_on_load=None, elem_classes="rat-sources-panel")
-            # the article's output (ui/export_view.py): each button holds the shown article, one click
-            with gr.Row(elem_classes="rat-export-row"):
-                button = {"interactive": False, "scale": 0, "size": "md"}
-                self.download = gr.DownloadButton("Download Markdown", variant="primary", min_width=200, **button)
-                self.download_docx = gr.DownloadButton("Download Word", min_width=170, **button)
-                self.download_pdf = gr.DownloadButton("Download PDF", min_width=150, **button)
-                self.download_html = gr.DownloadButton("Download HTML", min_width=160, **button)
-                self.copy_md_btn = gr.Button("Copy Markdown", min_width=160, **button)
-                self.copy_text_btn = gr.Button("Copy text", min_width=110, **button)
-                self.notes = gr.Checkbox(False, label="Include run notes (the steps never checked, as an appendix)",
-                                         container=False, scale=0, min_width=260)
-                self.copied = gr.HTML("", js_on_load=None, elem_classes="rat-copy-said")
-            self.copy_md_value = gr.Textbox(visible=False)  # what the copy buttons copy, in the browser
-            self.copy_text_value = gr.Textbox(visible=False)
+            self.text.layout()
 
     def outputs(self) -> list:
         return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
-                self.result_box, self.undo, self.take, self.article, self.cited, *self.downloads(),
-                self.saved, self.version_pick, self.restore_btn, self.sources, *self.copy_parts(), self.notes,
-                self.draft_cards, *([self.stop] if self.stop is not None else [])]
-
-    def export_parts(self) -> list:
-        """What ``export_outputs`` updates: the download buttons and ``copy_parts``."""
-        return [*self.downloads(), *self.copy_parts()]
-
-    def downloads(self) -> list:
-        """The download buttons: Markdown, Word, PDF, HTML."""
-        return [self.download, self.download_docx, self.download_pdf, self.download_html]
-
-    def copy_parts(self) -> list:
-        """The copy buttons, what they copy, and the article's length line."""
-        return [self.copy_md_btn, self.copy_text_btn, self.copy_md_value, self.copy_text_value, self.reading]
+                self.result_box, *self.text.parts(), self.draft_cards, *([self.stop] if self.stop is not None else [])]
 
     def wire(self):
         """Bind the panel's own events; returns the Continue event (for a Stop button's cancels)."""
         checked = self.continue_btn.click(self.check_continue, [self.state, self.editor], None, **PRIVATE)
         cont = checked.success(self.on_continue, [self.state, self.editor], self.outputs(), **STREAM)
-        for box in (self.undo, self.take):
-            box.input(self.on_undo, [self.state, self.undo, self.take],
-                      [self.progress, self.undo, self.take, self.article, self.cited, self.sources, self.steps,
-                       *self.downloads(), self.saved, self.version_pick, self.restore_btn,
-                       *self.copy_parts()],
-                      **PRIVATE)
-        self.mode.change(self.on_mode, self.mode, [self.article, self.cited], **PRIVATE, queue=False)
-        self.saving.tick(self.on_saved, self.state, [self.saved, self.version_pick, self.restore_btn, self.saving,
-                                                     *self.export_parts()], **PRIVATE)
-        self.version_pick.input(self.on_view_version, [self.state, self.version_pick], self.outputs(), **PRIVATE)
-        self.restore_btn.click(self.on_restore, [self.state, self.version_pick], self.outputs(), **PRIVATE)
-        edited = [self.state, self.article, self.undo, self.take]
-        self.notes.input(self.on_export, [self.state, self.notes, self.article, self.undo, self.take],
-                         [self.state, *self.export_parts()], **PRIVATE)
-        self.copy_md_btn.click(None, self.copy_md_value, self.copied, js=export_view.copy_js("Markdown"), **PRIVATE)
-        self.copy_text_btn.click(None, self.copy_text_value, self.copied, js=export_view.copy_js("text"), **PRIVATE)
-        # every change the author makes (typed, deleted, pasted, an input method's text), saved
-        self.article.change(self.on_edit, [*edited, self.typed],
-                            [self.cited, self.sources, *self.downloads(), self.saved, self.saving,
-                             self.copy_md_btn, self.copy_text_btn, self.reading],
-                            js=typed_js(f"{self.act_id}-article"), **EDIT)
-        gr.on(None, None, js=TYPED_LISTENER_JS, api_visibility="private")  # on page load, in the browser only
+        a = self.text
+        for box in (a.undo, a.take):  # the article and the step cards
+            box.input(self.on_undo, [self.state, a.undo, a.take], [self.progress, self.steps, *a.parts()], **PRIVATE)
+        a.version_pick.input(self.on_view_version, [self.state, a.version_pick], self.outputs(), **PRIVATE)
+        a.restore_btn.click(self.on_restore, [self.state, a.version_pick], self.outputs(), **PRIVATE)
+        a.wire(self.state)
         # "multiple": an action asked while another runs is sent, and waits on the server for its turn
-        self.act_go.click(self.on_step_action, [self.state, self.act_cmd, self.undo, self.take], self.outputs(),
+        self.act_go.click(self.on_step_action, [self.state, self.act_cmd, a.undo, a.take], self.outputs(),
                           trigger_mode="multiple", **STREAM)
         return cont
 
@@ -368,18 +268,6 @@ class RunPanel:
         if STEPS in panels:
             out[self.steps] = self.steps_out(view)
         return out
-
-    def threshold_of(self, view: RunView) -> float:
-        """The cite threshold ``view``'s run was cited with (its Run settings'), else the server's."""
-        if not view.run_id:
-            return self.threshold
-        if view.run_id not in self._thresholds:
-            try:
-                stored = self.store.get_run(view.run_id).settings.get("cite_threshold")
-            except RatStudioError:
-                return self.threshold
-            self._thresholds[view.run_id] = float(stored) if stored is not None else self.threshold
-        return self._thresholds[view.run_id]
 
     def status(self, view: RunView) -> str:
         if not view.run_id:
@@ -405,96 +293,31 @@ class RunPanel:
         # the author's latest version (``shown_version`` None), the model's text (0), or version N
         shown = None
         if done and view.run_id:
-            self._flush_save(view.run_id)
+            self.text.flush_save(view.run_id)
             which = LATEST if shown_version is None else MODEL if shown_version == 0 else shown_version
             shown = self.authoring.shown(view.run_id, which)
         if shown is not None:
             out.update(self.shown_outputs(view, shown))
         else:
-            choices = article_view.revert_choices(view)
-            out[self.undo] = gr.CheckboxGroup(choices=choices, value=[], info=UNDO_HELP[view.edits.mode],
-                                              visible=bool(choices))
-            takeable = article_view.take_choices(view)
-            out[self.take] = gr.CheckboxGroup(choices=takeable, value=[], visible=bool(takeable))
-            out[self.article] = ""
-            out.update({self.cited: "", self.sources: ""})
-            out.update(self.version_outputs(view, None))
-            out.update(self.export_outputs(view, NO_EDIT))
-        out[self.notes] = view.export_notes
+            out.update(self.text.unfinished(view))
+        out[self.text.notes] = view.export_notes
         if self.stop is not None:  # Stop is for a run going on (another tab's, or this one's after a reload)
             out[self.stop] = gr.Button(interactive=bool(view.run_id) and self.live.is_live(view.run_id))
         return out
 
     def shown_outputs(self, view: RunView, shown: Shown) -> dict:
-        """The article part of the panel for a stored version (or the model's text) as it reads:
-        its undo and take boxes, text, marks, sources, step cards, versions list and exports."""
-        choices = article_view.revert_choices(view)
-        takeable = article_view.take_choices(view)
+        """A stored version (or the model's text) as it reads: the article, and the progress line
+        and step cards that go with it (its marks numbered as the article numbers them)."""
         return {self.progress: run_html.progress_html(view, self.status(view), shown=shown.cited,
                                                       unchecked=shown.article.unchecked),
-                self.undo: gr.CheckboxGroup(choices=choices, value=list(shown.undone),
-                                            info=UNDO_HELP[view.edits.mode], visible=bool(choices)),
-                self.take: gr.CheckboxGroup(choices=takeable, value=list(shown.taken), visible=bool(takeable)),
-                self.article: shown.text,
-                self.cited: article_view.cited_html(shown.cited),
-                self.sources: article_view.sources_html(shown.article),
-                self.steps: self.steps_out(view, shown.edit, shown),
-                **self.version_outputs(view, shown.version),
-                **self.export_outputs(view, shown.edit, article=shown.article)}
-
-    def export_outputs(self, view: RunView, edit: Edit, *, article: Article | None = None) -> dict:
-        """The download buttons holding the shown article's files (Markdown, Word, PDF, HTML: the
-        author's ``edit``, with the run notes when the author asked for them), the texts the copy
-        buttons copy, and its length line; the buttons are disabled while there is nothing to export;
-        ``article``: the article as a stored version reads (None: ``edit`` as the author has it
-        now, attributed as it would be saved). Files that cannot be written are named in a warning
-        (the buttons stay disabled), and so is a PDF that cannot be drawn (its button stays disabled)."""
-        text = edit.text
-        off = {**{b: gr.DownloadButton(value=None, interactive=False, visible=True) for b in self.downloads()},
-               self.copy_md_btn: gr.Button(interactive=False), self.copy_text_btn: gr.Button(interactive=False),
-               self.copy_md_value: "", self.copy_text_value: "",
-               self.reading: export_view.reading_html(text) if view.final is not None else ""}
-        if view.final is None or not text.strip():
-            return off
-        try:
-            article = article or self.live_article(view, edit)[1]
-            files = self.exports.output(view, edit, threshold=self.threshold_of(view), notes=view.export_notes,
-                                        article=article, formats=export_view.FORMATS)
-        except OSError as exc:
-            gr.Warning(f"The article's files could not be written to the temporary folder ({exc}): free some "
-                       "disk space, then pick the version again.", title="Download")
-            return off
-        notes = " + run notes" if view.export_notes else ""  # the label says what the files hold
-        if files.pdf_error:  # a letter no font here has: the other files are made, the warning says why no PDF is
-            gr.Warning(files.pdf_error, title="PDF")
-        made = ((self.download, "Markdown", files.markdown), (self.download_docx, "Word", files.docx),
-                (self.download_pdf, "PDF", files.pdf), (self.download_html, "HTML", files.html))
-        return {**off, **{button: gr.DownloadButton(f"Download {name}{notes}", value=str(path), interactive=True,
-                                                    visible=True) for button, name, path in made if path is not None},
-                self.copy_md_btn: gr.Button(interactive=True), self.copy_text_btn: gr.Button(interactive=True),
-                self.copy_md_value: files.markdown_text, self.copy_text_value: files.plain_text}
-
-    def article_html(self, view: RunView, edit: Edit) -> dict:
-        """The article as edited with its [n] marks, and under it its numbered sources (each [n]
-        leads to its entry), numbered as its export numbers them."""
-        cited, article = self.live_article(view, edit)
-        return {self.cited: article_view.cited_html(cited), self.sources: article_view.sources_html(article)}
-
-    def live_article(self, view: RunView, edit: Edit) -> tuple[Cited, Article]:
-        """``edit`` as the author has it now, attributed as saving it would attribute it (the marks
-        of sentences the latest version held carried over: ``core.authoring.attribute``)."""
-        undone, taken = view.edits.chosen(edit.undone, edit.taken)
-        previous = self.authoring.previous(view.run_id, events=view.events) if view.run_id else None
-        attribution = attribute(view.edits, edit.text, undone, taken, threshold=self.threshold_of(view),
-                                previous=previous)
-        return attribution.numbered(), Article.attributed(view.task, edit.text, attribution)
+                self.steps: self.steps_out(view, shown.edit, shown), **self.text.shown(view, shown)}
 
     def frame(self, view: RunView) -> dict:
         """The run as far as ``view`` goes, with no editor and no article: a run being followed, or
         a replay's frame (paused, stepped, sought)."""
         out = self.render(view, ALL_PANELS)
         out.update({self.editor_box: gr.Group(visible=False), self.result_box: gr.Column(visible=False),
-                    **{button: gr.DownloadButton(visible=False) for button in self.downloads()}})
+                    **self.text._downloads_off(visible=False)})
         if self.stop is not None:
             out[self.stop] = gr.Button(interactive=True)
         return out
@@ -627,7 +450,7 @@ class RunPanel:
             redo(stored, cmd.i, action=cmd.action, query=cmd.query, exclude=[cmd.url])
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
-        self._flush_save(view.run_id)  # the author's last typing is saved first, as its own version
+        self.text.flush_save(view.run_id)  # the author's last typing is saved first, as its own version
         try:  # a hand edit the redo would rewrite: refused before anything runs
             self.authoring.check_redo(view.run_id, cmd.i)
         except EditConflict as exc:
@@ -664,10 +487,12 @@ class RunPanel:
     async def on_undo(self, view: RunView | None, chosen: list[int], taken: list[int] | None = None) -> dict:
         """Undo or take revisions: the article is rebuilt, and the boxes show what the mode's
         rules made of the choice (in cumulative mode, everything after the first step chosen)."""
-        if view is None or view.final is None:  # a box ticked as the run ends: no version to make yet
+        if view is not None and view.run_id and view.final is None:  # a box ticked as the run's end was
+            view = runview.fold(self.store.events(view.run_id))       # shown: the state may not have it yet
+        if view is None or view.final is None:  # no version to make yet
             gr.Warning("The run is still finishing: tick the box again once it says Done.")
-            return {self.undo: gr.CheckboxGroup(value=[]), self.take: gr.CheckboxGroup(value=[])}
-        self._flush_save(view.run_id)  # the text being typed is kept first, as its own version
+            return {self.text.undo: gr.CheckboxGroup(value=[]), self.text.take: gr.CheckboxGroup(value=[])}
+        self.text.flush_save(view.run_id)  # the text being typed is kept first, as its own version
         try:
             version = self.authoring.choose(view.run_id, chosen or [], taken or [])
         except EditConflict as exc:  # nothing changed: the boxes go back to the latest version
@@ -677,81 +502,11 @@ class RunPanel:
             raise gr.Error(for_browser(str(exc))) from exc
         shown = self.authoring.shown(view.run_id, version.n if version else LATEST)
         out = self.shown_outputs(view, shown)
-        out[self.undo] = gr.CheckboxGroup(value=list(shown.undone))
-        out[self.take] = gr.CheckboxGroup(value=list(shown.taken))
+        out[self.text.undo] = gr.CheckboxGroup(value=list(shown.undone))
+        out[self.text.take] = gr.CheckboxGroup(value=list(shown.taken))
         return out
 
-    async def on_edit(self, view: RunView | None, text: str, chosen: list[int], taken: list[int] | None = None,
-                      typed: bool = True) -> dict:
-        """The author typed in the article: its citations and length follow; the download and copy
-        buttons wait for the save (``on_saved`` gives them the saved text: no files per keystroke).
-        Not ``typed``: the server put the text there (a version shown), nothing to do."""
-        if not typed:
-            return gr.skip()
-        stale = {**{button: gr.DownloadButton(interactive=False) for button in self.downloads()},
-                 self.copy_md_btn: gr.Button(interactive=False), self.copy_text_btn: gr.Button(interactive=False)}
-        if view is None or view.final is None:
-            return stale
-        edit = Edit.of(text, chosen, taken)
-        self._save_later(view.run_id, edit)
-        return {**self.article_html(view, edit), **stale, self.reading: export_view.reading_html(edit.text),
-                self.saved: "<span class='rat-note'>Saving…</span>", self.saving: gr.Timer(active=True)}
-
-    def on_mode(self, mode: str) -> dict:
-        """Read (the article with its [n] marks) or Edit (its text): one of them on screen."""
-        editing = mode == VIEW_EDIT
-        return {self.article: gr.Textbox(visible=editing), self.cited: gr.HTML(visible=not editing)}
-
     # -- versions -----------------------------------------------------------------------------------
-    def _save_later(self, run_id: str, edit: Edit) -> None:
-        """Save the article as a version SAVE_AFTER seconds after the last keystroke (each
-        keystroke puts the save off again), on the server: a closed tab does not lose it."""
-        self._cancel_save(run_id)
-        loop = asyncio.get_running_loop()
-
-        def save() -> None:
-            self._saving.pop(run_id, None)
-            self.authoring.edit(run_id, edit.text, edit.undone, edit.taken)
-
-        self._saving[run_id] = (loop.call_later(SAVE_AFTER, save), save)
-
-    def _cancel_save(self, run_id: str) -> None:
-        pending = self._saving.pop(run_id, None)
-        if pending is not None:
-            pending[0].cancel()
-
-    def _flush_save(self, run_id: str) -> None:
-        """Save the author's pending edit of ``run_id`` now: the run is being shown again (a reload,
-        another tab) and must show what was typed, not the version before it."""
-        pending = self._saving.get(run_id)
-        if pending is not None:
-            pending[0].cancel()
-            pending[1]()  # (takes it out of ``_saving`` itself)
-
-    def version_outputs(self, view: RunView, shown: VersionRow | None) -> dict:
-        """The saved line and the versions list: which version is shown, and every one to pick."""
-        rows = self.versions.list(view.run_id) if view.run_id and view.final is not None else []
-        choices = [("the model's text", 0)] + [(version_label(v), v.n) for v in reversed(rows)]
-        if shown is None:
-            line = "The model's text: your edits, undos and restores are saved as versions." if view.final else ""
-        else:
-            newest = rows[-1].n
-            latest = "" if shown.n == newest else f" (the latest is {newest}: Restore makes this one the latest)"
-            line = f"Version {shown.n}, saved {when(shown.created)}{latest}."
-        return {self.saved: f"<span class='rat-note'>{html.escape(line)}</span>" if line else "",
-                self.version_pick: gr.Dropdown(choices=choices, value=shown.n if shown else 0,
-                                               visible=bool(rows)),
-                self.restore_btn: gr.Button(visible=bool(rows))}
-
-    def on_saved(self, view: RunView | None) -> dict:
-        """The timer after an edit: once the pending save is done, say so, give the download and
-        copy buttons the saved article, and stop ticking."""
-        if view is None or not view.run_id or view.run_id in self._saving:
-            return gr.skip()  # still waiting for the save
-        shown = self.authoring.shown(view.run_id, LATEST)
-        return {**self.version_outputs(view, shown.version), self.saving: gr.Timer(active=False),
-                **self.export_outputs(view, shown.edit, article=shown.article)}
-
     def on_view_version(self, view: RunView | None, n) -> dict:
         """Show an earlier version (or, for 0, the model's text) without changing anything."""
         if view is None or view.final is None:
@@ -762,21 +517,12 @@ class RunPanel:
         """Make the version picked (or the model's text) the latest, as a new version."""
         if view is None or view.final is None:
             raise gr.Error("Open a finished run first.")
-        self._flush_save(view.run_id)  # the text being typed is kept first, as its own version
+        self.text.flush_save(view.run_id)  # the text being typed is kept first, as its own version
         try:
             self.authoring.restore(view.run_id, int(n) if n else MODEL)
         except RatStudioError as exc:
             raise gr.Error(for_browser(str(exc))) from exc
         return self.settle(view)
-
-    def on_export(self, view: RunView | None, notes: bool, text: str, chosen: list[int],
-                  taken: list[int] | None = None) -> dict:
-        """"Include run notes" ticked or not: the download and copy buttons get the shown article
-        (``text``, with the ``chosen`` and ``taken`` steps) with or without them."""
-        if view is None or view.final is None:
-            return gr.skip()
-        view.export_notes = bool(notes)
-        return {self.state: view, **self.export_outputs(view, Edit.of(text, chosen, taken))}
 
 
 async def _after(events: AsyncIterator, skip: int) -> AsyncIterator:
@@ -788,11 +534,6 @@ async def _after(events: AsyncIterator, skip: int) -> AsyncIterator:
                 continue
             yield item
 
-
-def version_label(version: VersionRow) -> str:
-    """'3 · 14:02:11 · edit · 812 words' (and 'from 1' for a restore), for the versions list."""
-    restored = f" from {version.restored_from}" if version.restored_from else ""
-    return f"{version.n} · {when(version.created)} · {version.action}{restored} · {word_count(version.text):,} words"
 
 
 def stop_running(button: gr.Button, panel: RunPanel, events: list) -> None:

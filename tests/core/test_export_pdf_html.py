@@ -28,7 +28,7 @@ from tests.core.test_export_cjk import PARAGRAPHS, TASK, chinese
 from tests.fakes.scripts import RatAuthor, draft_steps
 from tests.helpers import collect
 from tests.ui.test_render import cited_run
-from ui import export_view
+from ui import article_view, export_view
 from ui.cli import build_parser
 from ui.runview import fold
 
@@ -223,17 +223,18 @@ def test_a_symbol_no_font_has_is_a_question_mark_not_an_empty_box():
 
 
 # -- the Writer's files --------------------------------------------------------------------------------
-def test_the_export_folder_writes_pdf_and_html_when_asked_and_says_why_a_pdf_is_missing(monkeypatch):
+def test_the_export_folder_writes_one_pdf_or_html_file_and_refuses_a_pdf_it_cannot_draw(monkeypatch):
     view = fold(cited_run())
+    article = article_view.export_article(view, Edit.of(view.edits.text()))
     folder = export_view.ExportFolder()
-    out = folder.output(view, Edit.of(view.edits.text()), formats=export_view.FORMATS)
-    assert out.pdf.suffix == ".pdf" and out.html.suffix == ".html" and not out.pdf_error
-    assert "Write about Python 3." in text_of(read(out.pdf.read_bytes()))
-    assert_inert(out.html.read_text(encoding="utf-8"))
-    assert folder.output(view, Edit.of(view.edits.text())).pdf is None, "only when asked for"
+    pdf, page = folder.file(view, article, export_view.PDF), folder.file(view, article, export_view.HTML)
+    assert pdf.suffix == ".pdf" and page.suffix == ".html"
+    assert "Write about Python 3." in text_of(read(pdf.read_bytes()))
+    assert_inert(page.read_text(encoding="utf-8"))
     monkeypatch.setattr(pdf_module, "cjk_font", lambda language="zh-CN": None)
-    out = folder.output(view, Edit.of(view.edits.text() + "\n\n猫头鹰在夜间捕猎。"), formats=export_view.FORMATS)
-    assert out.pdf is None and "fonts-noto-cjk" in out.pdf_error and out.markdown.exists() and out.html.exists()
+    chinese = article_view.export_article(view, Edit.of(view.edits.text() + "\n\n猫头鹰在夜间捕猎。"))
+    with pytest.raises(PdfFontMissing, match="fonts-noto-cjk"):
+        folder.file(view, chinese, export_view.PDF)
     folder.close()
 
 
@@ -295,23 +296,28 @@ async def test_show_refuses_a_pdf_on_standard_output_naming_o(app, llm, capsys):
         args.func(args, app)
 
 
-def test_the_writer_gives_pdf_and_html_buttons_the_shown_articles_files(app, monkeypatch):
+async def test_the_writer_makes_the_shown_versions_pdf_and_html_when_clicked(app, llm, monkeypatch):
     import gradio as gr
 
+    from core.authoring import Authoring
+    from ui import runview
     from ui.writer import RunPanel
 
+    run_id, _ = await stored_run(app, llm)
+    Authoring(app.store).edit(run_id, "An author's own words about Python 3.\n\n猫头鹰在夜间捕猎。")
     with gr.Blocks():
         panel = RunPanel(app.runner, app.store, app.clients)
         panel.layout()
-    view = fold(cited_run())
-    out = panel.export_outputs(view, Edit.of(view.edits.text()))
-    for button, suffix in ((panel.download_pdf, ".pdf"), (panel.download_html, ".html")):
-        assert out[button].interactive and out[button].value["orig_name"].endswith(suffix), suffix
-    with open(out[panel.download_pdf].value["path"], "rb") as held:  # the file gradio hands the browser
-        assert "Write about Python 3." in text_of(read(held.read()))
+    view = runview.fold(app.store.events(run_id))
+    shown = panel.text.export_outputs(view, Edit.of(view.edits.text()))
+    assert shown[panel.text.download_pdf].interactive and shown[panel.text.download_html].interactive
+    model = panel.text.on_file(view, 0, "pdf")  # the model's text (the versions list's 0)
+    assert model.value["orig_name"].endswith(".pdf")
+    with open(model.value["path"], "rb") as held:  # the file gradio hands the browser
+        assert RUN_TASK.prompt in text_of(read(held.read())).replace("\n", " ")
+    page = panel.text.on_file(view, 1, "html")  # version 1, the author's
+    assert "An author&#x27;s own words" in open(page.value["path"], encoding="utf-8").read()
     monkeypatch.setattr(pdf_module, "cjk_font", lambda language="zh-CN": None)
-    with pytest.warns(UserWarning, match="fonts-noto-cjk"):  # gr.Warning, outside an event
-        out = panel.export_outputs(view, Edit.of(view.edits.text() + "\n\n猫头鹰在夜间捕猎。"))
-    assert not out[panel.download_pdf].interactive and out[panel.download_pdf].value is None, "no PDF of empty boxes"
-    assert out[panel.download_html].interactive and out[panel.download].interactive
-    panel.exports.close()
+    with pytest.raises(gr.Error, match="fonts-noto-cjk"):  # never a PDF of empty boxes
+        panel.text.on_file(view, 1, "pdf")
+    panel.text.exports.close()

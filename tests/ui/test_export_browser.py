@@ -76,6 +76,17 @@ def test_one_click_downloads_copies_and_counts_the_shown_article(page_of, llm): 
     reading = writer.locator(".rat-reading")
     expect(reading).to_have_text(re.compile(r"^\d+ words · 1 min read$"))
 
+    # the six buttons in one row within the 1366 px window, the run notes' box on one line under them
+    buttons = [writer.get_by_role("button", name=name, exact=True).bounding_box()
+               for name in ("Download Markdown", "Download Word", "Download PDF", "Download HTML", "Copy Markdown",
+                            "Copy text")]
+    assert len({round(b["y"]) for b in buttons}) == 1 and max(b["x"] + b["width"] for b in buttons) <= 1366, buttons
+    notes_line = writer.get_by_text("Include run notes").bounding_box()
+    assert notes_line["y"] > buttons[0]["y"] + buttons[0]["height"] and notes_line["height"] < 30, notes_line
+    from tests.ui.test_writer_browser import screenshot
+
+    screenshot(page, "writer-export-1366.png", top=writer.get_by_role("button", name="Download Markdown", exact=True))
+
     # one click, no second button: the file is the run's article
     markdown = download(page, md_button).decode("utf-8")
     assert markdown.startswith("# Write about Python packaging for export.")

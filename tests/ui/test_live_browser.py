@@ -147,7 +147,7 @@ def test_an_edit_typed_just_before_a_reload_is_shown_after_it(open_page, llm, ap
     """The save of an edit waits for the author to stop typing (SAVE_AFTER); a reload, or the run
     opened in another tab, before then saves it first and shows it (before, the page came back with
     the version before the edit, and the edit was saved a moment later, out of sight)."""
-    import ui.writer
+    import ui.article_panel
     from data.versions import Versions
 
     llm.reply(Gate(open_at_start=True))
@@ -155,8 +155,8 @@ def test_an_edit_typed_just_before_a_reload_is_shown_after_it(open_page, llm, ap
     start(writer, "Describe how Python 3.8 added the walrus operator")
     expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
     run_id = app.store.list_runs(limit=1)[0].id
-    monkeypatch.setattr(ui.writer, "SAVE_AFTER", 60.0)  # no save on its own within the test
-    writer.get_by_text(ui.writer.VIEW_EDIT, exact=True).click()
+    monkeypatch.setattr(ui.article_panel, "SAVE_AFTER", 60.0)  # no save on its own within the test
+    writer.get_by_text(ui.article_panel.VIEW_EDIT, exact=True).click()
     article = article_box(writer)
     article.press_sequentially(" Typed last.")
     expect(writer.locator(".rat-saved").last).to_contain_text("Saving…", timeout=TIMEOUT)
@@ -164,7 +164,7 @@ def test_an_edit_typed_just_before_a_reload_is_shown_after_it(open_page, llm, ap
 
     page.reload()
     expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
-    writer.get_by_text(ui.writer.VIEW_EDIT, exact=True).click()
+    writer.get_by_text(ui.article_panel.VIEW_EDIT, exact=True).click()
     expect(article_box(writer)).to_have_value(re.compile(r"Typed last\.$"), timeout=TIMEOUT)
     (saved,) = [v for v in Versions(app.store).list(run_id) if "Typed last." in v.text]
     assert saved.action == "edit"

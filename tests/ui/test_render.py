@@ -379,8 +379,32 @@ async def test_an_undo_box_ticked_before_the_run_is_done_is_cleared_not_an_error
         panel = RunPanel(app.runner, app.store, app.clients)
         panel.layout()
     out = await panel.on_undo(RunView(run_id="r"), [2], [])
-    assert set(out) == {panel.undo, panel.take}
-    assert out[panel.undo].value == [] and out[panel.take].value == []
+    assert set(out) == {panel.text.undo, panel.text.take}
+    assert out[panel.text.undo].value == [] and out[panel.text.take].value == []
+
+
+async def test_an_undo_box_ticked_as_the_runs_end_is_shown_undoes_the_step(app, monkeypatch):
+    """The page showed the finished run while this tab's state still lacked its Final: the step is
+    undone all the same, read from the store."""
+    import gradio as gr
+
+    from common.types import Task
+    from core.clients import Clients
+    from data.versions import Versions
+    from tests.fakes.model import FakeModel
+    from tests.fakes.scripts import RatAuthor, draft_steps
+    from tests.helpers import collect
+    from ui.writer import RunPanel
+
+    monkeypatch.setattr(Clients, "llm", lambda self, system="": FakeModel(RatAuthor(draft_steps(3))))
+    run_id = (await collect(app.runner.start("rat-step", Task("Write about Python packaging."))))[0].run_id
+    with gr.Blocks():
+        panel = RunPanel(app.runner, app.store, app.clients)
+        panel.layout()
+    out = await panel.on_undo(RunView(run_id=run_id), [2], [])
+    assert out[panel.text.undo].value == [2]
+    (version,) = Versions(app.store).list(run_id)
+    assert version.action == "undo" and list(version.undone) == [2]
 
 
 # -- the Writer's helpers (no browser) ------------------------------------------------------------

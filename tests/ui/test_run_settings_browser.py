@@ -232,6 +232,7 @@ def test_the_article_of_a_run_is_cited_with_the_threshold_it_ran_with(tmp_path):
     task = wired.store.add_task("Write about owls.")
     own = wired.store.create_run("rat-step", task, {"cite_threshold": 0.9})
     older = wired.store.create_run("rat-step", task, {})  # stored before runs kept theirs
-    assert panel.threshold_of(RunView(run_id=own)) == 0.9 != panel.threshold
-    assert panel.threshold_of(RunView(run_id=older)) == panel.threshold == wired.settings.method.cite_threshold
+    assert panel.text.threshold_of(RunView(run_id=own)) == 0.9 != panel.text.threshold
+    server = wired.settings.method.cite_threshold
+    assert panel.text.threshold_of(RunView(run_id=older)) == panel.text.threshold == server
     wired.store.close()
