@@ -78,6 +78,8 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
     """Every row of ``common.settings.SETTINGS`` read with ``setting_value`` (flags first, then
     environment, then defaults), the checks that join two settings, and the Settings built from
     them. Raises ConfigError for invalid values."""
+    from core.budget import read_prices
+
     v = {row.name: setting_value(row, args, env) for row in SETTINGS if row.type is not list}
     if v["share"] and not v["auth"]:
         raise ConfigError("--share makes the UI public: also pass --auth USER:PASSWORD.")
@@ -86,6 +88,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
             base_url=v["base_url"], api_key=v["openai_api_key"], model=v["model"],
             role_models={r: m for r in ROLES if (m := v[f"{r}_model"])},
             timeout=v["llm_timeout"], max_retries=v["max_retries"], max_tokens=v["max_tokens"],
+            budget_tokens=v["budget_tokens"],
         ),
         search=SearchSettings(
             providers=search_providers(v["search"]), searxng_url=v["searxng_url"],
@@ -112,6 +115,7 @@ def settings_from(args: argparse.Namespace, env: dict[str, str]) -> Settings:
         study_accounts_per_address=v["study_accounts_per_address"],
         trusted_proxies=tuple(a.strip() for a in (v["trusted_proxies"] or "").split(",") if a.strip()),
         allowed_hosts=tuple(a.strip().lower() for a in (v["allowed_hosts"] or "").split(",") if a.strip()),
+        prices=read_prices(v["prices"]) if v["prices"] else {},
     )
 
 

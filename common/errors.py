@@ -68,6 +68,19 @@ class LLMContextExceeded(LLMBadRequest):
     --context-tokens."""
 
 
+class BudgetExceeded(RatStudioError):
+    """The next model call of a run would take it past its token budget (--budget-tokens): the
+    call was not made, what was done is kept, and the run resumes with a larger budget. Not an
+    LLMError, so no method takes it for a bad answer and goes on.
+
+    ``spent``: the run's tokens so far; ``budget``: its budget; ``need``: the refused call's
+    estimate (``core.budget.TokenBudget.estimate``); ``role``: the call's role."""
+
+    def __init__(self, message: str, *, spent: int = 0, budget: int = 0, need: int = 0, role: str = ""):
+        super().__init__(message)
+        self.spent, self.budget, self.need, self.role = spent, budget, need, role
+
+
 # --- search ----------------------------------------------------------------------------------
 
 

@@ -39,6 +39,7 @@ class RunStarted(Event):
     method: str
     task: str
     resumed: bool = False
+    budget_tokens: int | None = None  # the run's token budget from here on (--budget-tokens); None: no cap
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ class LLMSettings:
     backoff: float = 1.0  # first wait in seconds; doubles each retry
     temperature: float | None = None  # None: the server's default
     max_tokens: int | None = None  # most tokens of one answer (a method's own cap may be lower); None: the server's
+    # most tokens (prompts and answers) one run may spend on model calls (core.budget); None: no cap
+    budget_tokens: int | None = None
 
     def model_for(self, role: str) -> str:
         return self.role_models.get(role) or self.model
@@ -123,6 +125,9 @@ class Settings:
     # site that rebinds its name to this machine gets nothing): "rat.example.org", ".example.org"
     # for its subdomains, "*" for any.
     allowed_hosts: tuple[str, ...] = ()
+    # Model prices, for a run's cost: model -> (input, output) in dollars per million tokens, from
+    # --prices FILE (core.budget.read_prices); empty: no cost is said.
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict, hash=False)
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -218,6 +223,12 @@ def _check_max_tokens(value) -> None:
     if value < 1:
         raise ConfigError(f"--max-tokens must be at least 1 (e.g. 1024), not {value}; leave it out for the "
                           "server's own limit.")
+
+
+def _check_budget(value) -> None:
+    if value < 1:
+        raise ConfigError(f"--budget-tokens must be a positive whole number of tokens (e.g. 20000), not {value}; "
+                          "leave it out for no cap.")
 
 
 def _check_context_tokens(value) -> None:
@@ -317,6 +328,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("--max-tokens", "RAT_STUDIO_MAX_TOKENS", int, LLMSettings.max_tokens,
             "most tokens of one model answer, for models that ramble", _check_max_tokens,
             readme_default="the server's"),
+    Setting("--budget-tokens", "RAT_STUDIO_BUDGET_TOKENS", int, LLMSettings.budget_tokens,
+            "most tokens (prompts and answers) one run may spend: it stops before the call that would pass it, "
+            "and resume with a larger --budget-tokens goes on", _check_budget, readme_default="none (no cap)",
+            metavar="N"),
+    Setting("--prices", "RAT_STUDIO_PRICES", str, None,
+            "a JSON file of model prices in dollars per million tokens, "
+            '{"MODEL": {"input": 0.15, "output": 0.6}}: runs say their cost', group=MODEL_GROUP,
+            readme_default="none", metavar="FILE"),
     # search and pages
     Setting("--search", "RAT_STUDIO_SEARCH", str, ",".join(SearchSettings.providers),
             f"providers tried in order, comma separated: {', '.join(SEARCH_PROVIDERS)}", _check_search,

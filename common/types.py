@@ -19,6 +19,7 @@ class RunStatus(StrEnum):
     DRAFT = "draft"  # stopped after the draft on purpose ("Draft only"); resume() goes on
     FAILED = "failed"  # a Failed event was stored; if it says resumable, resume() goes on
     INTERRUPTED = "interrupted"  # the consumer stopped listening (Stop, Ctrl-C); resume() goes on
+    BUDGET = "budget"  # stopped before the call that would pass its token budget; resume() with a larger one
 
 
 #: What a task asks for: an article, a plan, or a short answer (scored by exact match and F1).

@@ -18,6 +18,7 @@ from common.settings import Settings
 from core.server_notes import ServerNotes
 
 if TYPE_CHECKING:  # pragma: no cover
+    from core.budget import TokenBudget
     from core.llm import LLMClient
     from core.retrieval.fetch import Fetcher
     from core.retrieval.search import SearchChain
@@ -30,12 +31,13 @@ class Clients:
     corpus_db: Path | None = None  # where the local corpus keeps its index
     notes: ServerNotes = field(default_factory=ServerNotes, compare=False)  # what servers taught its LLM clients
 
-    def llm(self, *, system: str = "") -> LLMClient:
+    def llm(self, *, system: str = "", budget: TokenBudget | None = None) -> LLMClient:
         """A new LLM client; ``system``: a system message its every request begins with ("" for
-        none). Raises LLMAuthError when no key is set for a server that needs one."""
+        none); ``budget``: a run's token budget, which refuses a call that would pass it (None: no
+        cap). Raises LLMAuthError when no key is set for a server that needs one."""
         from core.llm import LLMClient  # the openai SDK is imported when a model is first called
 
-        return LLMClient(self.settings.llm, system=system, notes=self.notes)
+        return LLMClient(self.settings.llm, system=system, notes=self.notes, budget=budget)
 
     def search(self, providers: tuple[str, ...] | None = None) -> SearchChain:
         """The search providers of the settings (or ``providers``, for one run), in order,

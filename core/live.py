@@ -95,12 +95,13 @@ class LiveRuns:
                                                       settings=settings))
         return self._follow(live, timed=timed)
 
-    def resume(self, run_id: str, *, draft: list[str] | None = None,
-               providers: Sequence[str] | None = None, timed: bool = False) -> AsyncIterator[Event | Queued | Timed]:
-        """Launch the continuation of a stored run (``Runner.resume``) and follow it, from the
-        run's stored events on (``timed``: as :meth:`start`). Raises (when followed) what
-        ``Runner.resume`` raises."""
-        live = self._launch(lambda: self.runner.resume(run_id, draft=draft, providers=providers),
+    def resume(self, run_id: str, *, draft: list[str] | None = None, providers: Sequence[str] | None = None,
+               budget_tokens: int | None = None, timed: bool = False) -> AsyncIterator[Event | Queued | Timed]:
+        """Launch the continuation of a stored run (``Runner.resume``, with a new ``budget_tokens``
+        when given) and follow it, from the run's stored events on (``timed``: as :meth:`start`).
+        Raises (when followed) what ``Runner.resume`` raises."""
+        live = self._launch(lambda: self.runner.resume(run_id, draft=draft, providers=providers,
+                                                       budget_tokens=budget_tokens),
                             prior=self._stored(run_id))
         return self._follow(live, timed=timed)
 

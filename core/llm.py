@@ -52,6 +52,7 @@ from common.errors import (
     LLMTimeout,
 )
 from common.settings import LLMSettings
+from core.budget import TokenBudget
 from core.server_notes import ServerNotes
 from core.text.tokens import count_tokens
 
@@ -323,8 +324,9 @@ class LLMClient:
     """
 
     def __init__(self, settings: LLMSettings, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 system: str = "", notes: ServerNotes | None = None):
+                 system: str = "", notes: ServerNotes | None = None, budget: TokenBudget | None = None):
         self.settings = settings
+        self.budget = budget  # a run's token budget: asked before each call, told what each took
         #: what servers taught the clients of this client's owner (``Clients``; its own without one)
         self.notes = notes if notes is not None else ServerNotes()
         self.system = system  # a system message every request begins with (the run's language)
@@ -354,7 +356,8 @@ class LLMClient:
 
         ``temperature``: this call's, else ``settings.temperature``, else the server's default.
 
-        Raises (after retries, for the retryable ones): LLMAuthError (no key for OpenAI, or the
+        Raises BudgetExceeded, before the call is made, when the client's ``budget`` would be
+        passed (``core.budget``); and (after retries, for the retryable ones): LLMAuthError (no key for OpenAI, or the
         key was refused), LLMConnectionError (base URL unreachable, or the connection dropped),
         LLMModelNotFound, LLMRateLimited, LLMTimeout, LLMServerError, LLMBadRequest (often: the
         prompt is too long for the model), LLMError (any other refusal, or an empty stream).
@@ -367,6 +370,9 @@ class LLMClient:
             messages = [{"role": "system", "content": self.system}, *messages]
         request = self._request(messages, model, temperature,
                                 max_tokens + THINKING_ROOM if roomy and max_tokens is not None else max_tokens)
+        if self.budget is not None:  # before anything is sent: a refused call costs nothing
+            self.budget.check("".join(_message_chars(m) for m in messages), role=role,
+                              max_tokens=request.get("max_tokens", request.get("max_completion_tokens")))
         refused = self.notes.refusals(key)
         dropped = [_leave_out(request, param, model, *how) for param, how in refused.items() if param in request]
         for drop in dropped:
@@ -426,6 +432,8 @@ class LLMClient:
                 "API (it usually ends in /v1).")
         done = self._completion(request, split, usage, role=role, model=model, finish=finish,
                                 seconds=time.monotonic() - started, dropped=tuple(dropped))
+        if self.budget is not None:
+            self.budget.spend(role, done.prompt_tokens, done.completion_tokens)
         if done.thinking:
             self.notes.thinkers.add(key)
         if split.late_closed:

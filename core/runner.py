@@ -4,8 +4,9 @@ Tokens, calls and time are counted here and only here, from the events themselve
 SearchDone, PageRead), so a live run, a resumed run and a replay agree.
 
 A run ends in one of the states of ``common.types.RunStatus`` (runs.status): done, unsourced
-(finished, but a method that searches used no source at all), draft, failed, interrupted, or
-running (still going, or its process died).
+(finished, but a method that searches used no source at all), draft, failed, interrupted, budget
+(stopped before the model call that would pass its token budget, ``core.budget``), or running
+(still going, or its process died).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from common.errors import LLMError, RatStudioError, TaskError
+from common.errors import BudgetExceeded, LLMError, RatStudioError, TaskError
 from common.events import (
     DraftReady,
     Event,
@@ -41,6 +42,7 @@ from common.types import RunStatus, Task
 from core.article.citations import shown_labels
 from core.article.edits import latest_revisions
 from core.article.sources import SourceBook
+from core.budget import TokenBudget, how_to_go_on
 from core.clients import Clients
 from core.methods import METHODS, MethodContext, get_method, unsourced
 from core.methods.base import check_params
@@ -96,14 +98,17 @@ class Runner:
                 yield event
 
     async def resume(self, run_id: str, *, draft: list[str] | None = None, draft_only: bool = False,
-                     providers: Sequence[str] | None = None) -> AsyncIterator[Event]:
+                     providers: Sequence[str] | None = None, budget_tokens: int | None = None
+                     ) -> AsyncIterator[Event]:
         """Continue a run from its stored events: after its last revised step, or with an
         edited ``draft`` (stored as a new DraftReady; revision starts over from step 1). The
         run's own search providers are used unless ``providers`` is given, and the settings it
-        was started with chose for itself (``start``'s ``settings``) over the runner's.
-        Raises RunNotFound, TaskError when the run is finished (with an edited draft too: its
-        article is the author's, changed step by step) or its method cannot resume, or
-        ConfigError for a bad ``--param`` (as ``start``)."""
+        was started with chose for itself (``start``'s ``settings``) over the runner's; so is its
+        token budget, unless ``budget_tokens`` gives it a new one (a run stopped at its budget goes
+        on with a larger one), stored as the run's own from then on. Raises RunNotFound,
+        TaskError when the run is finished (with an edited draft too: its article is the
+        author's, changed step by step) or its method cannot resume, or ConfigError for a bad
+        ``--param`` (as ``start``)."""
         run = self.store.get_run(run_id)
         info = get_method(run.method)
         check_params([info.name], self.settings.method.params, strict=False)
@@ -119,18 +124,20 @@ class Runner:
                 raise TaskError("The edited draft has no steps left: add at least one step.")
             edited = DraftReady(steps=steps)
             prior.append(edited)
-        plan = self._continuing(run, prior, edited, draft_only=draft_only, providers=providers)
+        plan = self._continuing(run, prior, edited, draft_only=draft_only, providers=providers,
+                                budget_tokens=budget_tokens)
         async with aclosing(self._drive(plan)) as events:
             async for event in events:
                 yield event
 
     async def redo(self, run_id: str, i: int, *, action: str, query: str = "",
-                   exclude: Sequence[str] = ()) -> AsyncIterator[Event]:
+                   exclude: Sequence[str] = (), budget_tokens: int | None = None) -> AsyncIterator[Event]:
         """Do step ``i`` of a finished (or stopped) rat or rat-step run again, as its author asks
         (``action``: "regenerate", "search" with the author's ``query``, or "exclude" the pages of
         ``exclude``; see ``common.events.StepRedone``): the request is stored as a StepRedone, then
         the method redoes the step (rat: and revises the later steps again) and ends with a new
         Final; the run is running meanwhile, then finished again. Its earlier events stay.
+        ``budget_tokens``: as for ``resume``.
         Raises RunNotFound, RunLive when it is going on, TaskError for a method that cannot redo
         a step or a request that does not fit the run (the message names the fix), ConfigError
         for a bad ``--param`` (as ``start``)."""
@@ -144,22 +151,32 @@ class Runner:
         asked = info.redo(prior, i, action=action, query=query, exclude=exclude)
         asked = replace(asked, at=_now())
         prior.append(asked)
-        plan = self._continuing(run, prior, asked)
+        plan = self._continuing(run, prior, asked, budget_tokens=budget_tokens)
         async with aclosing(self._drive(plan)) as events:
             async for event in events:
                 yield event
 
     def _continuing(self, run: RunRow, prior: list[Event], edited: Event | None, *, draft_only: bool = False,
-                    providers: Sequence[str] | None = None) -> _Plan:
+                    providers: Sequence[str] | None = None, budget_tokens: int | None = None) -> _Plan:
         """The plan that goes on with stored ``run`` (``resume``, ``redo``): its events so far
         (``prior``, ``edited`` last among them), its counters, its own settings and search
-        providers (``providers`` over them), under a new owner that has claimed it. Raises
-        RunLive when another runner still drives it."""
+        providers (``providers`` over them), and its own token budget unless ``budget_tokens``
+        gives a new one (then stored with the run), under a new owner that has claimed it.
+        Raises RunLive when another runner still drives it."""
         owner = _new_owner()
         self.store.claim_run(run.id, owner)  # RunLive when another runner still drives it
+        settings = self._stored_settings(run.settings)
+        if budget_tokens is not None and budget_tokens != run.settings.get("budget_tokens"):
+            chosen = [k for k in run.settings.get("chosen") or () if k != "budget_tokens"]
+            if budget_tokens != _setting(self.settings, "budget_tokens"):
+                chosen.append("budget_tokens")
+            self.store.update_run(run.id, settings={**run.settings, "budget_tokens": budget_tokens, "chosen": chosen})
+        budget = budget_tokens if budget_tokens is not None else run.settings.get("budget_tokens",
+                                                                                  settings.llm.budget_tokens)
+        settings = replace(settings, llm=replace(settings.llm, budget_tokens=budget))
         return _Plan(run.id, get_method(run.method).name, Task(run.task, run.kind, run.task_set), owner,
                      tuple(providers or run.settings.get("search") or self.settings.search.providers),
-                     self._stored_settings(run.settings), prior=prior, seq=self.store.last_seq(run.id),
+                     settings, prior=prior, seq=self.store.last_seq(run.id),
                      draft_only=draft_only, resumed=True, counts=run, edited=edited)
 
     def interrupt_live(self, why: str = "") -> list[str]:
@@ -225,7 +242,8 @@ class Runner:
                 else:
                     write()
 
-        first = RunStarted(run_id=run_id, method=method, task=task.prompt, resumed=resumed)
+        first = RunStarted(run_id=run_id, method=method, task=task.prompt, resumed=resumed,
+                           budget_tokens=settings.llm.budget_tokens)
         store(first)
         yield first
         if edited is not None:
@@ -238,7 +256,8 @@ class Runner:
         with self._driving_lock:
             self._driving.add(run_id)
         try:
-            ctx = self._context(prior, providers, book, settings, task)
+            ctx = self._context(prior, providers, book, settings, task,
+                                spent=tally.prompt_tokens + tally.completion_tokens)
             if ctx.settings.context_tokens is None:  # what the server reports, else the default
                 window = await ctx.llm.context_window() if hasattr(ctx.llm, "context_window") else None
                 ctx.settings = replace(ctx.settings, context_tokens=window or DEFAULT_CONTEXT_TOKENS)
@@ -279,8 +298,12 @@ class Runner:
                 log.info("run %s ended as the app stopped: %s: %s", run_id, type(exc).__name__, exc)
                 status = RunStatus.INTERRUPTED
                 return
-            status = RunStatus.FAILED
-            if isinstance(exc, RatStudioError):
+            status = RunStatus.BUDGET if isinstance(exc, BudgetExceeded) else RunStatus.FAILED
+            if isinstance(exc, BudgetExceeded) and not resumable:  # its fix is a new run
+                error = str(exc).replace(how_to_go_on(exc.budget, exc.spent, exc.need),
+                                         how_to_go_on(exc.budget, exc.spent, exc.need, method=method, resumable=False))
+                failed = Failed(error=error, resumable=False, error_type=type(exc).__name__)
+            elif isinstance(exc, RatStudioError):
                 failed = Failed(error=str(exc), resumable=resumable and _resumable(exc),
                                 error_type=type(exc).__name__)
             else:  # a bug: keep what was done, say so, let the run resume
@@ -312,16 +335,19 @@ class Runner:
                 log.debug("heartbeat of run %s failed: %s", run_id, exc)
 
     def _context(self, prior: list[Event], providers: tuple[str, ...], book: SourceBook,
-                 settings: Settings | None = None, task: Task | None = None) -> MethodContext:
+                 settings: Settings | None = None, task: Task | None = None, *, spent: int = 0) -> MethodContext:
         """The method's context for a run of ``task`` with ``settings`` (None: the runner's): its
         method settings, and an LLM client made from its model settings (its model per role, its
-        --max-tokens) whose requests ask for the run's language (``core.text.language``); the
-        runner's clients and settings are left as they are."""
+        --max-tokens) whose requests ask for the run's language (``core.text.language``) and, with
+        a --budget-tokens, stop at it (``spent``: the run's tokens so far); the runner's clients and
+        settings are left as they are."""
         settings = settings or self.settings
         search = self.clients.search(providers)
         clients = self.clients if settings.llm == self.settings.llm else replace(self.clients, settings=settings)
         system = language.instruction(settings.method.language, task.prompt) if task else ""
-        return MethodContext(llm=clients.llm(system=system), search=search, fetch=self.clients.fetcher(),
+        limit = settings.llm.budget_tokens
+        budget = {"budget": TokenBudget(limit, spent)} if limit is not None else {}  # test clients may take none
+        return MethodContext(llm=clients.llm(system=system, **budget), search=search, fetch=self.clients.fetcher(),
                              settings=settings.method, prior=prior,
                              read_local=getattr(search, "read_local", None), memory=self.memory,
                              numbers=book.numbers)
@@ -350,6 +376,7 @@ class Runner:
 #: (section of Settings, attribute).
 RUN_SETTINGS = {
     "model": ("llm", "model"), "role_models": ("llm", "role_models"), "max_tokens": ("llm", "max_tokens"),
+    "budget_tokens": ("llm", "budget_tokens"),
     "k": ("method", "k"), "passage_tokens": ("method", "passage_tokens"), "max_steps": ("method", "max_steps"),
     "context_tokens": ("method", "context_tokens"), "min_keep": ("method", "min_keep"),
     "cite_threshold": ("method", "cite_threshold"), "params": ("method", "params"),
@@ -481,7 +508,7 @@ FINISHED = (RunStatus.DONE, RunStatus.UNSOURCED)
 
 
 def _resumable(exc: RatStudioError) -> bool:
-    return exc.retryable or isinstance(exc, LLMError)
+    return exc.retryable or isinstance(exc, LLMError | BudgetExceeded)
 
 
 def _now() -> str:

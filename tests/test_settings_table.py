@@ -210,6 +210,8 @@ BAD = {
                              "e.g. --search ddg,searxng."),
     "--max-tokens": (0, "--max-tokens must be at least 1 (e.g. 1024), not 0; leave it out for the server's own "
                         "limit."),
+    "--budget-tokens": (0, "--budget-tokens must be a positive whole number of tokens (e.g. 20000), not 0; leave "
+                           "it out for no cap."),
     "--context-tokens": (100, "--context-tokens 100 is too small for any of the prompts: give the model's context "
                               "window, at least 1024 (e.g. 8192)."),
     "--min-keep": (1.5, "--min-keep must be a share between 0 and 1 (e.g. 0.4 for 40%), not 1.5."),
@@ -237,8 +239,8 @@ BAD = {
                                                  "not 'proxy.lan'."),
 }
 #: flag -> a value its check lets through
-GOOD = {"--search": "searxng,corpus", "--max-tokens": 1, "--context-tokens": 1024, "--min-keep": 0,
-        "--cite-threshold": 1, "--auth": "ana:correct-horse",
+GOOD = {"--search": "searxng,corpus", "--max-tokens": 1, "--budget-tokens": 1, "--context-tokens": 1024,
+        "--min-keep": 0, "--cite-threshold": 1, "--auth": "ana:correct-horse",
         "--arena-text": "model", "--arena-style": "plain", "--votes-per-minute": 1, "--votes-per-address": 0,
         "--votes-per-day": 0, "--db": "data/rat.db", "--language": "pt-BR", "--allowed-hosts": ".example.org, *",
         "--study-accounts-per-address": 0,

@@ -23,6 +23,7 @@ LABELS: dict[str, tuple[str, str]] = {
     **{f"--{role}-model": (f"Model for {role}", RUN_SETTINGS) for role in ROLES},
     "--k": ("Results read per step", RUN_SETTINGS),
     "--max-tokens": ("Max tokens", RUN_SETTINGS),
+    "--budget-tokens": ("Token budget", RUN_SETTINGS),
     "--context-tokens": ("Context tokens", RUN_SETTINGS),
     "--passage-tokens": ("Passage tokens", RUN_SETTINGS),
     "--max-steps": ("Max steps", RUN_SETTINGS),

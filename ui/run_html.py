@@ -31,6 +31,10 @@ def progress_text(view: RunView, status: str = "", shown: Cited | None = None,
     line counts (not the model's text's, once the author has undone a step or edited it)."""
     n = view.n or len(view.steps)
     revised = len(view.revisions)
+    if view.failed is not None and view.failed.error_type == "BudgetExceeded":  # its message says how to go on
+        again = " Then press Continue." if view.failed.resumable else ""
+        where = f" after step {revised} of {n}" if revised else ""
+        return f"Budget reached{where}: {view.failed.error}{again}"
     if view.failed is not None:
         again = " What was done is kept: press Continue to resume." if view.failed.resumable else ""
         where = f" after step {revised} of {n}" if revised else ""
@@ -76,7 +80,7 @@ def progress_text(view: RunView, status: str = "", shown: Cited | None = None,
     return "No run yet: type a task and press Run."
 
 
-STOPPED = ("draft", "interrupted", "failed", "done", "unsourced")  # stored statuses of a run not going on
+STOPPED = ("draft", "interrupted", "failed", "budget", "done", "unsourced")  # stored statuses of a run not going on
 
 
 def timing(view: RunView, status: str = "", now: float | None = None) -> str:
@@ -116,7 +120,8 @@ def progress_html(view: RunView, status: str = "", now: float | None = None, *, 
         tokens = view.prompt_tokens + view.completion_tokens
         pages = sum(1 for c in view.cards.values() for p in c.pages if p.status == "ok")
         calls = view.llm_calls
-        stats = (f"<span class='rat-stats'>{calls} LLM call{'s' if calls != 1 else ''} · {tokens:,} tokens · "
+        spent = f"{tokens:,} / {view.budget_tokens:,} tokens" if view.budget_tokens else f"{tokens:,} tokens"
+        stats = (f"<span class='rat-stats'>{calls} LLM call{'s' if calls != 1 else ''} · {spent} · "
                  f"{pages} page{'s' if pages != 1 else ''} read</span>")
     times = timing(view, status, now)
     times = f"<span class='rat-timing'>{times}</span>" if times else ""

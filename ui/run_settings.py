@@ -59,6 +59,7 @@ class Number:
 NUMBERS = (
     Number("--k", "method", "k"),
     Number("--max-tokens", "llm", "max_tokens"),
+    Number("--budget-tokens", "llm", "budget_tokens"),
     Number("--context-tokens", "method", "context_tokens", MIN_CONTEXT_TOKENS),
     Number("--passage-tokens", "method", "passage_tokens"),
     Number("--max-steps", "method", "max_steps"),
@@ -148,7 +149,7 @@ def per_run(server: Settings, method: str, values: Mapping[str, Any]) -> Setting
     roles = {role: (values.get(f"{MODEL}:{role}") or "").strip() or model
              for role, model in llm.role_models.items()}
     llm = replace(llm, model=(values.get(MODEL) or "").strip() or llm.model, role_models=roles,
-                  max_tokens=chosen.pop("--max-tokens"))
+                  max_tokens=chosen.pop("--max-tokens"), budget_tokens=chosen.pop("--budget-tokens"))
     method_settings = replace(server.method, params=params, language=_language(values.get(LANGUAGE), server),
                               **{n.attr: chosen[n.flag] for n in NUMBERS if n.section == "method"})
     return replace(server, llm=llm, method=method_settings)
@@ -238,6 +239,10 @@ class RunSettings:
 
     def components(self) -> list:
         return list(self._components)
+
+    def component(self, name: str):
+        """The control of ``name`` (as ``names`` has it, e.g. "--budget-tokens")."""
+        return self._components[self.names.index(name)]
 
     def values(self, values: Sequence[Any]) -> dict[str, Any]:
         """The inputs ``components()`` gave, by name."""

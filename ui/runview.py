@@ -102,6 +102,7 @@ class RunView:
     llm_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    budget_tokens: int | None = None  # the run's token budget (its latest RunStarted's); None: no cap
     queued: Queued | None = None  # the run waits for a place (core.live): not yet started
     thinking: list[Thought] = field(default_factory=list)  # thinking of calls outside any step (the draft's)
     thinking_live: dict[str, str] = field(default_factory=dict)
@@ -138,8 +139,8 @@ class RunView:
             case Queued():
                 self.queued = e
                 return {PROGRESS}
-            case RunStarted(run_id=run_id, method=method, task=task):
-                self.run_id, self.method, self.task = run_id, method, task
+            case RunStarted(run_id=run_id, method=method, task=task, budget_tokens=budget):
+                self.run_id, self.method, self.task, self.budget_tokens = run_id, method, task, budget
                 self.started = time.time() if at is None else at
                 self.failed, self.queued = None, None
                 return {PROGRESS}

@@ -55,7 +55,7 @@ DRAFT_HELP = ("One step per paragraph: separate steps with a blank line. Edit, r
               "steps; Continue revises them in this order.")
 RESUME_HELP = ("Continue goes on after the last revised step. If you change the steps, revision starts "
                "over from step 1 with your steps (one per paragraph, separated by a blank line).")
-STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP}
+STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP, "budget": RESUME_HELP}
 
 
 # -- helpers (no gradio state) --------------------------------------------------------------------
@@ -197,6 +197,7 @@ class RunPanel:
         self._redos: set[asyncio.Task] = set()  # redos whose tab went away, saved as versions when they end
         self._acting: dict[str, asyncio.Lock] = {}  # run id -> its step actions, one at a time (queued)
         self.stop: gr.Button | None = None  # the tab's Stop, when it has one: enabled only while a run goes on
+        self.budget: gr.Number | None = None  # the tab's Token budget, when it has one: Continue's new budget
 
     def layout(self) -> None:
         empty = RunView()
@@ -245,7 +246,8 @@ class RunPanel:
     def wire(self):
         """Bind the panel's own events; returns the Continue event (for a Stop button's cancels)."""
         checked = self.continue_btn.click(self.check_continue, [self.state, self.editor], None, **PRIVATE)
-        cont = checked.success(self.on_continue, [self.state, self.editor], self.outputs(), **STREAM)
+        budget = [self.budget] if self.budget is not None else []
+        cont = checked.success(self.on_continue, [self.state, self.editor, *budget], self.outputs(), **STREAM)
         a = self.text
         for box in (a.undo, a.take):  # the article and the step cards
             box.input(self.on_undo, [self.state, a.undo, a.take], [self.progress, self.steps, *a.parts()], **PRIVATE)
@@ -283,7 +285,7 @@ class RunPanel:
         status = self.status(view)
         out = self.render(view, ALL_PANELS, status)
         resumable = bool(view.method) and view.method in METHODS and METHODS[view.method].resumable
-        can_continue = resumable and (status in ("draft", "interrupted")
+        can_continue = resumable and (status in ("draft", "interrupted", "budget")
                                       or status == "failed" and (view.failed is None or view.failed.resumable))
         out[self.editor_box] = gr.Group(visible=can_continue)
         out[self.editor] = gr.Textbox(value=join_steps(view.steps), info=STATUS_HINTS.get(status, RESUME_HELP))
@@ -359,14 +361,17 @@ class RunPanel:
             raise gr.Error(str(exc)) from exc
         await require_llm(self.clients)
 
-    async def on_continue(self, view: RunView, text: str):
+    async def on_continue(self, view: RunView, text: str, budget: float | None = None):
+        """Go on with the run (with the author's edited draft when changed); ``budget``: the Token
+        budget's value, the run's new budget (0 or empty: the run keeps its own)."""
         steps = split_steps(text or "")
         draft = steps if steps and steps != view.steps else None  # None: go on as stored
         if draft is not None:  # the author's draft is their work: kept as a version before it is revised
             self.versions.add(view.run_id, join_steps(draft), action="draft")
         run = self.store.get_run(view.run_id)
         providers = providers_for(self.runner.settings, run.settings.get("search"))
-        events = self.live.resume(view.run_id, draft=draft, providers=providers, timed=True)
+        events = self.live.resume(view.run_id, draft=draft, providers=providers,
+                                  budget_tokens=int(budget) if budget and budget > 0 else None, timed=True)
         async for update in self.follow(events, view):
             yield update
 
@@ -566,6 +571,7 @@ class WriterTab:
                                               label="Search", scale=1)
                 self.method_info = gr.HTML(method_info(default or ""), js_on_load=None)
                 self.run_settings.layout(default)
+                self.panel.budget = self.run_settings.component("--budget-tokens")  # Continue's new budget
                 with gr.Row(equal_height=True):
                     self.draft_only = gr.Checkbox(label="Draft only: stop after the draft so I can edit its steps",
                                                   scale=3)
@@ -680,7 +686,7 @@ class WriterTab:
         """The runs going on now, then the latest stopped ones (interrupted or failed, e.g. by a
         restart: open one to continue it)."""
         going = self.live.running()
-        stopped = [r.id for r in self.store.list_runs(limit=50) if str(r.status) in ("interrupted", "failed")]
+        stopped = [r.id for r in self.store.list_runs(limit=50) if str(r.status) in ("interrupted", "failed", "budget")]
         choices = []
         for run_id in [*going, *stopped][:OPEN_LATEST]:
             run = self.store.get_run(run_id)

@@ -60,6 +60,13 @@ def progress_line(event: Event) -> str | None:
             line += f", {len(unchecked)} step{'s' if len(unchecked) != 1 else ''} not checked against a source" \
                 if unchecked else ""
             return line + (f"; {CUT_TEXT}" if event.cut else "")
+        case Failed(error=error, error_type="BudgetExceeded"):
+            return f"stopped: {error}"
         case Failed(error=error, resumable=resumable):
             return f"failed: {error}" + (" (resumable)" if resumable else "")
     return None
+
+
+def tokens_line(spent: int, budget: int) -> str:
+    """What a run with a token budget has spent of it, after each model call: "  1,234 / 2,500 tokens"."""
+    return f"  {spent:,} / {budget:,} tokens"

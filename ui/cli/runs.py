@@ -32,6 +32,10 @@ EXIT_UNSOURCED = 3
 #: ``show`` exits with this for a run that has not finished (draft, interrupted, failed, running):
 #: there is no article yet, and standard error says how to continue it.
 EXIT_UNFINISHED = 4
+#: ``run`` and ``resume`` exit with this when the run stopped before the model call that would pass
+#: its token budget (--budget-tokens; a run status of "budget"): standard error says what it spent
+#: and how to continue with a larger budget.
+EXIT_BUDGET = 5
 
 
 NOTES_HELP = ("add the run notes (the steps never checked against a source, and why) as an appendix; a reader's "
@@ -52,7 +56,9 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     p.set_defaults(func=cmd_ui)
     p = sub.add_parser("run", parents=common, help="run a method on a task and print or save the article",
                        epilog="exit codes: 0 done; 1 the run failed; 2 a bad setting; 3 finished unsourced "
-                              "(no step was checked against a source: the text is the model's alone)")
+                              "(no step was checked against a source: the text is the model's alone); "
+                              f"{EXIT_BUDGET} stopped at the token budget (--budget-tokens): resume it with a "
+                              "larger one")
     p.add_argument("task", help="what to write, e.g. \"Describe Jin Yong's life\"")
     p.add_argument("--method", default="rat", choices=sorted(METHODS), help="writing method (default rat)")
     p.add_argument("--kind", default="writing", choices=["writing", "plan", "qa"])
@@ -144,7 +150,24 @@ def cmd_run(args, app) -> int:
     from common.types import Task
 
     task = Task(args.task, kind=args.kind)
+    estimate = cost_before(app.settings)
+    if estimate:
+        print(estimate, file=sys.stderr)
     return _follow_to_the_end(app.runner.start(args.method, task, draft_only=args.draft_only), args, app)
+
+
+def cost_before(settings) -> str:
+    """The line said before a run with a budget and a price table: the most it can cost, else ""."""
+    from core.budget import dollars, upper_bound
+
+    budget = settings.llm.budget_tokens
+    if budget is None or not settings.prices:
+        return ""
+    models = {settings.llm.model, *settings.llm.role_models.values()}
+    most = upper_bound(settings.prices, budget, models)
+    if most is None:
+        return f"budget: {budget:,} tokens (no price in --prices for {', '.join(sorted(models))})"
+    return f"budget: {budget:,} tokens, {dollars(most)} at most"
 
 
 def cmd_resume(args, app) -> int:
@@ -161,7 +184,8 @@ def cmd_resume(args, app) -> int:
     if getattr(args, "draft", None) is not None:
         draft = read_draft(args.draft)
         Versions(app.store).add(args.run_id, join_steps(draft), action="draft")
-    events = app.runner.resume(args.run_id, draft=draft, providers=app.settings.search.providers)
+    events = app.runner.resume(args.run_id, draft=draft, providers=app.settings.search.providers,
+                               budget_tokens=getattr(args, "budget_tokens", None))  # a new one only when given
     return _follow_to_the_end(events, args, app)
 
 
@@ -202,7 +226,17 @@ def _follow_to_the_end(events, args, app) -> int:
 
 def again(app, run_id: str) -> str:
     """How to go on with a stopped run: resume it when its method can, else run it again."""
+    from common.types import RunStatus
+    from core.budget import suggested
+
     run = app.store.get_run(run_id)
+    if run.status == RunStatus.BUDGET:
+        limit = run.settings.get("budget_tokens") or 0
+        more = f" --budget-tokens {suggested(limit, run.prompt_tokens + run.completion_tokens)}"
+        if resumable(run):
+            return f"continue with: python app.py resume {run_id}{more}"
+        return f"{run.method} cannot resume; run it again: python app.py run {json.dumps(run.task)} " \
+               f"--method {run.method}{more}"
     if resumable(run):
         return f"continue with: python app.py resume {run_id}"
     return f"{run.method} cannot resume; run it again: python app.py run {json.dumps(run.task)} --method {run.method}"
@@ -217,15 +251,19 @@ def resumable(run) -> bool:
 
 
 async def _follow(events, args, app, seen: dict | None = None) -> int:
-    from common.events import Failed, Final, RunStarted
+    from common.events import Failed, Final, LLMCalled, RunStarted
+    from common.types import RunStatus
     from data.versions import MODEL
-    from ui.cli.progress import progress_line
+    from ui.cli.progress import progress_line, tokens_line
 
     run_id, final, failed = None, None, None
+    spent, budget = 0, None
     try:
         async for event in events:
             if isinstance(event, RunStarted):
-                run_id = event.run_id
+                run_id, budget = event.run_id, event.budget_tokens
+                run = app.store.get_run(run_id)
+                spent = run.prompt_tokens + run.completion_tokens  # a resumed run's earlier stretches
                 if seen is not None:
                     seen["run_id"] = run_id
             elif isinstance(event, Final):
@@ -235,9 +273,21 @@ async def _follow(events, args, app, seen: dict | None = None) -> int:
             line = progress_line(event)
             if line:
                 print(line, file=sys.stderr, flush=True)
+            if isinstance(event, LLMCalled):
+                spent += event.prompt_tokens + event.completion_tokens
+                if budget is not None:
+                    print(tokens_line(spent, budget), file=sys.stderr, flush=True)
     finally:
         if run_id:
             print(f"run id: {run_id}", file=sys.stderr)
+            cost = cost_after(app, run_id)
+            if cost:
+                print(cost, file=sys.stderr)
+    if failed and app.store.get_run(run_id).status == RunStatus.BUDGET:
+        run = app.store.get_run(run_id)
+        print(f"budget: spent {run.prompt_tokens + run.completion_tokens:,} of "
+              f"{run.settings.get('budget_tokens') or 0:,} tokens; {again(app, run_id)}", file=sys.stderr)
+        return EXIT_BUDGET
     if failed:
         print(f"error: {failed.error}", file=sys.stderr)
         print(f"what was done is kept; {again(app, run_id)}" if failed.resumable else
@@ -253,6 +303,19 @@ async def _follow(events, args, app, seen: dict | None = None) -> int:
               file=sys.stderr)
         return EXIT_UNSOURCED
     return 0
+
+
+def cost_after(app, run_id: str) -> str:
+    """The line said after a run when --prices is given: its tokens and what they cost, else ""."""
+    from core.budget import dollars, run_cost
+
+    if not app.settings.prices:
+        return ""
+    run = app.store.get_run(run_id)
+    cost = run_cost(app.settings.prices, run.tokens_by_role, run.settings)
+    tokens = f"{run.prompt_tokens + run.completion_tokens:,} tokens"
+    return f"cost: {dollars(cost)} ({tokens})" if cost is not None else \
+        f"cost: unknown ({tokens}; --prices has no price for a model of this run)"
 
 
 def write_article(out: str | None, article, *, notes: bool = False, fmt: str | None = None) -> None:
@@ -349,9 +412,14 @@ def cmd_search(args, app) -> int:
 
 
 def cmd_history(args, app) -> int:
+    from core.budget import run_cost
+
     runs = app.store.list_runs(limit=args.limit)
     if args.json:
-        print(json.dumps([r.to_dict() for r in runs], ensure_ascii=False, indent=2, default=str))
+        prices = app.settings.prices  # with --prices, each run's cost in dollars (None: a model has no price)
+        rows = [r.to_dict() | ({"cost": run_cost(prices, r.tokens_by_role, r.settings)} if prices else {})
+                for r in runs]
+        print(json.dumps(rows, ensure_ascii=False, indent=2, default=str))
         return 0
     if not runs:
         print(f"No runs yet in {app.store.path}: python app.py run \"TASK\" writes one.", file=sys.stderr)
@@ -383,6 +451,7 @@ def unfinished(app, run) -> str:
         return f"Run {run.id} is still running{where}: it has no article yet; show it again once it has finished."
     error = " ".join(run.error.split())
     state = {RunStatus.DRAFT: "stopped after its draft", RunStatus.INTERRUPTED: "was interrupted",
+             RunStatus.BUDGET: "stopped at its token budget",
              RunStatus.FAILED: f"failed ({error})" if error else "failed"}.get(run.status, f"is {run.status}")
     edited = " (add --draft FILE to continue with an edited draft)" \
         if run.status == RunStatus.DRAFT and resumable(run) else ""
@@ -415,7 +484,8 @@ def cmd_redo(args, app) -> int:
     app.authoring.check_redo(args.run_id, args.step)  # a clash with a hand edit: refused before anything runs
     action = "search" if args.query is not None else "exclude" if args.exclude else "regenerate"
     events = app.runner.redo(args.run_id, args.step, action=action, query=args.query or "",
-                             exclude=[args.exclude] if args.exclude else ())
+                             exclude=[args.exclude] if args.exclude else (),
+                             budget_tokens=getattr(args, "budget_tokens", None))
 
     async def follow() -> None:
         from ui.cli.progress import progress_line
