@@ -1,7 +1,13 @@
 """Run several methods over a task set, side by side; and score QA runs.
 
 Batch. ``load_tasks`` reads a JSONL task file (one ``{"id", "prompt", "kind", "task_set",
-"answers"?}`` object per line) and says which line is wrong and how to fix it. ``Batch.run``
+"answers"?}`` object per line) and says which line is wrong and how to fix it. DeepResearch Bench's
+task file (``data/prompt_data/query.jsonl`` of Ayanami0730/deep_research_bench: lines
+``{"id": 1, "topic": "Finance & Business", "language": "zh", "prompt": "..."}``) is such a file: its
+``id`` (a whole number there, kept as written, since the bench's FACT step looks articles up by
+it: ``utils/extract.py``'s ``id_to_lang_map``), ``topic`` and ``language`` are kept in the task's
+``meta``, and a task's ``language`` is the language its runs write in (the run's language setting,
+``core.text.language``) unless ``--language`` names one for all. ``Batch.run``
 starts every (task, method) pair through the runner, so each output is an ordinary stored run
 (the arena picks finished runs up at once), a few at a time. It is resumable: a pair that already
 has a finished run (status "done" for the same prompt, kind, task set and method) is skipped, so
@@ -28,16 +34,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator
 
-from common.errors import RatStudioError, TaskError
+from common.errors import ConfigError, RatStudioError, TaskError
 from common.types import KINDS
 from core.jsonl import Record, read_jsonl
 from core.methods.helpers import qa_normal_form
+from core.text import language
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +67,18 @@ class TaskSpec:
     task_set: str = ""
     answers: tuple[str, ...] = ()
     line: int = 0
+    given_id: int | str | None = None  # the line's id as written (None: it gave none)
+    topic: str = ""
+    language: str = ""  # a language code, "" for the run's setting
+
+    @property
+    def meta(self) -> dict:
+        """What the task's row keeps besides its text: its id as the file wrote it, its gold
+        answers, and its topic and language when the line gave them."""
+        meta: dict[str, Any] = {"id": self.id if self.given_id is None else self.given_id,
+                                "answers": list(self.answers)}
+        meta.update({k: v for k, v in (("topic", self.topic), ("language", self.language)) if v})
+        return meta
 
     def task(self):
         from common.types import Task
@@ -79,6 +98,18 @@ class TaskRecord(Record):
     task_set: str | None = Field(None, description="a string (the task set's name)")
     answers: tuple[str, ...] = Field((), description='a list of strings such as ["Canberra"]')
     id: Any = Field(None, description="a string or a whole number")
+    topic: str | None = Field(None, description="a string (the task's subject, as DeepResearch Bench gives it)")
+    language: str | None = Field(None, description="a language code such as en or zh")
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        try:
+            return language.check(value.strip())
+        except ConfigError:
+            raise ValueError(f"is {value!r}; give a language code such as en, zh or fr") from None
 
     @field_validator("prompt")
     @classmethod
@@ -136,7 +167,8 @@ def load_tasks(path: str | Path, *, max_chars: int | None = None) -> list[TaskSp
                                   "give every task its own id.")
         ids[task_id] = n
         task_set = path.stem if record.task_set is None else record.task_set
-        specs.append(TaskSpec(task_id, record.prompt, record.kind, task_set, record.answers, n))
+        specs.append(TaskSpec(task_id, record.prompt, record.kind, task_set, record.answers, n, record.id,
+                              (record.topic or "").strip(), record.language or ""))
     return specs
 
 
@@ -286,11 +318,13 @@ class Batch:
         from common.events import Failed, Final, RunStarted
 
         store = self.store
-        # the task row keeps the id and gold answers, for `eval qa` and the arena
-        store.add_task(spec.prompt, spec.kind, spec.task_set, meta={"id": spec.id, "answers": list(spec.answers)})
+        # the task row keeps the id, gold answers, topic and language, for `eval qa`, the arena and
+        # `dataset export --format drb`
+        store.add_task(spec.prompt, spec.kind, spec.task_set, meta=spec.meta)
         result = PairResult(spec.id, method, "failed")
+        own = self._settings_for(spec)
         try:
-            async with aclosing(self.runner.start(method, spec.task())) as events:
+            async with aclosing(self.runner.start(method, spec.task(), **own)) as events:
                 async for event in events:
                     if isinstance(event, RunStarted):
                         result.run_id = event.run_id
@@ -311,6 +345,16 @@ class Batch:
             if result.status not in ("done", "unsourced") and not result.error:
                 result.error = run.error or f"the run ended with status {run.status}"
         return result
+
+
+    def _settings_for(self, spec: TaskSpec) -> dict:
+        """``runner.start``'s ``settings`` for a task whose line names its language, when the
+        runner's language setting is "auto" (the task's own): the runner's, writing in that
+        language. Empty (the runner's settings as they are) otherwise: --language given wins."""
+        settings = getattr(self.runner, "settings", None)
+        if not spec.language or settings is None or settings.method.language != language.AUTO:
+            return {}
+        return {"settings": replace(settings, method=replace(settings.method, language=spec.language))}
 
 
 def format_duration(seconds: float) -> str:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from annotation.admin import judge as judge_mod
+from annotation.admin.drb import read_reports
 from annotation.admin.records import read_outputs, read_votes
 from annotation.campaigns import CampaignProgress
 from annotation.errors import ArenaError
@@ -123,6 +124,12 @@ class Admin:
         """Add the outputs of a JSONL file in one transaction; returns (added, already present).
         Raises ImportFormatError naming the bad line (nothing is imported), StoreError."""
         return arena.import_outputs(self.store, read_outputs(path))
+
+    def import_reports(self, path: str, method: str | None) -> tuple[int, int]:
+        """DeepResearch Bench reports (``annotation.admin.drb``) as outputs of ``method``, in one
+        transaction. Returns (added, already present). Raises ImportFormatError naming the line,
+        ArenaError for a missing --method, StoreError."""
+        return arena.import_outputs(self.store, read_reports(path, method))
 
     def export_votes(self) -> Iterator[dict]:
         """People's votes in the order they were recorded, as ``import_votes`` reads them."""

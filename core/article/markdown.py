@@ -63,6 +63,32 @@ def text_and_sources(article: Article) -> str:
     return "\n".join(parts)
 
 
+#: The reference list's heading in DeepResearch Bench's articles, by the task's language, as its
+#: published reports write it (data/test_data/raw_data/claude-3-7-sonnet-latest.jsonl: "参考文献：" under
+#: Chinese tasks, "References" under English ones).
+BENCH_HEADINGS = {"zh": "参考文献：", "en": "References"}
+
+
+def bench_article(article: Article, language: str | None = None) -> str:
+    """The article as DeepResearch Bench takes a system's report (``raw_data/<model>.jsonl``'s
+    ``article``): its text with its [n] marks ("text[15]" or "text [1][2]": form 2 of the FACT
+    extraction prompt, utils/extract.py), then the reference list the extractor reads each cited
+    URL from ("the reference list at the end of the research report"): a heading
+    (:data:`BENCH_HEADINGS`, by ``language``: Chinese or else English) and one line per source its
+    marks name, "[n] URL - title", as the bench's published reports write them. Sources named by
+    no mark are left out (FACT checks cited facts only); a text without sources is its body."""
+    article = article.renumbered()
+    parts = [article.body]
+    if article.numbered:
+        heading = BENCH_HEADINGS["zh" if (language or "").lower().startswith("zh") else "en"]
+        parts += ["", heading, *(f"[{s.n}] {s.url} - {_one_line(s.title or s.url)}" for s in article.numbered)]
+    return "\n".join(parts)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def _entry(article: Article, s: Source) -> str:
     """One source's list item: "n. " when it has a number, else "- "; its title as a link, and the
     steps that used it."""

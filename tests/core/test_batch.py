@@ -62,6 +62,8 @@ def test_qa_set_has_thirty_questions_with_gold_answers():
     ('{"id": "b", "prompt": "x", "kind": "essay"}', 'line 2: "kind" is \'essay\''),
     ('{"id": "a", "prompt": "x"}', "line 2: the id 'a' is already used on line 1"),
     ('{"id": "b", "prompt": "x", "answers": "Canberra", "task_set": 3}', 'line 2: "task_set" must be a string'),
+    ('{"id": 2, "prompt": "x", "language": "klingon"}', 'line 2: "language" is \'klingon\'; give a language code'),
+    ('{"id": 2, "prompt": "x", "topic": 3}', 'line 2: "topic" must be a string'),
 ])
 def test_bad_task_lines_are_named_with_the_fix(tmp_path, line, message):
     path = tmp_path / "tasks.jsonl"

@@ -1,6 +1,7 @@
 """The arena's commands: votes import/export/correct/corrections, outputs import, leaderboard, judge; printing over
 ``annotation.admin.admin.Admin`` and ``annotation.results.results.Results``, the ones app.py builds
-(``app.admin``, ``app.results``). JSONL formats: ``annotation.admin.records``.
+(``app.admin``, ``app.results``). JSONL formats: ``annotation.admin.records`` (DeepResearch Bench's:
+``annotation.admin.drb``).
 A file is checked whole before anything is written: a bad line imports nothing. Votes are written in batches
 (votes keep coming in meanwhile), and importing a file again adds only what is not there yet."""
 
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
 
+from annotation.admin import drb
 from annotation.admin.judge import N_CALLS
 from annotation.admin.records import OUTPUT_EXAMPLE, VOTE_EXAMPLE
 from annotation.errors import ArenaError
@@ -57,6 +59,11 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     osub = outputs.add_subparsers(dest="outputs_command", metavar="ACTION", required=True)
     p = osub.add_parser("import", parents=parents, help="add outputs from a JSONL file (one transaction)")
     p.add_argument("file", help=f"JSONL, one output a line: {OUTPUT_EXAMPLE}; optional task_set, kind")
+    p.add_argument("--format", choices=("studio", drb.FORMAT), default="studio",
+                   help="studio (default): the lines above; drb: DeepResearch Bench reports, "
+                        '{"id", "prompt", "article"} a line, as outputs of --method, each joined to the task '
+                        "with its prompt (created when missing)")
+    p.add_argument("--method", help="with --format drb: the method (system) the reports are outputs of")
     p.set_defaults(func=cmd_outputs_import)
 
     p = subparsers.add_parser("leaderboard", parents=parents, help="TrueSkill and Bradley–Terry ratings of the methods")
@@ -175,7 +182,12 @@ def _write_lines(path: Path, lines: Iterable[str]) -> int:
 
 
 def cmd_outputs_import(args, app) -> int:
-    added, present = app.admin.import_outputs(args.file)
+    if args.format == drb.FORMAT:
+        added, present = app.admin.import_reports(args.file, args.method)
+    elif args.method:
+        raise ArenaError("--method goes with --format drb; each line of this format names its own method.")
+    else:
+        added, present = app.admin.import_outputs(args.file)
     print(f"Imported {added} output(s) from {args.file}" + (f"; {present} already present" if present else "") + ".")
     return 0
 
