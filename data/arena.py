@@ -238,6 +238,19 @@ def output_count(store: Store) -> int:
     return store.db.execute("select count(*) from outputs").fetchone()[0]
 
 
+def imported_outputs(store: Store, methods: Iterable[str] | None = None,
+                     task_set: str | None = None) -> list[OutputText]:
+    """For each task and method, its newest output that no run made (an imported one), by task and
+    method; only ``methods`` and tasks of ``task_set`` when given."""
+    rows = store.db.execute(
+        "select o.id, o.task_id, o.method, t.prompt, o.text from outputs o join tasks t on t.id = o.task_id "
+        "where o.id in (select max(id) from outputs where run_id is null group by task_id, method) "
+        "and (? is null or t.task_set = ?) order by o.task_id, o.method", [task_set, task_set]
+    ).fetchall()
+    wanted = set(methods) if methods is not None else None
+    return [OutputText(*r) for r in rows if wanted is None or r[2] in wanted]
+
+
 def latest_outputs(store: Store, methods: Iterable[str] | None = None, text: str = LATEST) -> list[OutputText]:
     """For each task and method, its newest output (of a run, the one its ``text`` names), by task
     and method."""

@@ -3,6 +3,7 @@
     python app.py methods [--json]
     python app.py batch TASKS.jsonl --methods rat,rag-5 [--concurrency N]
     python app.py eval qa [--methods direct,rag-5] [--task-set qa] [--tasks FILE] [--run]
+    python app.py eval fact [--methods rat,rag-5] [--task-set S] [--limit-pairs N] [--json]
     python app.py procedures import FILE.jsonl
     python app.py procedures export FILE.jsonl
     python app.py procedures list [--limit N]
@@ -49,7 +50,8 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     p.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
     p.set_defaults(func=cmd_batch)
 
-    p = subparsers.add_parser("eval", parents=parents, help="score stored runs (eval qa: exact match and F1)")
+    p = subparsers.add_parser("eval", parents=parents,
+                              help="score stored runs (eval qa: exact match and F1; eval fact: citation accuracy)")
     evals = p.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
     q = evals.add_parser("qa", parents=parents, help="exact match and F1 of the runs on a QA task set",
                          description="Score the latest finished run of each method on each task of a QA set "
@@ -62,6 +64,20 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     q.add_argument("--details", action="store_true", help="also list every task's prediction and scores")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_eval_qa)
+    f = evals.add_parser("fact", parents=parents, help="citation accuracy of the runs' articles (DeepResearch "
+                                                       "Bench's FACT), judged against the stored pages",
+                         description="Each sentence with citation marks of the latest version of each method's "
+                                     "latest finished run on each task (and of imported outputs) gives one "
+                                     "statement-URL pair per cited URL; the judge role (--judge-model) says whether "
+                                     "the stored text of the page supports it (nothing is fetched again). Per "
+                                     "method: citation accuracy = supported / judged and effective (supported) "
+                                     "citations per task, with the counts; pairs whose page is not stored are "
+                                     "counted apart, unreadable replies too. Judgments are not stored.")
+    f.add_argument("--methods", help="comma-separated methods (default: every method with runs or outputs)")
+    f.add_argument("--task-set", help="only tasks of this set (default: all)")
+    f.add_argument("--limit-pairs", type=int, metavar="N", help="judge at most N pairs of each output (the first)")
+    f.add_argument("--json", action="store_true")
+    f.set_defaults(func=cmd_eval_fact)
 
     p = subparsers.add_parser("procedures", parents=parents, help="AAG's procedure memory: import, list, add runs")
     procs = p.add_subparsers(dest="procedures_command", metavar="ACTION", required=True)
@@ -184,6 +200,32 @@ def cmd_eval_qa(args, app) -> int:
             for d in s.details:
                 print(f"{s.method}\tEM {d['em']:.0f}\tF1 {d['f1']:.2f}\t{d['prediction'][:60]!r}\tgold {d['answers']}"
                       f"\t{d['task'][:60]}")
+    return 0
+
+
+def cmd_eval_fact(args, app) -> int:
+    from annotation.admin.fact import evaluate, format_report
+    from common.errors import TaskError
+
+    if args.limit_pairs is not None and args.limit_pairs < 1:
+        raise TaskError("--limit-pairs must be at least 1.")
+    # imported outputs' methods (another system's name) are in no registry: names are not checked
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()] or None if args.methods else None
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 10 == 0:
+            print(f"[{done}/{total}] pairs judged", file=sys.stderr)
+
+    report = asyncio.run(evaluate(app.store, app.authoring, app.clients.llm, methods=methods,
+                                  task_set=args.task_set, limit_pairs=args.limit_pairs, on_progress=progress))
+    if not any(m.outputs for m in report.methods):
+        raise TaskError("No finished runs or imported outputs to score"
+                        + (f" on the task set {args.task_set!r}" if args.task_set else "")
+                        + ". Run some first: python app.py batch TASKS.jsonl --methods rat,rag-5.")
+    if args.json:
+        print(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
+        return 0
+    print(format_report(report))
     return 0
 
 
