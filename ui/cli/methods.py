@@ -4,6 +4,7 @@
     python app.py batch TASKS.jsonl --methods rat,rag-5 [--concurrency N]
     python app.py eval qa [--methods direct,rag-5] [--task-set qa] [--tasks FILE] [--run]
     python app.py eval fact [--methods rat,rag-5] [--task-set S] [--limit-pairs N] [--json]
+    python app.py eval race --reference FILE [--criteria FILE] [--methods rat,rag-5] [--task-set S] [--json]
     python app.py procedures import FILE.jsonl
     python app.py procedures export FILE.jsonl
     python app.py procedures list [--limit N]
@@ -51,7 +52,8 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     p.set_defaults(func=cmd_batch)
 
     p = subparsers.add_parser("eval", parents=parents,
-                              help="score stored runs (eval qa: exact match and F1; eval fact: citation accuracy)")
+                              help="score stored runs (eval qa: exact match and F1; eval fact: citation accuracy; "
+                                   "eval race: quality against a reference)")
     evals = p.add_subparsers(dest="eval_command", metavar="WHAT", required=True)
     q = evals.add_parser("qa", parents=parents, help="exact match and F1 of the runs on a QA task set",
                          description="Score the latest finished run of each method on each task of a QA set "
@@ -78,6 +80,28 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     f.add_argument("--limit-pairs", type=int, metavar="N", help="judge at most N pairs of each output (the first)")
     f.add_argument("--json", action="store_true")
     f.set_defaults(func=cmd_eval_fact)
+    r = evals.add_parser("race", parents=parents, help="article quality against reference articles (DeepResearch "
+                                                       "Bench's RACE), scored by the judge on weighted criteria",
+                         description="The latest version of each method's latest finished run on each task (and "
+                                     "imported outputs) is scored against the reference article with the same "
+                                     "prompt: the judge role (--judge-model) scores both 0-10 on each criterion of "
+                                     "each of four dimensions (one call per dimension); per task the relative score "
+                                     "target / (target + reference) of the weighted totals; per method its mean "
+                                     "with a 95%% bootstrap interval. Criteria: the bench's criteria.jsonl "
+                                     "(--criteria), else written by the judge once per task and kept in a file "
+                                     "(--criteria-out; default beside the database). Unreadable replies are named "
+                                     "and left out. Scores are not stored.")
+    r.add_argument("--reference", required=True, metavar="FILE",
+                   help='reference articles in the bench\'s report format, {"id", "prompt", "article"} a line')
+    r.add_argument("--criteria", metavar="FILE", help="the bench's criteria.jsonl (matched by prompt, then id); "
+                                                      "tasks it lacks are not scored")
+    r.add_argument("--criteria-out", metavar="FILE",
+                   help="without --criteria: the file the judge's criteria are kept in and read from "
+                        "(default: beside the database, DB.race-criteria.jsonl)")
+    r.add_argument("--methods", help="comma-separated methods (default: every method with runs or outputs)")
+    r.add_argument("--task-set", help="only tasks of this set (default: all)")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=cmd_eval_race)
 
     p = subparsers.add_parser("procedures", parents=parents, help="AAG's procedure memory: import, list, add runs")
     procs = p.add_subparsers(dest="procedures_command", metavar="ACTION", required=True)
@@ -226,6 +250,54 @@ def cmd_eval_fact(args, app) -> int:
         print(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
         return 0
     print(format_report(report))
+    return 0
+
+
+def cmd_eval_race(args, app) -> int:
+    from annotation.admin import race
+    from common.errors import TaskError
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()] or None if args.methods else None
+    references = race.read_references(args.reference)
+    out: Path | None = None
+    if args.criteria:
+        book = race.CriteriaBook(race.read_criteria(args.criteria))
+    else:
+        if args.criteria_out:
+            out = Path(args.criteria_out)
+        elif getattr(app.store, "url", None) is None and getattr(app.store, "path", None):
+            db = Path(app.store.path)
+            out = db.with_name(db.stem + ".race-criteria.jsonl")
+        else:
+            raise TaskError("The database is a server: give --criteria FILE (the bench's criteria.jsonl) or "
+                            "--criteria-out FILE (where the judge's criteria are kept).")
+        book = race.CriteriaBook(race.read_criteria(out) if out.exists() and out.stat().st_size else ())
+
+    def keep(criteria) -> None:
+        try:
+            with out.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(race.criteria_line(criteria), ensure_ascii=False) + "\n")
+        except OSError as exc:
+            raise TaskError(f"Cannot write {out}: {exc.strerror or exc}. Give --criteria-out a file you may "
+                            f"write to.") from exc
+
+    def progress(done: int, total: int) -> None:
+        if done == total or done % 10 == 0:
+            print(f"[{done}/{total}] judge calls", file=sys.stderr)
+
+    report = asyncio.run(race.evaluate(app.store, app.authoring, app.clients.llm, references, book,
+                                       generate=out is not None, on_generated=keep, methods=methods,
+                                       task_set=args.task_set, on_progress=progress))
+    if not any(m.outputs for m in report.methods):
+        raise TaskError("No finished runs or imported outputs to score"
+                        + (f" on the task set {args.task_set!r}" if args.task_set else "")
+                        + ". Run some first: python app.py batch TASKS.jsonl --methods rat,rag-5.")
+    if out is not None and report.generated:
+        print(f"the judge's criteria of {len(report.generated)} task(s) kept in {out}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report.as_json(), ensure_ascii=False, indent=2))
+        return 0
+    print(race.format_report(report))
     return 0
 
 
