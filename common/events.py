@@ -200,7 +200,9 @@ class StepRedone(Event):
     "regenerate" (the same query and passages, a new revision), "search" (the author's own
     ``query``, then retrieval and revision) or "exclude" (the step's query again with the pages of
     ``exclude`` left out, then revision). ``at``: when it was asked (ISO time, set by the runner).
-    Stored before the method runs again; the method reads it from the run's events, so a redo
+    "instruct" revises the step with the author's ``instruction`` (one line, put in the revision
+    prompt as the author's text) beside its stored passages, or beside the pages of ``query`` when
+    one is given. Stored before the method runs again; the method reads it from the run's events, so a redo
     that stops half-way continues as any run does. Earlier revisions of the step stay in the events."""
 
     i: int
@@ -208,6 +210,7 @@ class StepRedone(Event):
     query: str = ""
     exclude: tuple[str, ...] = ()
     at: str = ""
+    instruction: str = ""  # "instruct": what the author asked of the revision ("" for the other actions)
 
 
 @dataclass(frozen=True)

@@ -225,7 +225,8 @@ class Authoring:
 
     def redone(self, run_id: str, action: str = "") -> VersionRow | None:
         """After a step was done again and the run ended with its new Final: the new text as the
-        next version (``action``: the StepRedone's, by default), merged with the author's edits of
+        next version (``action``: the StepRedone's, by default; an "instruct" version keeps the
+        request's instruction), merged with the author's edits of
         the latest version (where they clash, the new text; the author's stays the version before).
         None when the run did not end with a new Final after the request (it failed, was stopped)."""
         events = self.store.events(run_id)
@@ -243,7 +244,9 @@ class Authoring:
             before = Revisions.from_events(before_last_redo(events))
             merged = merge_text(before.text(latest.undone, latest.taken), latest.text, theirs)
             text = theirs if merged is None else merged
-        return self._save(run_id, revs, latest, text, undone, taken, action or asked.action)
+        action = action or asked.action
+        return self._save(run_id, revs, latest, text, undone, taken, action,
+                          instruction=asked.instruction or None if action == "instruct" else None)
 
     def restore(self, run_id: str, which: int | str) -> VersionRow:
         """Make version ``which`` (or the model's own text, "model") the latest, as a new version
@@ -283,7 +286,7 @@ class Authoring:
             return None
 
     def _save(self, run_id: str, revs: Revisions, latest: VersionRow | None, text: str, undone: Iterable[int],
-              taken: Iterable[int], action: str) -> VersionRow:
+              taken: Iterable[int], action: str, *, instruction: str | None = None) -> VersionRow:
         """``text`` as the next version, attributed against ``revs`` (the run's events as read) with
         the marks of ``latest``'s unchanged sentences carried."""
         undone, taken = revs.chosen(undone, taken)
@@ -291,7 +294,7 @@ class Authoring:
                                 previous=self.previous(run_id, latest=latest, events=revs.events))
         attribution = replace(attribution, unsourced=self._unsourced_now(self.store.get_run(run_id), revs.events))
         return self.versions.add(run_id, text, undone=undone, taken=taken, action=action,
-                                 attribution=attribution.to_json())
+                                 attribution=attribution.to_json(), instruction=instruction)
 
     @staticmethod
     def _model_unsourced(run, events: Sequence[Event], final: Final | None) -> bool:

@@ -131,10 +131,12 @@ class Runner:
                 yield event
 
     async def redo(self, run_id: str, i: int, *, action: str, query: str = "",
-                   exclude: Sequence[str] = (), budget_tokens: int | None = None) -> AsyncIterator[Event]:
+                   exclude: Sequence[str] = (), instruction: str = "",
+                   budget_tokens: int | None = None) -> AsyncIterator[Event]:
         """Do step ``i`` of a finished (or stopped) rat or rat-step run again, as its author asks
-        (``action``: "regenerate", "search" with the author's ``query``, or "exclude" the pages of
-        ``exclude``; see ``common.events.StepRedone``): the request is stored as a StepRedone, then
+        (``action``: "regenerate", "search" with the author's ``query``, "exclude" the pages of
+        ``exclude``, or "instruct": revise with the author's ``instruction``, and with a new search
+        when ``query`` is given too; see ``common.events.StepRedone``): the request is stored as a StepRedone, then
         the method redoes the step (rat: and revises the later steps again) and ends with a new
         Final; the run is running meanwhile, then finished again. Its earlier events stay.
         ``budget_tokens``: as for ``resume``.
@@ -148,7 +150,7 @@ class Runner:
             raise TaskError(f"The method {info.name!r} cannot redo a step (only {able} can): start a new run instead.")
         check_params([info.name], self.settings.method.params, strict=False)
         prior = self.store.events(run_id)
-        asked = info.redo(prior, i, action=action, query=query, exclude=exclude)
+        asked = info.redo(prior, i, action=action, query=query, exclude=exclude, instruction=instruction)
         asked = replace(asked, at=_now())
         prior.append(asked)
         plan = self._continuing(run, prior, asked, budget_tokens=budget_tokens)

@@ -25,9 +25,10 @@ from data.dialect import (
 )
 
 ACCOUNT_ROLES = ("annotator", "admin")
-#: The actions of a version as m011_versions allowed them, and as m015 allows them.
+#: The actions of a version as m011_versions allowed them, as m015 allowed them, and as m022 allows them.
 M011_ACTIONS = ("edit", "undo", "take", "draft", "restore")
-VERSION_ACTIONS = (*M011_ACTIONS, "regenerate", "search", "exclude")
+M015_ACTIONS = (*M011_ACTIONS, "regenerate", "search", "exclude")
+VERSION_ACTIONS = (*M015_ACTIONS, "instruct")
 
 #: The migrations in order: each one's name (``_migrations`` keeps those applied) and its steps.
 SCHEMA: list[tuple[str, tuple[Step, ...]]] = []
@@ -242,8 +243,9 @@ def m010_votes_annotator() -> tuple[Step, ...]:
     return (Index("votes_annotator", "votes", "annotator, id"),)
 
 
-def versions(actions: tuple[str, ...]) -> tuple[Step, ...]:
-    """The ``versions`` table with ``actions`` allowed, its index and its triggers."""
+def versions(actions: tuple[str, ...], added: tuple[str, ...] = ()) -> tuple[Step, ...]:
+    """The ``versions`` table with ``actions`` allowed (and the columns later migrations
+    ``added``, last), its index and its triggers."""
     steps = "check (json_valid({c}) and json_type({c}) = 'array')"
     next_n = "coalesce((select max(n) from versions where run_id = new.run_id), 0) + 1"
     return (
@@ -257,7 +259,7 @@ def versions(actions: tuple[str, ...]) -> tuple[Step, ...]:
             f"action text not null check (action in ({one_of(actions)}))",
             "restored_from integer check (restored_from is null\n"
             "                             or (action = 'restore' and restored_from between 1 and n - 1))",
-            "created text not null")),
+            "created text not null", *added)),
         Index("versions_run_n", "versions", "run_id, n", unique=True),
         *append_only("versions", "versions are append-only: add a new version instead", reuse=id_reused("versions")),
         Refuse("versions_numbered", "versions", "before insert",
@@ -388,11 +390,11 @@ def m014_vote_notes() -> tuple[Step, ...]:
 
 @migration
 def m015_version_step_actions() -> tuple[Step, ...]:
-    """Three more actions make a version (``VERSION_ACTIONS``, issue 23): a step's revision
+    """Three more actions make a version (``M015_ACTIONS``, issue 23): a step's revision
     regenerated, a step searched again with the author's own query, a source excluded from a
     step. SQLite cannot change a check, so there ``versions`` is built again as m011 built it,
     with the same rows (in order, as its numbering trigger wants them), index and triggers."""
-    table, *made_on_it = versions(VERSION_ACTIONS)
+    table, *made_on_it = versions(M015_ACTIONS)
     return (ChangeCheck(table, "action", tuple(made_on_it), order="run_id, n"),)
 
 
@@ -490,3 +492,15 @@ def m021_invite_expiry() -> tuple[Step, ...]:
     """An invite link's end (issue 38): ``expires``, when it stops logging anyone in (an ISO time,
     as ``created``; None: it never does, as before)."""
     return (AddColumn("invites", "expires text"),)
+
+
+@migration
+def m022_version_instruction() -> tuple[Step, ...]:
+    """One more action makes a version (``VERSION_ACTIONS``, issue 39): a step revised at the
+    author's instruction ("instruct"), which the version keeps in ``instruction`` (None for every
+    other action and for versions made before it). SQLite cannot change a check, so there
+    ``versions`` is built again as m015 built it, with m020's ``attribution`` and the same rows;
+    the new column is added after."""
+    table, *made_on_it = versions(VERSION_ACTIONS, ("attribution text",))
+    return (ChangeCheck(table, "action", tuple(made_on_it), order="run_id, n"),
+            AddColumn("versions", "instruction text"))

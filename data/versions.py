@@ -36,7 +36,7 @@ from common.errors import RunNotFound, StoreError, VersionNotFound
 from data.schema import VERSION_ACTIONS
 from data.store import Store, now, write_transaction
 
-ACTIONS = VERSION_ACTIONS  # edit, undo, take, draft, restore; regenerate, search, exclude (a step done again)
+ACTIONS = VERSION_ACTIONS  # edit, undo, take, draft, restore; regenerate, search, exclude, instruct (a step done again)
 MODEL, LATEST = "model", "latest"  # the two versions named by a word (see Versions.find)
 
 
@@ -45,8 +45,9 @@ class VersionRow:
     """One stored version: the ``n``-th of run ``run_id``, its ``text``, the steps whose revision
     is ``undone`` and whose refused revision is ``taken`` (sorted step numbers), what made it
     (``action``), the version it restored (``restored_from``; None for any other action, and for
-    a restore of the model's own text), when (``created``, ISO time) and its ``attribution``
-    (JSON; None for a ``draft`` version and for one stored before attributions were)."""
+    a restore of the model's own text), when (``created``, ISO time), its ``attribution``
+    (JSON; None for a ``draft`` version and for one stored before attributions were) and, for an
+    ``instruct`` version, the author's ``instruction`` the step was revised with (None otherwise)."""
 
     id: int
     run_id: str
@@ -58,12 +59,14 @@ class VersionRow:
     restored_from: int | None = None
     created: str = ""
     attribution: str | None = None
+    instruction: str | None = None
 
     def to_dict(self, *, words: int) -> dict:
         """The row as JSON-friendly values (``versions --json``), with its word count ``words``
         (counted by the caller, in the text's script: ``core.text.segment.word_count``)."""
         return {"n": self.n, "created": self.created, "action": self.action, "restored_from": self.restored_from,
-                "words": words, "undone": list(self.undone), "taken": list(self.taken), "text": self.text}
+                "words": words, "undone": list(self.undone), "taken": list(self.taken),
+                "instruction": self.instruction, "text": self.text}
 
 
 class Versions:
@@ -74,15 +77,21 @@ class Versions:
         self.store = store
 
     def add(self, run_id: str, text: str, *, undone: Iterable[int] = (), taken: Iterable[int] = (),
-            action: str = "edit", restored_from: int | None = None, attribution: str | None = None) -> VersionRow:
+            action: str = "edit", restored_from: int | None = None, attribution: str | None = None,
+            instruction: str | None = None) -> VersionRow:
         """Store the article of run ``run_id`` as the author left it, as its next version; returns
         it. When the latest version holds the same text, undone and taken steps and attribution,
-        nothing is added and the latest is returned. Raises RunNotFound, StoreError for an unknown action or a
-        ``restored_from`` that is not an earlier version restored, or when SQLite refuses the write."""
+        nothing is added and the latest is returned. ``instruction``: what the author asked of an
+        ``instruct`` version. Raises RunNotFound, StoreError for an unknown action, an instruction with
+        another action or a ``restored_from`` that is not an earlier version restored, or when SQLite
+        refuses the write."""
         if action not in ACTIONS:
             raise StoreError(f"Unknown version action {action!r}: use one of {', '.join(ACTIONS)}.")
         if restored_from is not None and action != "restore":
             raise StoreError(f"A {action!r} version restores nothing: pass restored_from only with action='restore'.")
+        if instruction is not None and action != "instruct":
+            raise StoreError(f"A {action!r} version follows no instruction: pass instruction only with "
+                             "action='instruct'.")
         undone, taken = _steps(undone), _steps(taken)
         with write_transaction(self.store.db, f"store a version of run {run_id}") as conn:
             if conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is None:
@@ -96,11 +105,13 @@ class Versions:
                 raise StoreError(f"Run {run_id} has no version {restored_from} to restore: {_range(n - 1)}.")
             stamp = now()
             cur = conn.execute(
-                "insert into versions (run_id, n, text, undone, taken, action, restored_from, created, attribution) "
-                "values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [run_id, n, text, json.dumps(undone), json.dumps(taken), action, restored_from, stamp, attribution],
+                "insert into versions (run_id, n, text, undone, taken, action, restored_from, created, attribution, "
+                "instruction) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [run_id, n, text, json.dumps(undone), json.dumps(taken), action, restored_from, stamp, attribution,
+                 instruction],
             )
-        return VersionRow(cur.lastrowid, run_id, n, text, undone, taken, action, restored_from, stamp, attribution)
+        return VersionRow(cur.lastrowid, run_id, n, text, undone, taken, action, restored_from, stamp, attribution,
+                          instruction)
 
     def restore(self, run_id: str, n: int | str) -> VersionRow:
         """A new version that holds what version ``n`` held (its text, undone and taken steps and
@@ -150,7 +161,7 @@ class Versions:
 
 
 # -- inside ---------------------------------------------------------------------------------------
-_COLUMNS = "id, run_id, n, text, undone, taken, action, restored_from, created, attribution"
+_COLUMNS = "id, run_id, n, text, undone, taken, action, restored_from, created, attribution, instruction"
 
 
 def _newest(conn: sqlite3.Connection, run_id: str) -> VersionRow | None:
@@ -161,9 +172,9 @@ def _newest(conn: sqlite3.Connection, run_id: str) -> VersionRow | None:
 
 
 def _row(row: tuple) -> VersionRow:
-    id_, run_id, n, text, undone, taken, action, restored_from, created, attribution = row
+    id_, run_id, n, text, undone, taken, action, restored_from, created, attribution, instruction = row
     return VersionRow(id_, run_id, n, text, _steps(json.loads(undone)), _steps(json.loads(taken)), action,
-                      restored_from, created, attribution)
+                      restored_from, created, attribution, instruction)
 
 
 def _steps(steps: Iterable[int]) -> tuple[int, ...]:

@@ -94,3 +94,49 @@ def test_undo_keeps_the_authors_hand_edit_elsewhere_and_refuses_one_it_would_los
     code = app_module.main(["redo", run_id, "--step", "3"], env={"RAT_STUDIO_DB": str(app.settings.db_path)})
     assert code == 1 and re.search(r"edited by hand.*nothing was changed", capsys.readouterr().err)
     assert len(authoring.versions.list(run_id)) == count and len(app.store.events(run_id)) == stored
+
+
+def test_redo_with_an_instruction_stores_a_version_that_names_it(app, llm, capsys):
+    """Issue 39's done-when: `redo RUN --step 2 --instruction "…"` stores a version whose action names
+    the instruction; `versions` shows it; the model saw it in the revision prompt; citations stay true."""
+    author = QuotingAuthor(draft_steps(4))
+    llm.reply(author)
+    events = asyncio.run(collect(app.runner.start("rat-step", TASK)))
+    run_id = events[0].run_id
+    said = "Shorter, and name the year Python 3 came out."
+    capsys.readouterr()
+    assert run(app, "redo", run_id, "--step", "2", "--instruction", said) == 0
+    err = capsys.readouterr().err
+    assert "step 2 revised as instructed: version 1 (instruct" in err
+    assert said in author.of_kind("revise-step")[-1], "the model saw the instruction in the revision prompt"
+    authoring = Authoring(app.store)
+    (version,) = authoring.versions.list(run_id)
+    assert (version.action, version.instruction) == ("instruct", said)
+    assert check_article(authoring.article(run_id), author.quoted, "instruct") >= 0
+    capsys.readouterr()
+    assert run(app, "versions", run_id) == 0
+    listed = capsys.readouterr().out.splitlines()[-1]
+    assert "instruct" in listed and f"instruction: {said}" in listed
+    assert run(app, "versions", run_id, "--json") == 0
+    assert f'"instruction": "{said}"' in capsys.readouterr().out
+
+
+def test_redo_refuses_a_bad_instruction_in_one_line_naming_the_flag(app, llm, capsys):
+    llm.reply(QuotingAuthor(draft_steps(3)))
+    run_id = asyncio.run(collect(app.runner.start("rat-step", TASK)))[0].run_id
+    direct = asyncio.run(collect(app.runner.start("direct", TASK)))[0].run_id
+    env = {"RAT_STUDIO_DB": str(app.settings.db_path)}
+    stored = len(app.store.events(run_id))
+    for argv, code, words in [
+        (["redo", run_id, "--step", "2", "--instruction", "  "], 2, "--instruction is empty"),
+        (["redo", run_id, "--step", "9", "--instruction", "shorter"], 1,
+         "--step 9 --instruction: The run has no step 9"),
+        (["redo", direct, "--step", "1", "--instruction", "shorter"], 1, "cannot redo a step"),
+        (["redo", run_id, "--step", "1", "--instruction", "x", "--exclude", "https://a.example"], 2,
+         "--instruction and --exclude"),
+    ]:
+        capsys.readouterr()
+        assert app_module.main(argv, env=env) == code, argv
+        err = capsys.readouterr().err.strip()
+        assert words in err and len(err.splitlines()) == 1, err
+    assert len(app.store.events(run_id)) == stored and not Authoring(app.store).versions.list(run_id)

@@ -108,10 +108,11 @@ async def _rat(task: Task, ctx: MethodContext, *, step_scope: bool) -> AsyncIter
 
 
 def redo_request(events: list[Event], i: int, *, action: str, query: str = "",
-                 exclude: Iterable[str] = ()) -> StepRedone:
+                 exclude: Iterable[str] = (), instruction: str = "") -> StepRedone:
     """The author's request to do step ``i`` of a run (its ``events``) again, checked. Raises
     TaskError naming the fix for an unknown action, a step that is not there or not yet revised,
-    an empty or overlong query (search), or no page to exclude (exclude)."""
+    an empty or overlong query (search; instruct takes one too), no page to exclude (exclude), or
+    an empty or overlong instruction (instruct)."""
     if action not in REDO_NOTES:
         raise TaskError(f"Unknown step action {action!r}: use one of {', '.join(REDO_NOTES)}.")
     state = _State.from_prior(events)
@@ -129,15 +130,25 @@ def redo_request(events: list[Event], i: int, *, action: str, query: str = "",
     exclude = tuple(dict.fromkeys(u.strip() for u in exclude if u and u.strip()))
     if action == "exclude" and not exclude:
         raise TaskError("Pick a page to exclude: press ✕ beside it in the step's card.")
-    return StepRedone(i=i, action=action, query=query if action == "search" else "",
-                      exclude=exclude if action == "exclude" else ())
+    instruction = " ".join(instruction.split())
+    if action == "instruct" and not instruction:
+        raise TaskError("Type what the revision should do first (--instruction TEXT): the instruction is empty.")
+    if len(instruction) > AUTHOR_INSTRUCTION_CHARS:
+        raise TaskError(f"The instruction is {len(instruction):,} characters long: shorten it to at most "
+                        f"{AUTHOR_INSTRUCTION_CHARS} (--instruction).")
+    return StepRedone(i=i, action=action, query=query if action in ("search", "instruct") else "",
+                      exclude=exclude if action == "exclude" else (),
+                      instruction=instruction if action == "instruct" else "")
 
 
 REDO_NOTES = {
     "regenerate": "Revised again at the author's request, with the same query and passages.",
     "search": "Searched again with the author's own query: {query}",
     "exclude": "Left out at the author's request: {pages}. Searched again with the step's query and revised.",
+    "instruct": "Revised at the author's instruction: {instruction}",
 }
+#: Most characters of an author's instruction for a revision (one line, issue 39).
+AUTHOR_INSTRUCTION_CHARS = 1000
 
 
 async def _redo(task: Task, ctx: MethodContext, state: _State, redo: StepRedone, *,
@@ -154,7 +165,8 @@ async def _redo(task: Task, ctx: MethodContext, state: _State, redo: StepRedone,
         yield StepStarted(i=j, thought=state.steps[j - 1], n=len(state.steps))
         if j == redo.i:
             pages = ", ".join(redo.exclude)
-            yield Note(i=j, text=REDO_NOTES[redo.action].format(query=redo.query, pages=pages))
+            yield Note(i=j, text=REDO_NOTES[redo.action].format(query=redo.query, pages=pages,
+                                                                instruction=redo.instruction))
         else:
             yield Note(i=j, text=f"Revised again on top of step {redo.i}'s new revision, with the passages "
                                  "it was shown before.")
@@ -168,8 +180,14 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     """Step i: the query (B.2), the retrieval, the revision (B.3); ``state`` moves on past i.
     ``redo`` (a ``StepRedone`` action): "regenerate" revises with the step's stored passages,
     "search" retrieves for the author's query (the pending redo's), "exclude" for the step's stored
-    query; both leave out the pages the author excluded from this step."""
+    query; both leave out the pages the author excluded from this step. "instruct" revises with
+    the author's instruction in the prompt (``prompts.instructed``), beside the step's stored
+    passages, or beside the pages of the author's query when the request has one (a new search)."""
     step = state.steps[i - 1]
+    asked = state.redo if redo in ("search", "instruct") and state.redo is not None else None
+    instruction = asked.instruction if asked is not None and redo == "instruct" else ""
+    if redo == "instruct" and not (asked and asked.query):
+        redo = "regenerate"  # the same passages, and the author's instruction
     # B.2 sees the revised steps before i and draft step i, never a later one: all of them for
     # rat, the bounded context of step_context for rat-step.
     before = (step_context(state.revised[: i - 1], param(ctx, "rat.step_context_tokens")) if step_scope
@@ -178,7 +196,7 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     if redo == "regenerate":
         passages = list(state.passages.get(i, ()))
     else:
-        query = (state.redo.query if redo == "search" and state.redo
+        query = (asked.query if asked is not None
                  else state.queries.get(i, "") if redo == "exclude" else "")
         if query:
             yield QueryMade(i=i, query=query)
@@ -202,9 +220,11 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     def prompt(content: str) -> str:  # B.3, or our step-scope revision
         question = prompts.question_for(task)  # QA tasks also ask for a short "Answer:" line
         if step_scope:
-            return prompts.REVISE_STEP.format(content=content, question=question, step=step,
-                                              context=before or "(nothing yet: this is the first paragraph)")
-        return prompts.REVISE.format(content=content, question=question, answer=so_far)
+            return prompts.instructed(prompts.REVISE_STEP.format(
+                content=content, question=question, step=step,
+                context=before or "(nothing yet: this is the first paragraph)"), instruction)
+        return prompts.instructed(prompts.REVISE.format(content=content, question=question, answer=so_far),
+                                  instruction)
 
     fitted, notes = fit_passages(ctx, i, passages, prompt(""))
     for ev in notes:

@@ -57,6 +57,22 @@ def format_passages(passages: Sequence[Passage], numbers: Mapping[str, int] | No
     return "\n\n".join(blocks)
 
 
+#: What opens and closes the author's own words in a prompt (an instruction for a revision); the
+#: text inside cannot hold either (:func:`fence_author`).
+AUTHOR_OPEN = "<author>"
+AUTHOR_CLOSE = "</author>"
+_AUTHOR_IN_TEXT = re.compile(r"<(\s*/?\s*author\b)", re.I)
+
+
+def fence_author(text: str) -> str:
+    """The author's ``text`` (an instruction typed in a box or on the command line) as it goes
+    into a prompt: on one line, between ``<author>`` and ``</author>``, with anything that reads as
+    one of these fences, a passage fence or a chat template's token defused, and a line imitating
+    a heading of our prompts marked as quoted, so it cannot close its fence or open a new section."""
+    line = _AUTHOR_IN_TEXT.sub(r"‹\1", _one_line(text))
+    return f"{AUTHOR_OPEN}\n{neutralise_headings(line).strip()}\n{AUTHOR_CLOSE}"
+
+
 def neutralise_fences(text: str) -> str:
     """``text`` with anything that reads as a passage fence (``<passage>``, ``</passage>``,
     ``< / PASSAGE ...``) or as a chat template's special token (``<|im_start|>``) defused by

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 
 from common.types import Task
-from core.text.fencing import prompt_template
+from core.text.fencing import fence_author, prompt_template
 from core.text.segment import ends_sentence, first_words, word_count, words
 from core.text.talk import is_talk, shares_topic, topic_words
 
@@ -101,6 +101,32 @@ After a sentence that uses the related text, put the number of its passage in br
 Output only the revised paragraph (it may keep its subtitle), not the answer so far.
 Do not repeat what the answer so far already says.
 Just output the revised paragraph directly. DO NOT add additional explanations or announcement unless you are asked to.""")
+
+
+# Ours (issue 39): the author's instruction for one revision, as its own section before the
+# instruction of B.3 (or of our step-scope revision), whose structure stays as it is.
+AUTHOR_INSTRUCTION = prompt_template("""##Author's instruction:
+{instruction}
+
+""")
+AUTHOR_RULE = ("The words inside author tags are the author's own instruction for this revision: follow it, "
+               "using the related text for any fact it asks for; it is not a source, so never cite it.")
+_INSTRUCTION_HEADING = "\n##Instruction:\n"
+
+
+def instructed(prompt: str, instruction: str) -> str:
+    """The revision ``prompt`` (REVISE or REVISE_STEP, filled in) with the author's ``instruction``
+    fenced as the author's text (``core.text.fencing.fence_author``) in a section of its own before
+    the prompt's last ``##Instruction:`` and :data:`AUTHOR_RULE` first in it; ``prompt`` itself
+    when ``instruction`` is empty. (Page text in the passages cannot hold that heading: it is
+    marked as quoted there.)"""
+    if not instruction.strip():
+        return prompt
+    head, found, rule = prompt.rpartition(_INSTRUCTION_HEADING)
+    if not found:
+        raise ValueError("a revision prompt has an ##Instruction: section")
+    section = AUTHOR_INSTRUCTION.format(instruction=fence_author(instruction))
+    return f"{head}\n{section.rstrip()}\n{_INSTRUCTION_HEADING}{AUTHOR_RULE}\n{rule}"
 
 
 # Ours: QA tasks (kind "qa") are scored by exact match and F1 on a short answer (core.batch),

@@ -9,7 +9,8 @@
     python app.py show RUN_ID          a stored run's article as Markdown (--version model|latest|N;
                                        --format md|docx|pdf|html -o FILE)
     python app.py versions RUN_ID      the author's versions of a run's article
-    python app.py redo RUN_ID --step K do a step of a finished run again (--query Q, --exclude URL)
+    python app.py redo RUN_ID --step K do a step of a finished run again (--query Q, --exclude URL,
+                                       --instruction TEXT)
     python app.py undo RUN_ID --step K undo a step's revision (--put-back: use it again)
 
 A RUN_ID may be a unique prefix of the id, of at least 4 characters (``ui.cli.RUN_ID_ARGS``).
@@ -116,6 +117,9 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     how.add_argument("--query", help="search again with this query (default: regenerate the revision from the "
                                      "same passages)")
     how.add_argument("--exclude", metavar="URL", help="leave this page out of the step and revise it again")
+    p.add_argument("--instruction", metavar="TEXT", help="revise the step as this one line asks (\"shorter, and "
+                   "name the release date\"), beside the step's passages; with --query, beside the pages of a new "
+                   "search instead")
     p.add_argument("--out", help=OUT_HELP)
     p.set_defaults(func=cmd_redo)
     p = sub.add_parser("undo", parents=common, help="undo the revision of a step of a finished run (the step's "
@@ -477,14 +481,23 @@ def article_of(app, run, which: str):
 
 
 def cmd_redo(args, app) -> int:
-    """Do ``--step`` again (regenerate, ``--query``, ``--exclude``), then keep the new text as a
-    version merged with the author's edits (``core.authoring``), and print it."""
-    from common.errors import RatStudioError
+    """Do ``--step`` again (regenerate, ``--query``, ``--exclude``, ``--instruction``), then keep the
+    new text as a version merged with the author's edits (``core.authoring``), and print it."""
+    from common.errors import ConfigError, RatStudioError, TaskError
 
+    instruction = getattr(args, "instruction", None)
+    flags = f"--step {args.step}" + (" --instruction" if instruction is not None else "")
+    if instruction is not None and not instruction.strip():
+        raise ConfigError("--instruction is empty: say in one line how the step should change "
+                          "(`--instruction \"shorter, and name the release date\"`).")
+    if instruction is not None and args.exclude:
+        raise ConfigError("--instruction and --exclude do not go together: leave the page out first, then give "
+                          "the instruction in a second redo.")
     app.authoring.check_redo(args.run_id, args.step)  # a clash with a hand edit: refused before anything runs
-    action = "search" if args.query is not None else "exclude" if args.exclude else "regenerate"
+    action = ("instruct" if instruction is not None else "search" if args.query is not None
+              else "exclude" if args.exclude else "regenerate")
     events = app.runner.redo(args.run_id, args.step, action=action, query=args.query or "",
-                             exclude=[args.exclude] if args.exclude else (),
+                             exclude=[args.exclude] if args.exclude else (), instruction=instruction or "",
                              budget_tokens=getattr(args, "budget_tokens", None))
 
     async def follow() -> None:
@@ -495,7 +508,10 @@ def cmd_redo(args, app) -> int:
             if line:
                 print(line, file=sys.stderr, flush=True)
 
-    asyncio.run(follow())
+    try:
+        asyncio.run(follow())
+    except TaskError as exc:  # refused before anything was stored: name the flags it refuses
+        raise TaskError(f"redo {flags}: {exc}") from exc
     version = app.authoring.redone(args.run_id, action)
     if version is None:
         run = app.store.get_run(args.run_id)
@@ -518,7 +534,8 @@ def cmd_undo(args, app) -> int:
     return _print_version(args, app, version, f"step {steps} {'put back' if args.put_back else 'undone'}")
 
 
-_DONE = {"regenerate": "regenerated", "search": "searched again", "exclude": "revised without the page"}
+_DONE = {"regenerate": "regenerated", "search": "searched again", "exclude": "revised without the page",
+         "instruct": "revised as instructed"}
 
 
 def _print_version(args, app, version, what: str) -> int:
@@ -543,7 +560,8 @@ def cmd_versions(args, app) -> int:
     for v in versions:
         restored = f"  restored from {v.restored_from}" if v.restored_from else \
             "  restored the model's text" if v.action == "restore" else ""
-        print(f"{v.n:>5}  {v.created[:19]}  {v.action:<8} {word_count(v.text):>6} words{restored}")
+        asked = f"  instruction: {v.instruction}" if v.instruction else ""
+        print(f"{v.n:>5}  {v.created[:19]}  {v.action:<8} {word_count(v.text):>6} words{restored}{asked}")
     if not versions:
         print(f"run {run.id} has no author versions: its text is the model's own", file=sys.stderr)
     return 0
