@@ -104,7 +104,8 @@ def test_a_replay_is_paused_stepped_and_sought_from_the_stage(sized_page, llm, a
     expect(stage).to_be_visible()
     expect(stage.locator(".rat-stage-keys")).to_contain_text("Space: pause / play")
     card = stage.locator(".rat-stage-card .rat-card > summary")
-    expect(card).to_contain_text("Step 2 of 4", timeout=page_timeout)
+    # mid-replay: step 2 or 3 (at 2x a step is on the stage for well under a second: a poll may miss one)
+    expect(card).to_contain_text(re.compile(r"Step [23] of 4"), timeout=page_timeout)
 
     page.keyboard.press(" ")  # pause
     expect(history.locator(f"#{presenting.PLAY_ID}")).to_be_visible()
