@@ -158,8 +158,13 @@ def test_an_edit_typed_just_before_a_reload_is_shown_after_it(open_page, llm, ap
     monkeypatch.setattr(ui.article_panel, "SAVE_AFTER", 60.0)  # no save on its own within the test
     writer.get_by_text(ui.article_panel.VIEW_EDIT, exact=True).click()
     article = article_box(writer)
+    reading = writer.locator(".rat-reading")
+    words = int(reading.inner_text().split()[0])
     article.press_sequentially(" Typed last.")
     expect(writer.locator(".rat-saved").last).to_contain_text("Saving…", timeout=TIMEOUT)
+    # the server has the whole text (its word count comes back from the last keystroke's event): a
+    # keystroke still on its way when the page goes is the browser's, not ours to save
+    expect(reading).to_have_text(re.compile(rf"^{words + 2} words"), timeout=TIMEOUT)
     assert not [v for v in Versions(app.store).list(run_id) if "Typed last." in v.text]
 
     page.reload()
