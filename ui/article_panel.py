@@ -50,14 +50,19 @@ TAKE_HELP = ("The model's revision of these steps was refused (see why in the st
 #: browser's ``input`` event: a key, Backspace, a paste, a cut, an input method's commit, a drop).
 #: Gradio 6's Textbox sends its ``input`` event for printable keys and Enter only, and its
 #: ``change`` event for the server's updates too; ``typed_js`` tells the two apart.
+#: Each of the last 64 texts typed counts: a change event sent late (Gradio sends the last of a
+#: burst once the one before is answered) may carry a text a later keystroke already replaced.
 TYPED_LISTENER_JS = """() => {
   if (window.ratTyped) return;
   const typed = new Map();
   document.addEventListener("input", (e) => {
     const box = e.target.closest && e.target.closest(".rat-article");
-    if (box && box.id) typed.set(box.id, e.target.value);
+    if (!box || !box.id) return;
+    const texts = typed.get(box.id) || [];
+    texts.push(e.target.value);
+    typed.set(box.id, texts.slice(-64));
   }, true);
-  window.ratTyped = (id, value) => typed.get(id) === value;
+  window.ratTyped = (id, value) => (typed.get(id) || []).includes(value);
 }"""
 
 
