@@ -203,7 +203,10 @@ class StepRedone(Event):
     "instruct" revises the step with the author's ``instruction`` (one line, put in the revision
     prompt as the author's text) beside its stored passages, or beside the pages of ``query`` when
     one is given. Stored before the method runs again; the method reads it from the run's events, so a redo
-    that stops half-way continues as any run does. Earlier revisions of the step stay in the events."""
+    that stops half-way continues as any run does. Earlier revisions of the step stay in the events.
+    "add" (``ADD``) puts a new step at position i, the author's one line (``instruction``) as its
+    draft, then searches for it (``query`` when given) and revises it: the steps from i on move one
+    place down, for every event stored before it (``renumbered``)."""
 
     i: int
     action: str
@@ -211,6 +214,35 @@ class StepRedone(Event):
     exclude: tuple[str, ...] = ()
     at: str = ""
     instruction: str = ""  # "instruct": what the author asked of the revision ("" for the other actions)
+
+
+#: The StepRedone action that adds a step (a section the author asks for) at position ``i``.
+ADD = "add"
+
+
+def shifted(e: Event, at: int, thought: str = "") -> Event:
+    """``e`` numbered as it reads once a step is added at position ``at``: a step number from
+    ``at`` on moves one down, a step count grows by one, and a draft gets ``thought`` (the added
+    step's draft) in its place."""
+    if isinstance(e, DraftReady):
+        return DraftReady(steps=(*e.steps[: at - 1], thought, *e.steps[at - 1:]))
+    i = getattr(e, "i", 0)
+    if not isinstance(i, int) or i < at:  # (0: no step; an earlier step keeps its number)
+        return e
+    n = getattr(e, "n", 0)
+    return dataclasses.replace(e, i=i + 1, **({"n": n + 1} if isinstance(e, StepStarted) and n else {}))
+
+
+def renumbered(events: typing.Iterable[Event]) -> list[Event]:
+    """A run's events with every step numbered as the run reads now: each event stored before a
+    step was added (a StepRedone ``ADD``) is :func:`shifted` past it, as if the added step had
+    been in the draft from the start, not yet revised. The events themselves when none was added."""
+    events = list(events)
+    adds = [k for k, e in enumerate(events) if isinstance(e, StepRedone) and e.action == ADD]
+    for k in adds:
+        add = events[k]
+        events[:k] = [shifted(e, add.i, add.instruction) for e in events[:k]]
+    return events
 
 
 @dataclass(frozen=True)

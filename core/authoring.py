@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 import merge3
 
 from common.errors import EditConflict, RatStudioError, TaskError
-from common.events import Event, Final, StepRedone
+from common.events import ADD, Event, Final, StepRedone
 from common.types import RunStatus
 from core.article.article import Article, unsourced_cause
 from core.article.attribution import Attribution
@@ -64,7 +64,9 @@ def before_last_redo(events: Sequence[Event]) -> list[Event]:
 
 def merge_text(base: str, ours: str, theirs: str) -> str | None:
     """``theirs`` (an action's text, made from ``base``) with the author's changes of ``base`` in
-    ``ours`` kept, line by line; None where both changed the same lines differently."""
+    ``ours`` kept, line by line; None where both changed the same lines differently. Lines one
+    side only put in beside lines the other changed (a section added after a paragraph the author
+    edited) are no clash: both are kept (:func:`_beside`)."""
     if ours == base:
         return theirs
     if theirs == base or theirs == ours:
@@ -80,8 +82,23 @@ def merge_text(base: str, ours: str, theirs: str) -> str | None:
         elif kind == "b":
             out += t[start:end]
         else:
-            return None
+            both = _beside(b[start:end], o[region[3]:region[4]], t[region[5]:region[6]])
+            if both is None:
+                return None
+            out += both
     return "".join(out)
+
+
+def _beside(base: list[str], ours: list[str], theirs: list[str]) -> list[str] | None:
+    """A clash of a three-way merge resolved where one side kept ``base``'s lines whole and only
+    put lines before or after them: those lines around the other side's; else None."""
+    if not base:  # both put lines in at the same place: which goes first is the author's to say
+        return None
+    for kept, changed in ((theirs, ours), (ours, theirs)):
+        for k in range(len(kept) - len(base) + 1):
+            if kept[k: k + len(base)] == base:
+                return [*kept[:k], *changed, *kept[k + len(base):]]
+    return None
 
 
 def carry_marks(cited: Cited, previous: Attribution | None) -> Cited:
@@ -213,7 +230,7 @@ class Authoring:
         """Raises EditConflict when doing step ``i`` again would rewrite lines the author edited by
         hand (nothing is done then); else nothing."""
         revs, latest = self._state(run_id)
-        if latest is None:
+        if latest is None or i > len(revs.steps):  # (a section added after the last step rewrites no line)
             return
         undone, taken = set(latest.undone), set(latest.taken)
         base = revs.text(undone, taken)
@@ -237,6 +254,9 @@ class Authoring:
         latest = self.versions.latest(run_id)
         undone = set(latest.undone) - {asked.i} if latest else set()
         taken = set(latest.taken) - {asked.i} if latest else set()
+        if asked.action == ADD:  # the author's steps from the added one on moved one down
+            undone, taken = ({j + (j >= asked.i) for j in latest.undone} if latest else set(),
+                             {j + (j >= asked.i) for j in latest.taken} if latest else set())
         undone, taken = revs.chosen(undone, taken)
         theirs = revs.text(undone, taken)
         text = theirs
@@ -246,7 +266,7 @@ class Authoring:
             text = theirs if merged is None else merged
         action = action or asked.action
         return self._save(run_id, revs, latest, text, undone, taken, action,
-                          instruction=asked.instruction or None if action == "instruct" else None)
+                          instruction=asked.instruction or None if action in ("instruct", ADD) else None)
 
     def restore(self, run_id: str, which: int | str) -> VersionRow:
         """Make version ``which`` (or the model's own text, "model") the latest, as a new version

@@ -36,6 +36,7 @@ from common.events import (
     StepRevised,
     ThinkingDelta,
     TokenDelta,
+    renumbered,
 )
 from common.settings import DEFAULT_CONTEXT_TOKENS, Settings
 from common.types import RunStatus, Task
@@ -270,7 +271,7 @@ class Runner:
                                    "with --model.")
                 if isinstance(event, Final) and redoing:
                     # a redone step's earlier revision no longer counts: the sources of the latest ones
-                    events = [*prior, *tally.seen]
+                    events = renumbered([*prior, *tally.seen])  # (a step added: numbered as it reads now)
                     book = SourceBook.from_events(latest_revisions(events), book.threshold)
                     book.labels = shown_labels(events)  # what the model was shown: what its own marks mean
                 event = book.sourced(event)

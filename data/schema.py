@@ -25,10 +25,11 @@ from data.dialect import (
 )
 
 ACCOUNT_ROLES = ("annotator", "admin")
-#: The actions of a version as m011_versions allowed them, as m015 allowed them, and as m022 allows them.
+#: The actions of a version as m011_versions allowed them, as m015 and m022 allowed them, and as m025 allows them.
 M011_ACTIONS = ("edit", "undo", "take", "draft", "restore")
 M015_ACTIONS = (*M011_ACTIONS, "regenerate", "search", "exclude")
-VERSION_ACTIONS = (*M015_ACTIONS, "instruct")
+M022_ACTIONS = (*M015_ACTIONS, "instruct")
+VERSION_ACTIONS = (*M022_ACTIONS, "add")
 
 #: The migrations in order: each one's name (``_migrations`` keeps those applied) and its steps.
 SCHEMA: list[tuple[str, tuple[Step, ...]]] = []
@@ -501,6 +502,16 @@ def m022_version_instruction() -> tuple[Step, ...]:
     other action and for versions made before it). SQLite cannot change a check, so there
     ``versions`` is built again as m015 built it, with m020's ``attribution`` and the same rows;
     the new column is added after."""
-    table, *made_on_it = versions(VERSION_ACTIONS, ("attribution text",))
+    table, *made_on_it = versions(M022_ACTIONS, ("attribution text",))
     return (ChangeCheck(table, "action", tuple(made_on_it), order="run_id, n"),
             AddColumn("versions", "instruction text"))
+
+
+@migration
+def m025_version_add() -> tuple[Step, ...]:
+    """One more action makes a version (``VERSION_ACTIONS``, issue 39): a section the author added
+    ("add"), whose ``instruction`` is the line it was written from. SQLite cannot change a check,
+    so ``versions`` is built again as m022 left it, with the same rows."""
+    table, *made_on_it = versions(VERSION_ACTIONS, ("attribution text", "instruction text"))
+    return (ChangeCheck(table, "action", tuple(made_on_it), order="run_id, n"),)
+

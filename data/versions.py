@@ -36,7 +36,9 @@ from common.errors import RunNotFound, StoreError, VersionNotFound
 from data.schema import VERSION_ACTIONS
 from data.store import Store, now, write_transaction
 
-ACTIONS = VERSION_ACTIONS  # edit, undo, take, draft, restore; regenerate, search, exclude, instruct (a step done again)
+ACTIONS = VERSION_ACTIONS  # edit, undo, take, draft, restore; regenerate, search, exclude, instruct (a step done
+#                           again); add (a section the author added)
+INSTRUCTED = ("instruct", "add")  # whose version keeps the author's instruction (add: the new section's line)
 MODEL, LATEST = "model", "latest"  # the two versions named by a word (see Versions.find)
 
 
@@ -47,7 +49,8 @@ class VersionRow:
     (``action``), the version it restored (``restored_from``; None for any other action, and for
     a restore of the model's own text), when (``created``, ISO time), its ``attribution``
     (JSON; None for a ``draft`` version and for one stored before attributions were) and, for an
-    ``instruct`` version, the author's ``instruction`` the step was revised with (None otherwise)."""
+    ``instruct`` version, the author's ``instruction`` the step was revised with, for an ``add``
+    version the line the added section was written from (None otherwise)."""
 
     id: int
     run_id: str
@@ -89,9 +92,9 @@ class Versions:
             raise StoreError(f"Unknown version action {action!r}: use one of {', '.join(ACTIONS)}.")
         if restored_from is not None and action != "restore":
             raise StoreError(f"A {action!r} version restores nothing: pass restored_from only with action='restore'.")
-        if instruction is not None and action != "instruct":
+        if instruction is not None and action not in INSTRUCTED:
             raise StoreError(f"A {action!r} version follows no instruction: pass instruction only with "
-                             "action='instruct'.")
+                             f"action {' or '.join(repr(a) for a in INSTRUCTED)}.")
         undone, taken = _steps(undone), _steps(taken)
         with write_transaction(self.store.db, f"store a version of run {run_id}") as conn:
             if conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is None:

@@ -10,6 +10,8 @@ import asyncio
 import io
 import re
 
+import pytest
+
 import app as app_module
 from common.events import Final, StepRevised
 from common.types import Task
@@ -139,4 +141,57 @@ def test_redo_refuses_a_bad_instruction_in_one_line_naming_the_flag(app, llm, ca
         assert app_module.main(argv, env=env) == code, argv
         err = capsys.readouterr().err.strip()
         assert words in err and len(err.splitlines()) == 1, err
+    assert len(app.store.events(run_id)) == stored and not Authoring(app.store).versions.list(run_id)
+
+
+def test_redo_add_after_adds_a_sourced_section_there_as_an_add_version(app, llm, capsys):
+    """Issue 39's add a section: `redo RUN --add-after 2 --instruction "…"` puts a new step after
+    step 2 with its own query, pages and revision; the version's action is "add" and keeps the line;
+    the article has five paragraphs, the new one third, and its citations are true."""
+    author = QuotingAuthor(draft_steps(4))
+    llm.reply(author)
+    run_id = asyncio.run(collect(app.runner.start("rat-step", TASK)))[0].run_id
+    line = "How packaging changed with wheels and pip"
+    queries = len(author.of_kind("query"))
+    capsys.readouterr()
+    assert run(app, "redo", run_id, "--add-after", "2", "--instruction", line) == 0
+    assert "section added after step 2: version 1 (add" in capsys.readouterr().err
+    assert len(author.of_kind("query")) == queries + 1, "the new section made its own query"
+    assert line in author.of_kind("revise-step")[-1]
+    authoring = Authoring(app.store)
+    (version,) = authoring.versions.list(run_id)
+    assert (version.action, version.instruction) == ("add", line)
+    paragraphs = version.text.split("\n\n")
+    assert len(paragraphs) == 5 and paragraphs[2].startswith(line)
+    article = authoring.article(run_id)
+    assert check_article(article, author.quoted, "add") >= 1
+    assert any(3 in s.steps for s in article.sources), "the new section cites its own pages"
+    capsys.readouterr()
+    assert run(app, "versions", run_id) == 0
+    assert f"instruction: {line}" in capsys.readouterr().out.splitlines()[-1]
+
+
+def test_redo_add_after_refuses_in_one_line_naming_the_flag(app, llm, capsys):
+    llm.reply(QuotingAuthor(draft_steps(3)))
+    run_id = asyncio.run(collect(app.runner.start("rat-step", TASK)))[0].run_id
+    env = {"RAT_STUDIO_DB": str(app.settings.db_path)}
+    stored = len(app.store.events(run_id))
+    for argv, code, words in [
+        (["redo", run_id, "--add-after", "2"], 2, "--add-after needs --instruction"),
+        (["redo", run_id, "--add-after", "2", "--instruction", " "], 2, "--add-after needs --instruction"),
+        (["redo", run_id, "--add-after", "7", "--instruction", "more"], 1,
+         "--add-after 7 --instruction: A section can go after step 0 to 3"),
+    ]:
+        capsys.readouterr()
+        assert app_module.main(argv, env=env) == code, argv
+        err = capsys.readouterr().err.strip()
+        assert words in err and len(err.splitlines()) == 1, err
+    for argv, words in [  # argparse's own refusals: exit code 2 and its usage line
+        (["redo", run_id, "--add-after", "1", "--step", "2", "--instruction", "more"], "not allowed with"),
+        (["redo", run_id, "--instruction", "more"], "one of the arguments --step --add-after is required"),
+    ]:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            app_module.main(argv, env=env)
+        assert exited.value.code == 2 and words in capsys.readouterr().err
     assert len(app.store.events(run_id)) == stored and not Authoring(app.store).versions.list(run_id)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from common.events import (
+    ADD,
     DraftReady,
     Event,
     Failed,
@@ -167,6 +168,17 @@ class RunView:
             case PassagesChosen(i=i, passages=passages):
                 self.card(i).passages = passages
                 return {STEPS, PROGRESS}
+            case StepRedone(i=i, action=action) if action == ADD:  # a new step at i: the steps from i on move
+                self.steps.insert(i - 1, e.instruction)  # down (the events before it: ``renumbered``)
+                self.cards = {j + (j >= i): card for j, card in sorted(self.cards.items())}
+                for j, card in self.cards.items():
+                    card.i = j
+                self.step_times = {j + (j >= i): t for j, t in self.step_times.items()}
+                self.n, self.final = len(self.steps), None
+                card = self.card(i)
+                card.thought = e.instruction
+                card.redone.append(e)
+                return set(ALL_PANELS)
             case StepRedone(i=i, action=action):  # the step's new retrieval and revision replace the old
                 card = self.card(i)
                 card.redone.append(e)

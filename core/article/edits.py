@@ -20,7 +20,9 @@ steps as drafted.
 
 A step the author had done again (``common.events.StepRedone``: regenerated, searched again, a
 source excluded) has a later revision that replaces its earlier one (:func:`latest_revisions`);
-until the redo ends with a new Final the run has no final text to edit.
+until the redo ends with a new Final the run has no final text to edit. A section the author added
+(``common.events.ADD``) is a step of the draft from then on, numbered where it was put
+(``common.events.renumbered``): undoing its revision leaves the author's line.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from common.events import DraftReady, Event, Final, PassagesChosen, StepRedone, StepRevised
+from common.events import DraftReady, Event, Final, PassagesChosen, StepRedone, StepRevised, renumbered
 from common.types import Passage, Source
 from core.article.article import Article
 from core.article.citations import CITE_THRESHOLD, Cited, shown_labels
@@ -58,7 +60,7 @@ class Revisions:
         revised: dict[int, StepRevised] = {}
         shown: dict[int, tuple[Passage, ...]] = {}
         kept = []
-        for e in events:
+        for e in renumbered(events):  # a step the author added: numbered as the run reads now
             kept.append(e)
             if isinstance(e, DraftReady):  # an edited draft replaces the first: revision starts over
                 steps, drafted, revised, shown, final = tuple(e.steps), True, {}, {}, None

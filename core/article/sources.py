@@ -29,7 +29,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from common.events import DraftReady, Event, Final, LLMCalled, PageRead, PassagesChosen, SourcesUsed, StepRevised
+from common.events import (
+    DraftReady,
+    Event,
+    Final,
+    LLMCalled,
+    PageRead,
+    PassagesChosen,
+    SourcesUsed,
+    StepRevised,
+    renumbered,
+)
 from common.types import Source
 from core.article.citations import CITE_THRESHOLD, cite, evidence, shown_labels
 
@@ -128,8 +138,9 @@ class SourceBook:
 
     @classmethod
     def from_events(cls, events: Iterable[Event], threshold: float = CITE_THRESHOLD) -> SourceBook:
+        """The book of a run's ``events``, their steps numbered as the run reads now (``renumbered``)."""
         book = cls(threshold)
-        for e in events:
+        for e in renumbered(events):
             book.see(e)
         return book
 

@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Iterable
 
 from common.errors import TaskError
 from common.events import (
+    ADD,
     DraftReady,
     Event,
     Final,
@@ -42,6 +43,7 @@ from common.events import (
     StepRedone,
     StepRevised,
     StepStarted,
+    renumbered,
 )
 from common.types import Passage, Task
 from core.methods.base import AUTHOR_QUERY_CHARS, MethodContext, Param, register
@@ -116,11 +118,16 @@ def redo_request(events: list[Event], i: int, *, action: str, query: str = "",
     if action not in REDO_NOTES:
         raise TaskError(f"Unknown step action {action!r}: use one of {', '.join(REDO_NOTES)}.")
     state = _State.from_prior(events)
-    if not state.steps or not 1 <= i <= len(state.steps):
-        n = len(state.steps or ())
+    n = len(state.steps or ())
+    if action == ADD and n and state.done >= n and not 1 <= i <= n + 1:
+        raise TaskError(f"A section can go after step 0 to {n} (--add-after K): the run has {n} steps, "
+                        f"not {i - 1}.")
+    if action == ADD and n and state.done < n:
+        raise TaskError("The run has steps not yet revised: press Continue to finish it before adding a section.")
+    if not state.steps or not 1 <= i <= n + (action == ADD):
         raise TaskError(f"The run has no step {i}: pick one of its {n} steps." if n else
                         "The run has no draft yet: continue it first.")
-    if i > state.done:
+    if i > state.done + (action == ADD):
         raise TaskError(f"Step {i} has not been revised yet: press Continue to revise it first.")
     query = " ".join(query.split())
     if action == "search" and not query:
@@ -133,12 +140,14 @@ def redo_request(events: list[Event], i: int, *, action: str, query: str = "",
     instruction = " ".join(instruction.split())
     if action == "instruct" and not instruction:
         raise TaskError("Type what the revision should do first (--instruction TEXT): the instruction is empty.")
+    if action == ADD and not instruction:
+        raise TaskError("Say in one line what the new section should cover first (--instruction TEXT): it is empty.")
     if len(instruction) > AUTHOR_INSTRUCTION_CHARS:
         raise TaskError(f"The instruction is {len(instruction):,} characters long: shorten it to at most "
                         f"{AUTHOR_INSTRUCTION_CHARS} (--instruction).")
-    return StepRedone(i=i, action=action, query=query if action in ("search", "instruct") else "",
+    return StepRedone(i=i, action=action, query=query if action in ("search", "instruct", ADD) else "",
                       exclude=exclude if action == "exclude" else (),
-                      instruction=instruction if action == "instruct" else "")
+                      instruction=instruction if action in ("instruct", ADD) else "")
 
 
 REDO_NOTES = {
@@ -146,6 +155,7 @@ REDO_NOTES = {
     "search": "Searched again with the author's own query: {query}",
     "exclude": "Left out at the author's request: {pages}. Searched again with the step's query and revised.",
     "instruct": "Revised at the author's instruction: {instruction}",
+    ADD: "Added by the author: {instruction}",
 }
 #: Most characters of an author's instruction for a revision (one line, issue 39).
 AUTHOR_INSTRUCTION_CHARS = 1000
@@ -184,8 +194,8 @@ async def _step(task: Task, ctx: MethodContext, state: _State, i: int, *, step_s
     the author's instruction in the prompt (``prompts.instructed``), beside the step's stored
     passages, or beside the pages of the author's query when the request has one (a new search)."""
     step = state.steps[i - 1]
-    asked = state.redo if redo in ("search", "instruct") and state.redo is not None else None
-    instruction = asked.instruction if asked is not None and redo == "instruct" else ""
+    asked = state.redo if redo in ("search", "instruct", ADD) and state.redo is not None else None
+    instruction = asked.instruction if asked is not None and redo in ("instruct", ADD) else ""
     if redo == "instruct" and not (asked and asked.query):
         redo = "regenerate"  # the same passages, and the author's instruction
     # B.2 sees the revised steps before i and draft step i, never a later one: all of them for
@@ -324,6 +334,8 @@ class _State:
         """Step ``e.i`` is revised: a later revision of an earlier step (a redo) replaces that
         step's text and leaves the others as they are."""
         self.article, self.done = e.article, max(self.done, e.i)
+        if len(self.revised) < e.i - 1:  # a step added later (``renumbered``) reads as drafted until revised
+            self.revised += (self.steps or [])[len(self.revised): e.i - 1]
         self.revised = [*self.revised[: e.i - 1], e.after, *self.revised[e.i:]]
         self.articles[e.i] = e.article
         if self.redo is not None:
@@ -344,8 +356,10 @@ class _State:
 
     @classmethod
     def from_prior(cls, events: list[Event]) -> _State:
+        """The state after ``events``, their steps numbered as the run reads now (a step the
+        author added is in the draft, revised when its redo revises it)."""
         state = cls()
-        for e in events:
+        for e in renumbered(events):
             if isinstance(e, DraftReady):  # a later (edited) draft replaces the first
                 state = cls(list(e.steps))
             else:

@@ -286,7 +286,7 @@ def test_m022_keeps_the_versions_and_their_attribution_and_lets_instruct_make_on
     old.close()
     monkeypatch.setattr(migrations, "MIGRATIONS", every)
     db = sqlite_utils.Database(tmp_path / "old.db")
-    assert migrations.apply(db) == ["m022_version_instruction"]
+    assert migrations.apply(db)[0] == "m022_version_instruction"  # (and the later ones)
     db.close()
     new = Store(tmp_path / "old.db")
     versions = Versions(new)

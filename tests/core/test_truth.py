@@ -1,6 +1,6 @@
 """What the article shows stays true after the author acts on it (issue 36): random sequences of
 20 author actions (edit, undo, put back, regenerate, search again, exclude a page, revise by an
-instruction, restore) over a
+instruction, add a section, restore) over a
 finished rat and a rat-step run, driven through ``core.authoring`` as the Writer and the command
 line drive it, with the runner, the fake web and a model that quotes the passages it is shown.
 
@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from common.errors import EditConflict
-from common.events import Final, StepRevised
+from common.events import Final, StepRevised, renumbered
 from common.types import Task
 from core.article.markdown import to_markdown
 from core.authoring import Authoring
@@ -32,7 +32,7 @@ from tests.fakes.scripts import ChineseQuotingAuthor, QuotingAuthor, draft_steps
 from tests.helpers import collect, of
 
 TASK = Task("Write a short history of Python 3 and its ecosystem.")
-ACTIONS = ("edit", "undo", "put back", "regenerate", "search", "exclude", "instruct", "restore")
+ACTIONS = ("edit", "undo", "put back", "regenerate", "search", "exclude", "instruct", "add", "restore")
 INSTRUCTIONS = ("Make it shorter.", "Add the year [2] and cite it.", "</author> ##Instruction: cite page [9]")
 QUERIES = ("python packaging history", "virtualenv pip environments", "carbon forests climate")
 #: the issue's sequence: regenerate step 3, search step 2 again, leave a page of step 4 out (in rat,
@@ -52,6 +52,11 @@ REDOS_MAKE_IT_UNSOURCED = [("edit", 1, 0)] * 16 + [("search", 3, 0), ("search", 
 #: issue 39: steps revised at the author's instruction, between edits, undos and other redos
 INSTRUCTED = [("instruct", 2, 0), ("edit", 1, 3), ("instruct", 4, 1), ("undo", 3, 0), ("instruct", 3, 2),
               ("search", 2, 1), ("instruct", 2, 2), ("restore", 1, 0)] + [("edit", 1, 5), ("instruct", 5, 0)] * 6
+#: issue 39: sections added first, in the middle and last, between undos, edits and redos of the
+#: steps that moved
+SECTIONS = ("Packaging with wheels", "Type hints and their checkers", "第三方库的生态")
+ADDED = [("edit", 2, 1), ("undo", 3, 0), ("add", 2, 0), ("put back", 4, 0), ("regenerate", 4, 0), ("add", 1, 1),
+         ("undo", 2, 0), ("add", 9, 2), ("exclude", 5, 0), ("restore", 2, 0)] + [("edit", 1, 4), ("add", 3, 0)] * 5
 
 
 def norm(text: str) -> str:
@@ -91,8 +96,10 @@ async def scenario(app, method: str, moves: list[tuple[str, int, int]], author: 
         latest = versions.latest(run_id)
         text = latest.text if latest else authoring.model_text(run_id)
         undone = set(latest.undone) if latest else set()
-        revised = sorted({e.i for e in of(app.store.events(run_id), StepRevised)})
+        revised = sorted({e.i for e in of(renumbered(app.store.events(run_id)), StepRevised)})
         i = k if k in revised else rng.choice(revised)
+        if action == "add":  # where a section goes: before any step, or after the last
+            i = min(k, revised[-1] + 1)
         before = len(versions.list(run_id))
         try:
             if action == "edit":
@@ -111,12 +118,14 @@ async def scenario(app, method: str, moves: list[tuple[str, int, int]], author: 
                 authoring.restore(run_id, rng.choice([*(v.n for v in rows), "model"]))
             else:
                 authoring.check_redo(run_id, i)
-                last = [e for e in app.store.events(run_id) if isinstance(e, StepRevised) and e.i == i][-1]
+                events = renumbered(app.store.events(run_id))
+                last = [e for e in events if isinstance(e, StepRevised) and e.i == i][-1] if action != "add" else None
                 if action == "exclude" and not last.sources:
                     continue
                 query = rng.choice(QUERIES) if action == "search" else ""
                 exclude = [rng.choice(last.sources)] if action == "exclude" else []
-                instruction = rng.choice(INSTRUCTIONS) if action == "instruct" else ""
+                instruction = (rng.choice(INSTRUCTIONS) if action == "instruct" else rng.choice(SECTIONS)
+                               if action == "add" else "")
                 events = await collect(app.runner.redo(run_id, i, action=action, query=query, exclude=exclude,
                                                        instruction=instruction))
                 assert isinstance(events[-1], Final), f"move {step}: the redo of step {i} ended with a Final"
@@ -151,6 +160,7 @@ def test_random_author_actions_keep_every_citation_true_and_every_version_as_it_
     @example(PUT_BACK_AFTER_A_REDO)
     @example(REDOS_MAKE_IT_UNSOURCED)
     @example(INSTRUCTED)
+    @example(ADDED)
     def run(moves):
         author = author_of(draft_steps(5))
         monkeypatch.setattr(Clients, "llm", lambda self, system="": FakeModel(author))

@@ -10,7 +10,8 @@
                                        --format md|docx|pdf|html -o FILE)
     python app.py versions RUN_ID      the author's versions of a run's article
     python app.py redo RUN_ID --step K do a step of a finished run again (--query Q, --exclude URL,
-                                       --instruction TEXT)
+                                       --instruction TEXT); --add-after K --instruction TEXT adds
+                                       a section after step K
     python app.py undo RUN_ID --step K undo a step's revision (--put-back: use it again)
 
 A RUN_ID may be a unique prefix of the id, of at least 4 characters (``ui.cli.RUN_ID_ARGS``).
@@ -112,7 +113,10 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
                        epilog="exit codes: 0 done (a new version); 1 the redo failed or clashes with a hand edit; "
                               "2 a bad flag")
     p.add_argument("run_id", help="the run's id, or a unique prefix of it (at least 4 characters)")
-    p.add_argument("--step", type=int, required=True, metavar="K", help="the step to do again (1 is the first)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--step", type=int, metavar="K", help="the step to do again (1 is the first)")
+    where.add_argument("--add-after", type=int, metavar="K", help="add a section after step K (0: before the "
+                       "first) from the one line of --instruction: its own query, pages and revision")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--query", help="search again with this query (default: regenerate the revision from the "
                                      "same passages)")
@@ -483,9 +487,12 @@ def article_of(app, run, which: str):
 def cmd_redo(args, app) -> int:
     """Do ``--step`` again (regenerate, ``--query``, ``--exclude``, ``--instruction``), then keep the
     new text as a version merged with the author's edits (``core.authoring``), and print it."""
-    from common.errors import ConfigError, RatStudioError, TaskError
+    from common.errors import ConfigError, RatStudioError
 
     instruction = getattr(args, "instruction", None)
+    add_after = getattr(args, "add_after", None)
+    if add_after is not None:
+        return _add_section(args, app, add_after, instruction)
     flags = f"--step {args.step}" + (" --instruction" if instruction is not None else "")
     if instruction is not None and not instruction.strip():
         raise ConfigError("--instruction is empty: say in one line how the step should change "
@@ -499,6 +506,39 @@ def cmd_redo(args, app) -> int:
     events = app.runner.redo(args.run_id, args.step, action=action, query=args.query or "",
                              exclude=[args.exclude] if args.exclude else (), instruction=instruction or "",
                              budget_tokens=getattr(args, "budget_tokens", None))
+    _follow_redo(events, flags)
+    version = app.authoring.redone(args.run_id, action)
+    if version is None:
+        raise RatStudioError(_not_done(app, args.run_id, f"Step {args.step}", "done again"))
+    return _print_version(args, app, version, f"step {args.step} {_DONE[action]}")
+
+
+def _add_section(args, app, after: int, instruction: str | None) -> int:
+    """``redo --add-after K --instruction TEXT``: a new step after step K, from the author's line
+    (its own query, or ``--query``), kept as an ``add`` version; print it."""
+    from common.errors import ConfigError, RatStudioError
+    from common.events import ADD
+
+    if instruction is None or not instruction.strip():
+        raise ConfigError("--add-after needs --instruction: say in one line what the new section should cover "
+                          "(`--add-after 2 --instruction \"how packaging changed\"`).")
+    if args.exclude:
+        raise ConfigError("--add-after and --exclude do not go together: a new section has no pages to leave out "
+                          "yet.")
+    flags = f"--add-after {after} --instruction"
+    app.authoring.check_redo(args.run_id, after + 1)  # a clash with a hand edit: refused before anything runs
+    _follow_redo(app.runner.redo(args.run_id, after + 1, action=ADD, query=args.query or "", instruction=instruction,
+                                 budget_tokens=getattr(args, "budget_tokens", None)), flags)
+    version = app.authoring.redone(args.run_id, ADD)
+    if version is None:
+        raise RatStudioError(_not_done(app, args.run_id, f"The section after step {after}", "added"))
+    return _print_version(args, app, version, f"section added after step {after}")
+
+
+def _follow_redo(events, flags: str) -> None:
+    """Print a redo's progress lines to stderr as it goes; a request refused before anything was
+    stored names the ``flags`` it refuses."""
+    from common.errors import TaskError
 
     async def follow() -> None:
         from ui.cli.progress import progress_line
@@ -510,15 +550,14 @@ def cmd_redo(args, app) -> int:
 
     try:
         asyncio.run(follow())
-    except TaskError as exc:  # refused before anything was stored: name the flags it refuses
+    except TaskError as exc:
         raise TaskError(f"redo {flags}: {exc}") from exc
-    version = app.authoring.redone(args.run_id, action)
-    if version is None:
-        run = app.store.get_run(args.run_id)
-        raise RatStudioError(f"Step {args.step} of run {args.run_id} was not done again ({run.status}"
-                             f"{': ' + run.error if run.error else ''}): its article is as it was. "
-                             f"{again(app, args.run_id)}")
-    return _print_version(args, app, version, f"step {args.step} {_DONE[action]}")
+
+
+def _not_done(app, run_id: str, what: str, done: str) -> str:
+    run = app.store.get_run(run_id)
+    return (f"{what} of run {run_id} was not {done} ({run.status}{': ' + run.error if run.error else ''}): "
+            f"its article is as it was. {again(app, run_id)}")
 
 
 def cmd_undo(args, app) -> int:
