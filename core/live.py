@@ -106,11 +106,12 @@ class LiveRuns:
         return self._follow(live, timed=timed)
 
     def redo(self, run_id: str, i: int, *, action: str, query: str = "", exclude: Sequence[str] = (),
-             timed: bool = False) -> AsyncIterator[Event | Queued | Timed]:
+             instruction: str = "", timed: bool = False) -> AsyncIterator[Event | Queued | Timed]:
         """Launch the redo of step ``i`` of a stored run (``Runner.redo``) and follow it, from the
         run's stored events on (``timed``: as :meth:`start`). Raises (when followed) what
         ``Runner.redo`` raises."""
-        live = self._launch(lambda: self.runner.redo(run_id, i, action=action, query=query, exclude=exclude),
+        live = self._launch(lambda: self.runner.redo(run_id, i, action=action, query=query, exclude=exclude,
+                                                     instruction=instruction),
                             prior=self._stored(run_id))
         return self._follow(live, timed=timed)
 

@@ -3,10 +3,11 @@ browser glue; ``ui.writer.RunPanel`` binds them.
 
 A finished rat or rat-step run's card gets buttons in its header (:func:`actions_html`): Undo (or
 Put back) its revision, Take (or Drop) a refused revision, Regenerate, Search again (asks for the
-author's own query in a row under the cards, prefilled with the step's) and, beside each page in
+author's own query in a row under the cards, prefilled with the step's), Revise as I say and Add a
+section after (both ask for the author's one line in that row) and, beside each page in
 the card, ✕ to exclude that source and revise again. The buttons carry data attributes; one
 document-level listener (:data:`GLUE_JS`) turns a click into a JSON command
-``{"action", "i", "query", "url"}`` (:func:`parse_command`) written into the panel's hidden
+``{"action", "i", "query", "url", "instruction"}`` (:func:`parse_command`) written into the panel's hidden
 textbox, and clicks the panel's hidden button, whose handler does the action on the server. The
 header also lists what the author had done again, with the time ("regenerated 14:02").
 
@@ -24,29 +25,37 @@ from datetime import datetime
 from functools import partial
 from urllib.parse import urlsplit
 
+from common.events import ADD
 from core.article.edits import CUMULATIVE, PARAGRAPH
 from core.methods import METHODS
-from core.methods.base import AUTHOR_QUERY_CHARS
+from core.methods.base import AUTHOR_INSTRUCTION_CHARS, AUTHOR_QUERY_CHARS
 from core.text.oneline import short
 from ui.escape import esc
 from ui.runview import RunView
 
 EDITS = ("undo", "take")  # done on the article's text: a new version, no model call
-REDOS = ("regenerate", "search", "exclude")  # done by the model again: Runner.redo
-HELP = ("Each step's ↻ Regenerate, ⌕ Search again and ✕ (beside a page, to leave that source out) do the step "
-        "again and save the article as a new version. rat-step redoes only that paragraph; in rat each revision "
+REDOS = ("regenerate", "search", "exclude", "instruct", ADD)  # done by the model again: Runner.redo
+HELP = ("Each step's ↻ Regenerate, ⌕ Search again, ✎ Revise as I say and ✕ (beside a page, to leave that source "
+        "out) do the step again; ＋ Section after writes a new step there from your one line, with its own search. "
+        "Each saves the article as a new version. rat-step redoes only that paragraph; in rat each revision "
         "rewrote the answer so far, so the steps after it are revised again on top of it.")
+#: What the row under the cards asks for, per action: its label and the placeholder of its field.
+ASKS = {"search": ("Your own query for step", "a search query"),
+        "instruct": ("How should step {i} change?", "shorter, and name the release year"),
+        ADD: ("A new section after step {i}, about", "how packaging changed with wheels and pip")}
 
 
 @dataclass(frozen=True)
 class Command:
     """What the author clicked on a step card: ``action`` (one of EDITS or REDOS) on step ``i``,
-    with the author's ``query`` (search) or the ``url`` to leave out (exclude)."""
+    with the author's ``query`` (search) or the ``url`` to leave out (exclude), or the author's
+    one line (``instruction``: instruct; add, whose ``i`` is where the new step goes)."""
 
     action: str
     i: int
     query: str = ""
     url: str = ""
+    instruction: str = ""
 
 
 def parse_command(text: str) -> Command:
@@ -62,7 +71,8 @@ def parse_command(text: str) -> Command:
         raise ValueError(f"Unknown step action {action!r}: use the buttons on the step's card.")
     if i < 1:
         raise ValueError("The step action names no step: use the buttons on the step's card.")
-    return Command(action, i, str(data.get("query") or "")[:AUTHOR_QUERY_CHARS * 2], str(data.get("url") or ""))
+    return Command(action, i, str(data.get("query") or "")[:AUTHOR_QUERY_CHARS * 2], str(data.get("url") or ""),
+                   str(data.get("instruction") or "")[:AUTHOR_INSTRUCTION_CHARS * 2])
 
 
 def offered(view: RunView) -> bool:
@@ -105,6 +115,11 @@ def actions_html(view: RunView, i: int, undone: Iterable[int] = (), taken: Itera
                            f"Revise this step again with the same query and passages{later}", i, panel))
     buttons.append(_button("search", "⌕ Search again", f"Search again for this step with your own query{later}",
                            i, panel, query=card.query))
+    buttons.append(_button("instruct", "✎ Revise as I say",
+                           f"Revise this step as your one line asks, beside its passages{later}", i, panel))
+    buttons.append(_button(ADD, "＋ Section after", "Add a new section after this step from your one line: its "
+                           "own search and revision" + ("; the steps after it are revised again" if later else ""),
+                           i, panel))
     pages = json.dumps([p.url for p in card.pages])
     return (f"<span class='rat-act-bar' data-rat-bar='1' data-panel='{esc(panel)}' data-i='{i}' "
             f"data-pages='{esc(pages)}'>{''.join(buttons)}</span>{redone_html(view, i)}")
@@ -120,13 +135,15 @@ def redone_html(view: RunView, i: int) -> str:
     """What the author had step i done again, in order: "regenerated 14:02", "searched again:
     “query” 14:05", "excluded example.com 14:07" ("" for nothing)."""
     card = view.cards.get(i)
-    lines = [redone_line(e.action, e.query, e.exclude, e.at) for e in (card.redone if card else ())]
+    lines = [redone_line(e.action, e.query, e.exclude, e.at, e.instruction) for e in (card.redone if card else ())]
     return f"<span class='rat-redone'>{' · '.join(esc(line) for line in lines)}</span>" if lines else ""
 
 
-def redone_line(action: str, query: str, exclude: Iterable[str], at: str) -> str:
+def redone_line(action: str, query: str, exclude: Iterable[str], at: str, instruction: str = "") -> str:
     what = {"regenerate": "regenerated", "search": f"searched again: “{query}”",
-            "exclude": f"excluded {', '.join(site(u) for u in exclude)}"}.get(action, action)
+            "exclude": f"excluded {', '.join(site(u) for u in exclude)}",
+            "instruct": f"revised as asked: “{short(instruction, SITE_CHARS)}”",
+            ADD: f"added by you: “{short(instruction, SITE_CHARS)}”"}.get(action, action)
     return f"{what} {clock(at)}".strip()
 
 
@@ -151,9 +168,11 @@ def clock(stamp: str) -> str:
 def glue_html(panel: str) -> str:
     """The row under the cards that asks for the author's own query (hidden until Search again
     is clicked), and one line on what the actions do."""
-    return (f"<div class='rat-ask' id='{esc(panel)}-ask' data-panel='{esc(panel)}' hidden>"
-            f"<label>Your own query for step <b class='rat-ask-step'></b> "
-            f"<input type='text' class='rat-ask-query' maxlength='{AUTHOR_QUERY_CHARS}' "
+    asks = esc(json.dumps(ASKS))
+    return (f"<div class='rat-ask' id='{esc(panel)}-ask' data-panel='{esc(panel)}' data-asks='{asks}' "
+            f"data-max-query='{AUTHOR_QUERY_CHARS}' data-max-instruction='{AUTHOR_INSTRUCTION_CHARS}' hidden>"
+            f"<label><span class='rat-ask-what'>Your own query for step</span> <b class='rat-ask-step'></b> "
+            f"<input type='text' class='rat-ask-query' maxlength='{AUTHOR_INSTRUCTION_CHARS}' "
             f"aria-label='Your own query' placeholder='a search query'></label>"
             f"<button type='button' class='rat-ask-go'>Search again</button>"
             f"<button type='button' class='rat-ask-cancel'>Cancel</button></div>"
@@ -179,12 +198,23 @@ if (!window.ratStepActions) {
       setTimeout(() => { go.click(); setTimeout(done, 100); }, 0);
     }));
   };
-  const ask = (panel, i, query) => {
+  const GO = {search: 'Search again', instruct: 'Revise', add: 'Add the section'};
+  const ask = (panel, i, query, mode) => {
     const row = document.getElementById(`${panel}-ask`);
     if (!row) return;
     row.dataset.i = i;
-    row.querySelector('.rat-ask-step').textContent = i;
+    row.dataset.mode = mode;
+    let asks = {};
+    try { asks = JSON.parse(row.dataset.asks || '{}'); } catch (e) {}
+    const [what, hint] = asks[mode] || ['', ''];
     const input = row.querySelector('.rat-ask-query');
+    const label = what.replace('{i}', i);
+    row.querySelector('.rat-ask-what').textContent = label;
+    row.querySelector('.rat-ask-step').textContent = mode === 'search' ? i : '';
+    row.querySelector('.rat-ask-go').textContent = GO[mode] || 'Go';
+    input.placeholder = hint;
+    input.setAttribute('aria-label', label);
+    input.maxLength = +(mode === 'search' ? row.dataset.maxQuery : row.dataset.maxInstruction);
     input.value = query || '';
     row.hidden = false;
     row.scrollIntoView({block: 'nearest'});
@@ -192,10 +222,12 @@ if (!window.ratStepActions) {
     input.select();
   };
   const searchFrom = (row) => {
-    const query = row.querySelector('.rat-ask-query').value.trim();
-    if (!query) { row.querySelector('.rat-ask-query').focus(); return; }
+    const text = row.querySelector('.rat-ask-query').value.trim();
+    if (!text) { row.querySelector('.rat-ask-query').focus(); return; }
     row.hidden = true;
-    send(row.dataset.panel, {action: 'search', i: +row.dataset.i, query, url: ''});
+    const mode = row.dataset.mode || 'search', i = +row.dataset.i;
+    if (mode === 'search') send(row.dataset.panel, {action: 'search', i, query: text, url: ''});
+    else send(row.dataset.panel, {action: mode, i: mode === 'add' ? i + 1 : i, query: '', url: '', instruction: text});
   };
   const decorate = (card) => {
     const bar = card.querySelector('[data-rat-bar]');
@@ -224,7 +256,10 @@ if (!window.ratStepActions) {
     ev.preventDefault();  // a button in a card's header must not fold the card
     ev.stopPropagation();
     const {ratAct: action, panel, i} = b.dataset;
-    if (action === 'search') { ask(panel, +i, b.dataset.query); return; }
+    if (action === 'search' || action === 'instruct' || action === 'add') {
+      ask(panel, +i, action === 'search' ? b.dataset.query : '', action);
+      return;
+    }
     send(panel, {action, i: +i, query: '', url: b.dataset.url || ''});
   }, true);
   document.addEventListener('keydown', (ev) => {

@@ -452,7 +452,7 @@ class RunPanel:
             raise gr.Error(f"The method {view.method!r} cannot redo a step: start a new run instead.")
         stored = self.store.events(view.run_id)  # the run as it stands now (an action before may have changed it)
         try:  # refused before anything is shown or stored
-            redo(stored, cmd.i, action=cmd.action, query=cmd.query, exclude=[cmd.url])
+            redo(stored, cmd.i, action=cmd.action, query=cmd.query, exclude=[cmd.url], instruction=cmd.instruction)
         except RatStudioError as exc:
             raise gr.Error(str(exc)) from exc
         self.text.flush_save(view.run_id)  # the author's last typing is saved first, as its own version
@@ -461,7 +461,7 @@ class RunPanel:
         except EditConflict as exc:
             raise gr.Error(str(exc), title="Your edit is kept") from exc
         events = self.live.redo(view.run_id, cmd.i, action=cmd.action, query=cmd.query,
-                                exclude=[cmd.url] if cmd.url else (), timed=True)
+                                exclude=[cmd.url] if cmd.url else (), instruction=cmd.instruction, timed=True)
         redone, saved = runview.fold(stored), False
         try:
             async for update in self.follow(_after(events, len(stored)), redone):

@@ -173,6 +173,7 @@ class MethodInfo:
 
 METHODS: dict[str, MethodInfo] = {}
 AUTHOR_QUERY_CHARS = 500  # an author's own query for a step (a redo's "search"): at most this long
+AUTHOR_INSTRUCTION_CHARS = 1000  # an author's one line for a revision or a new section (issue 39): at most
 
 
 def register(name: str, description: str, paper: str, *, resumable: bool = False,

@@ -46,7 +46,7 @@ from common.events import (
     renumbered,
 )
 from common.types import Passage, Task
-from core.methods.base import AUTHOR_QUERY_CHARS, MethodContext, Param, register
+from core.methods.base import AUTHOR_INSTRUCTION_CHARS, AUTHOR_QUERY_CHARS, MethodContext, Param, register
 from core.methods.helpers import (
     Return,
     context_tokens,
@@ -157,8 +157,6 @@ REDO_NOTES = {
     "instruct": "Revised at the author's instruction: {instruction}",
     ADD: "Added by the author: {instruction}",
 }
-#: Most characters of an author's instruction for a revision (one line, issue 39).
-AUTHOR_INSTRUCTION_CHARS = 1000
 
 
 async def _redo(task: Task, ctx: MethodContext, state: _State, redo: StepRedone, *,

@@ -368,3 +368,61 @@ def test_an_undo_that_would_lose_a_hand_edit_is_refused_and_one_elsewhere_keeps_
     action, saved = versions_of(app, run_id)[-1]
     assert action == "undo" and "The Mercurial project" in saved and saved.split("\n\n")[2] == draft_steps(3)[2]
     expect(article).to_have_value(saved)
+
+
+@pytest.mark.parametrize("width, height", [(1366, 768)])
+def test_revise_as_i_say_and_add_a_section_from_the_cards(open_page, llm, app, width, height):
+    """Issue 39, item 1 in the Writer: a card's ✎ asks for the author's one line and revises the
+    step by it; ＋ adds a new step after the card from the author's line, with its own search, and
+    the cards after it move one number down. Each is a version that names what was asked."""
+    run_id, author = finished_run(app, llm, "Instruct and add: a short history of Python 3.")
+    page, _ = open_page()
+    page.set_viewport_size({"width": width, "height": height})
+    panel = open_in_history(page, run_id)
+    card = panel.locator("#rat-step-2")
+    said = "Shorter, and name the year."
+    shorter = author.steps[1].replace("over several years of work.", "from 2008 on.") + " [revised]"
+    llm.queue(shorter)  # the revision the instruction asks for
+    card.locator("button.rat-act-instruct").click()
+    ask = panel.locator(".rat-ask")
+    expect(ask).to_be_visible()
+    expect(ask).to_contain_text("How should step 2 change?")
+    line = ask.get_by_label("How should step 2 change?")
+    assert line.input_value() == "" and line.get_attribute("placeholder")
+    line.press_sequentially(said)
+    writer_shot = ask.get_by_role("button", name="Revise")
+    writer_shot.click()
+    expect(card.locator(".rat-redone")).to_contain_text(f"revised as asked: “{said}”", timeout=TIMEOUT)
+    expect(article_box(panel)).to_have_value(re.compile(re.escape(shorter)), timeout=TIMEOUT)
+    expect(panel.get_by_label(re.compile("^Versions"))).to_have_value(re.compile(r"instruct"), timeout=TIMEOUT)
+    assert versions_of(app, run_id)[-1][0] == "instruct"
+    assert said in llm.requests[-1]["messages"][-1]["content"], "the model was asked what the author said"
+
+    topic = "How packaging changed with wheels and pip"
+    panel.locator("#rat-step-2 button.rat-act-add").click()
+    expect(ask).to_contain_text("A new section after step 2, about")
+    ask.get_by_label("A new section after step 2, about").press_sequentially(topic)
+    ask.get_by_role("button", name="Add the section").click()
+    added = panel.locator("#rat-step-3")
+    expect(added.locator(".rat-redone")).to_contain_text(f"added by you: “{topic}”", timeout=TIMEOUT)
+    expect(panel.locator(".rat-progress")).to_contain_text("Done: 4 steps revised", timeout=TIMEOUT)
+    expect(panel.locator("#rat-step-4")).to_contain_text(author.steps[2][:30])
+    expect(article_box(panel)).to_have_value(re.compile(re.escape(topic)), timeout=TIMEOUT)
+    paragraphs = article_box(panel).input_value().split("\n\n")
+    assert len(paragraphs) == 4 and paragraphs[1] == shorter and paragraphs[2].startswith(topic)
+    assert paragraphs[3] == author.steps[2] + " [revised]", "the step after it moved down, as it was"
+    action, text = versions_of(app, run_id)[-1]
+    assert action == "add" and text == article_box(panel).input_value()
+    assert Versions(app.store).latest(run_id).instruction == topic
+    stored = app.store.events(run_id)
+    assert [(e.i, e.action) for e in stored if isinstance(e, StepRedone)] == [(2, "instruct"), (3, "add")]
+    # the undo box of the added step names it, and undoing it leaves the author's line
+    box = panel.get_by_role("checkbox", name=re.compile(r"^Step 3: "))
+    box.click()
+    expect(article_box(panel)).to_have_value(re.compile(r"\n\n" + re.escape(topic) + r"\n\n"), timeout=TIMEOUT)
+    shared.screenshot(page, f"writer-add-section-{width}x{height}.png", top=panel.locator("#rat-step-2"))
+
+    again, _ = open_page()
+    fresh = open_in_history(again, run_id)
+    expect(fresh.locator("#rat-step-3 .rat-redone")).to_contain_text(f"added by you: “{topic}”")
+    expect(fresh.locator("#rat-step-2 .rat-redone")).to_contain_text("revised as asked")
