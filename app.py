@@ -2,7 +2,7 @@
 and wires them; then runs the command the flags name (``ui.cli`` parses them and holds the commands).
 
     python app.py                      the browser UI on http://127.0.0.1:7860 (also: ui)
-    writing      run, resume, redo, undo, show, versions, history, fetch, search
+    writing      run, resume, redo, undo, show, versions, history, fetch, search, share
     comparing    methods, batch, eval, judge, leaderboard, outputs, votes, procedures
     annotating   campaign, annotators, dataset
 

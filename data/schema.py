@@ -508,6 +508,42 @@ def m022_version_instruction() -> tuple[Step, ...]:
 
 
 @migration
+def m023_share_links() -> tuple[Step, ...]:
+    """Share links (issue 39, item 4; ``data.shares``): a secret, revocable, read-only link to one
+    run's article and its replay. A link is stored by its token's sha256 hash (never the token),
+    with the run, the version it shows (``version``: N, or None for the model's own text; fixed
+    when the link is made), who made it (``shared_by``; "" from the command line or when nobody
+    logs in), when, and when it was ``revoked`` (None while it opens). A link is never deleted and
+    only gets revoked, once; an insert that reuses a stored row's id or hash is refused."""
+    kept = " or ".join(f"new.{c} is not old.{c}" for c in ("id", "token_hash", "run_id", "version", "shared_by",
+                                                             "created"))
+    return (
+        Table("share_links", (
+            "id integer primary key",
+            "token_hash text not null unique check (length(token_hash) = 64)",
+            "run_id text not null references runs(id)",
+            "version integer check (version is null or version >= 1)",
+            "shared_by text not null default ''",
+            "created text not null",
+            "revoked text")),
+        Index("share_links_run", "share_links", "run_id, id"),
+        Refuse("share_links_never_deleted", "share_links", "before delete",
+               "share links are never deleted: revoke one instead"),
+        Refuse("share_links_revoked_once", "share_links", "before update",
+               "a share link only gets revoked, once: make a new one instead",
+               f"old.revoked is not null or new.revoked is null or {kept}"),
+        Refuse("share_links_no_reuse", "share_links", "before insert", "share links are never replaced: make a new one",
+               f"{id_reused('share_links')} or exists (select 1 from share_links where token_hash = new.token_hash)"),
+    )
+
+
+#: What an annotator may answer on one criterion of a campaign (m024): A, B or a tie.
+CRITERION_CHOICES = ("a", "b", "tie")
+#: What an annotator may mark a sentence of either side as, with their vote (m024).
+SENTENCE_FLAGS = ("unsupported", "wrong")
+
+
+@migration
 def m025_version_add() -> tuple[Step, ...]:
     """One more action makes a version (``VERSION_ACTIONS``, issue 39): a section the author added
     ("add"), whose ``instruction`` is the line it was written from. SQLite cannot change a check,

@@ -2,7 +2,8 @@
 
     build_app(settings, store, clients, runner, rooms, role=ADMIN)
                           the Blocks (tabs, queue with the settings' concurrency); nothing started.
-                          ADMIN: every tab the deployment has (--arena-only: Arena and Leaderboard);
+                          ADMIN: every tab the deployment has (--arena-only: Arena and Leaderboard),
+                          and the MCP tools (ui/mcp_tools.py; none with --arena-only);
                           ANNOTATOR: the Arena alone (no ratings, no other voters, no runs)
     serve(...)            both apps behind ``ui.server`` (login, invite links, same-origin writes) on
                           the settings' host and port, in a thread; returns ``ui.server.Served``
@@ -26,7 +27,7 @@ from common.settings import Settings
 from core.clients import Clients
 from core.live import LiveRuns
 from core.runner import Runner
-from ui import arena, history, leaderboard, server, writer
+from ui import arena, history, leaderboard, mcp_tools, server, writer
 
 TITLE = "RAT Studio"
 
@@ -73,6 +74,8 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, rooms
                     # annotators' deployments serve nothing that spends the model
                     board = leaderboard.build(rooms, None if settings.arena_only else clients, accounts)
                 board.load_on(board_tab.select)  # computed when the tab opens, not on every page load
+            if not settings.arena_only:  # the MCP tools (ui/mcp_tools.py): --arena-only serves none
+                mcp_tools.build(runner, live, store, rooms.results)
         if warm:
             rooms.results.warm_up(leaderboard.BOOTSTRAP)
     queue(demo, settings.concurrency)
@@ -117,10 +120,20 @@ def serve(settings: Settings, store, clients: Clients, runner: Runner, rooms: Ar
     doors = server.Doors(settings, accounts, SharedLogin(*settings.auth) if settings.auth else None)
     whole = build_app(settings, store, clients, runner, rooms, role=ADMIN, accounts=accounts)
     alone = build_app(settings, store, clients, runner, rooms, role=ANNOTATOR, accounts=accounts)
-    served = server.start(server.server_app(doors, whole, alone, css=css()), settings.host, port or settings.port,
-                          settings.trusted_proxies)
+    shares = None if settings.arena_only else share_pages(store, settings)  # annotators' deployments read no run
+    served = server.start(server.server_app(doors, whole, alone, css=css(), shares=shares), settings.host,
+                          port or settings.port, settings.trusted_proxies)
     rooms.results.warm_up(leaderboard.BOOTSTRAP)  # once the port answers: the first page does not wait for it
     return served
+
+
+def share_pages(store, settings: Settings):
+    """The share links' pages (``ui.share_page``), read through their own authoring door."""
+    from core.authoring import Authoring
+    from core.sharing import Sharing
+    from ui.share_page import SharePages
+
+    return SharePages(Sharing(store, Authoring(store, settings.method.cite_threshold)))
 
 
 def launch(settings: Settings, store, clients: Clients, runner: Runner, rooms: ArenaRooms,
@@ -133,6 +146,8 @@ def launch(settings: Settings, store, clients: Clients, runner: Runner, rooms: A
     With --share, a public link through Gradio's tunnel as well."""
     served = serve(settings, store, clients, runner, rooms, accounts)
     print(f"* Running on {served.url}", flush=True)
+    if not settings.arena_only:
+        print(f"* MCP tools on {served.url}gradio_api/mcp/ (README.md, section MCP)", flush=True)
     if settings.share:
         print(f"* Public link: {public_link(settings)}", flush=True)
     with _signals_stop_the_server():

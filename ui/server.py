@@ -1,8 +1,10 @@
 """The HTTP server around the Gradio app: who a request is, and which app it may reach.
 
     Doors(settings, accounts, shared)   who a request is (``who``), from its session cookie
-    server_app(doors, admin, arena, ...) the FastAPI app: our login page, logout, invite links, the
-                                        two Gradio apps mounted, same-origin writes only
+    server_app(doors, admin, arena, ...) the FastAPI app: our login page, logout, invite links, share
+                                        links (/share/TOKEN: one run's article and replay, read only, to
+                                        anyone holding the link), the two Gradio apps mounted, same-origin
+                                        writes only
     Served / start(...)                 serve it with uvicorn (in a thread for tests, or blocking)
 
 Two Gradio apps are served, built by ``ui.app.build_app``: the whole app at ``/`` for admins (and
@@ -33,7 +35,10 @@ Before any of that (``Guard``, in front of every route, Gradio's included):
   another site that points its name at this machine (DNS rebinding) sends its own name as Host and
   Origin alike, which the origin check lets through;
 - no file is taken: neither app has a file input, so Gradio's upload routes answer 403 before a byte
-  of the body is read (an open Arena took 20 MB a request, kept for a day).
+  of the body is read (an open Arena took 20 MB a request, kept for a day);
+- the MCP tools (``ui.mcp_tools``, Gradio's MCP server at ``/gradio_api/mcp/``, the whole app's only,
+  never with --arena-only) answer whom the whole app lets in (``Doors.mcp_allowed``): an admin's
+  session, or anyone when nobody logs in; others get 401 before Gradio sees the request.
 """
 
 from __future__ import annotations
@@ -65,6 +70,11 @@ COOKIE = "rat_studio_session"
 COOKIE_DAYS = SESSION_DAYS  # the browser forgets the cookie when the server ends its session
 ARENA_PATH = "/arena"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+SHARE_PATH = "/share/"  # a share link's page: SHARE_PATH + its token (core.sharing)
+SHARE_GONE = "No such link: it was revoked, or it was never made. Ask its author for a new one."
+MCP_PATH = "/gradio_api/mcp"  # Gradio's MCP transport (streamable HTTP; SSE under /sse)
+MCP_REFUSED = (f"The MCP tools need an admin's login: log in as an admin and send the session cookie with each "
+               f"request (a header `Cookie: {COOKIE}=TOKEN`); README.md, section MCP, says how.")
 TITLE = "RAT Studio"
 LOGIN_HELP = ("Log in with the name and password you were given. As an annotator you will compare two "
               "anonymous answers at a time; your votes are kept under your name.")
@@ -90,6 +100,12 @@ class Doors:
         if self.accounts.any():
             return self.accounts
         return self.shared
+
+    def mcp_allowed(self, request: Request) -> bool:
+        """Whether the request may reach the MCP tools (``ui.mcp_tools``): as it may reach the whole app,
+        an admin's session (its cookie), or anyone when nobody logs in (not with --arena-only)."""
+        who = self.who(request)
+        return who is not None and who.role == ADMIN
 
     def who(self, request: Request) -> Who | None:
         """Who the request is; None: not logged in (while a login is in force)."""
@@ -233,6 +249,8 @@ class Guard:
         if request.method not in SAFE_METHODS and not same_origin(request):
             return JSONResponse({"error": "A request from another site was refused: use the app's own page."},
                                 status_code=403)
+        if MCP_PATH in path and not self.doors.mcp_allowed(request):
+            return JSONResponse({"error": MCP_REFUSED}, status_code=401)
         if request.method == "GET" and path in ("/", ARENA_PATH, ARENA_PATH + "/"):
             who = self.doors.who(request)
             if who is None:
@@ -244,8 +262,10 @@ class Guard:
         return None
 
 
-def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "") -> FastAPI:
-    """The FastAPI app: our routes first, then the Arena app at ARENA_PATH and the whole app at /."""
+def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "", shares=None) -> FastAPI:
+    """The FastAPI app: our routes first, then the Arena app at ARENA_PATH and the whole app at /.
+    ``shares``: the share links' pages (``ui.share_page.SharePages``), served at /share/TOKEN to
+    anyone, without a login; None (--arena-only): no such route."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     # Our own CORS policy (no origin but ours): Gradio then adds none of its own.
     app.add_middleware(CORSMiddleware, allow_origins=[], allow_credentials=False)
@@ -296,6 +316,18 @@ def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "
         return with_session(RedirectResponse(home(Who(account.name, account.role)), status_code=303), session,
                             request)
 
+    if shares is not None:
+        @app.get(SHARE_PATH + "{token:path}")
+        async def share(token: str):
+            """A share link's page (``ui.share_page``): open to anyone holding the link, without a
+            login (the Guard lets it through: it is neither / nor the Arena); an unknown or revoked
+            token, and anything under it, answers 404. Nothing of the Gradio apps is reached."""
+            page = await run_in_threadpool(shares.page, token)
+            if page is None:
+                return PlainTextResponse(SHARE_GONE, status_code=404,
+                                         headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+            return HTMLResponse(page.html, headers=page.headers)
+
     def anyone(request: Request) -> str | None:
         who = doors.who(request)
         return who.name if who else None
@@ -305,8 +337,10 @@ def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "
         return who.name if who and who.role == ADMIN else None
 
     options: dict[str, Any] = dict(show_error=True, footer_links=[], css=css, ssr_mode=False)
-    gr.mount_gradio_app(app, arena, path=ARENA_PATH, auth_dependency=anyone, **options)
-    gr.mount_gradio_app(app, admin, path="/", auth_dependency=admins, **options)
+    # MCP (ui/mcp_tools.py): the whole app's tools, at /gradio_api/mcp/; none with --arena-only, none in the Arena
+    gr.mount_gradio_app(app, arena, path=ARENA_PATH, auth_dependency=anyone, mcp_server=False, **options)
+    gr.mount_gradio_app(app, admin, path="/", auth_dependency=admins, mcp_server=not doors.settings.arena_only,
+                        **options)
     return app
 
 

@@ -37,7 +37,7 @@ from core.methods import METHODS, get_method
 from core.runner import Runner
 from core.text.prompts import join_steps, split_steps
 from data.versions import LATEST, MODEL, Versions
-from ui import presenting, run_html, runview, step_actions
+from ui import presenting, run_html, runview, share_view, step_actions
 from ui.article_panel import NO_EDIT, ArticlePanel
 from ui.controls import control, for_browser
 from ui.run_settings import RunSettings
@@ -238,6 +238,9 @@ class RunPanel:
                                     elem_classes="rat-act-hidden")
             gr.Markdown("#### Article")
             self.text.layout()
+            self.share = share_view.ShareBox(self.store, self.authoring)  # a read-only link (ui/share_view.py)
+            self.share.layout()
+            self.share.wire(self.state, self.text.version_pick)
 
     def outputs(self) -> list:
         return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,

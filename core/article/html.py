@@ -64,14 +64,24 @@ def to_html(article: Article, *, notes: bool = False) -> str:
     content of ``to_markdown`` (the steps never checked only with ``notes``)."""
     article = article.renumbered()
     language = language_of(article)
-    numbers = linked_numbers(article)
     lang = f' lang="{_esc(language)}"' if language else ""
     parts = ["<!DOCTYPE html>", f"<html{lang}>", "<head>", '<meta charset="utf-8">',
              f'<meta http-equiv="Content-Security-Policy" content="{POLICY}">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
              '<meta name="generator" content="RAT Studio">',
              f"<title>{_esc(' '.join(article.heading.split()))}</title>", f"<style>{STYLE}</style>", "</head>",
-             "<body>", "<main>", "<article>", f"<h1>{_esc(article.heading)}</h1>"]
+             "<body>", "<main>", *article_parts(article, notes=notes)]
+    parts += ["</main>", "</body>", "</html>", ""]
+    return "\n".join(parts)
+
+
+def article_parts(article: Article, *, notes: bool = False) -> list[str]:
+    """What ``to_html``'s page shows of ``article`` (in the readers' numbering), as its lines: the
+    ``<article>`` and the source lists after it; for a page that shows an article among other
+    things (a share link's, ``ui.share_page``), with ``STYLE``."""
+    article = article.renumbered()
+    numbers = linked_numbers(article)
+    parts = ["<article>", f"<h1>{_esc(article.heading)}</h1>"]
     if article.unsourced:
         parts.append(f'<p class="note"><strong>Unsourced</strong>: no part of this text was checked against '
                      f"retrieved text ({_esc(article.unsourced)}).</p>")
@@ -92,8 +102,7 @@ def to_html(article: Article, *, notes: bool = False) -> str:
     if notes and article.unchecked_lines:
         parts += ['<section class="notes">', "<h2>Not checked against a source</h2>", "<ul>",
                   *(f"<li>{_esc(line)}</li>" for line in article.unchecked_lines), "</ul>", "</section>"]
-    parts += ["</main>", "</body>", "</html>", ""]
-    return "\n".join(parts)
+    return parts
 
 
 def _body(text: str, numbers: set[int]) -> list[str]:

@@ -76,6 +76,7 @@ SEED = (
     f"insert into gold_pairs (output_a, output_b, better, added_by, created) values (1, 2, 'a', 'adm', {T})",
     f"insert into campaigns (name, style, overlap, status, changed_by, created) "
     f"values ('c', 'plain', 1, 'open', 'adm', {T})",
+    f"insert into share_links (token_hash, run_id, version, created) values ({HASH_A}, 'r1', 1, {T})",
 )
 
 
@@ -130,6 +131,10 @@ REFUSALS = [
     Refusal("invites_never_deleted", "delete from invites", "invites are never deleted"),
     Refusal("invites_only_disabled", "update invites set quota = 5", "an invite only gets disabled"),
     Refusal("invites_no_reuse", "insert into invites select * from invites", "invites are never replaced"),
+    Refusal("share_links_never_deleted", "delete from share_links", "share links are never deleted"),
+    Refusal("share_links_revoked_once", "update share_links set version = 2", "only gets revoked, once"),
+    Refusal("share_links_no_reuse", f"insert into share_links (token_hash, run_id, created) values ({HASH_A}, 'r1', {T})",
+            "share links are never replaced"),
 ]
 
 #: A second output of a run's version (null: the model's own text), as SQLite's outputs_append_only_run
@@ -167,6 +172,7 @@ ALLOWED = [
     f"update sessions set ended = {T}",
     "update invites set disabled = 1",
     _VERSION.format("'regenerate'", "'[2]'", T=T),  # m015's action
+    f"update share_links set revoked = {T}",  # m023: a link gets revoked, once
     f"insert into battles (task_id, output_a, output_b, method_a, method_b, annotator, created, campaign) "
     f"values (1, 2, 1, 'cot', 'rat', 'ann', {T}, 'c')",  # m017's column
 ]

@@ -6,7 +6,7 @@
 
 The commands live by subject: ``ui.cli.runs`` (ui, run, resume, fetch, search, history, show),
 ``ui.cli.arena`` (votes, outputs, leaderboard, judge), ``ui.cli.methods`` (batch, eval,
-procedures). Handlers raise our typed errors; ``app.main`` prints them as one line and turns
+procedures), ``ui.cli.share`` (share). Handlers raise our typed errors; ``app.main`` prints them as one line and turns
 them into the exit code. A command's run id (``RUN_ID_ARGS``) may be a unique prefix of it: it is
 made whole (``Store.resolve_run_id``) before the command sees it.
 """
@@ -17,7 +17,7 @@ import argparse
 import functools
 
 from common.settings import SETTINGS
-from ui.cli import annotators, arena, campaigns, dataset, methods, runs
+from ui.cli import annotators, arena, campaigns, dataset, methods, runs, share
 
 
 def common_flags(suppress: bool) -> argparse.ArgumentParser:
@@ -60,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     annotators.add_commands(sub, common)
     campaigns.add_commands(sub, common)
     dataset.add_commands(sub, common)
+    share.add_commands(sub, common)
     _resolve_run_ids(parser)
     return parser
 
