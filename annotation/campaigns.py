@@ -11,6 +11,11 @@ never ``data.campaigns``.
     campaigns.close("pilot", by="lee")                  # no new pairs; votes and progress stay
     campaigns.progress("pilot")                          # pairs, complete pairs, votes per annotator
 
+Criteria (issue 40): a campaign may ask, besides the overall vote, one A/B/tie choice per named
+criterion (``criteria``; ``BENCH_CRITERIA``, DeepResearch Bench's four, when asked for without
+names); each vote cast in it then carries them all (``Arena.vote`` refuses a vote with one
+missing), and each criterion has its own leaderboard (``Results.criterion_boards``).
+
 Who may vote: ``voters`` names accounts, and ``study:NAME`` every account made by that study's
 invite link (``annotators invite --study NAME``); no voters: everyone who can open the arena.
 An annotator whom an open campaign admits gets that campaign's pairs (the oldest campaign with
@@ -38,6 +43,10 @@ from data.store import Store
 MAX_NAME = 64
 MAX_OVERLAP = 50
 STUDY = "study:"  # a voters entry that admits every account of an invite study
+#: DeepResearch Bench's criteria (its RACE dimensions), a campaign's criteria when asked for by default.
+BENCH_CRITERIA = ("Comprehensiveness", "Insight/depth", "Instruction following", "Readability")
+MAX_CRITERIA = 8  # criteria per campaign: each is a row of keys to answer for every pair
+MAX_CRITERION = arena.MAX_CRITERION
 #: A pair shown to an annotator and not voted on yet counts toward its overlap for this many
 #: seconds (it is on their screen); after that another annotator may be given it.
 RESERVE_SECONDS = 20 * 60
@@ -58,6 +67,7 @@ class Campaign:
     changed_by: str
     created: str
     started: str
+    criteria: tuple[str, ...] = ()  # one A/B/tie choice each, with every vote (empty: the overall vote only)
 
     @property
     def is_open(self) -> bool:
@@ -74,7 +84,8 @@ class Campaign:
                  f"shown {'plain' if self.style == PLAIN else 'with sources'}",
                  f"{self.overlap} annotator{'s' * (self.overlap != 1)} per pair",
                  f"quota {self.quota} votes each" if self.quota else "no quota",
-                 "voters " + ", ".join(self.voters) if self.voters else "anyone may vote"]
+                 "voters " + ", ".join(self.voters) if self.voters else "anyone may vote",
+                 *(["criteria " + ", ".join(self.criteria)] if self.criteria else [])]
         return " · ".join(parts)
 
     def shortfall(self, pairs: int) -> str:
@@ -97,7 +108,8 @@ class Campaign:
     def as_json(self) -> dict:
         return {"name": self.name, "task_set": self.task_set, "methods": list(self.methods), "style": self.style,
                 "overlap": self.overlap, "quota": self.quota, "voters": list(self.voters), "status": self.status,
-                "changed_by": self.changed_by, "changed": self.created, "started": self.started}
+                "changed_by": self.changed_by, "changed": self.created, "started": self.started,
+                "criteria": list(self.criteria)}
 
 
 def _campaign(row: rows.CampaignRow) -> Campaign:
@@ -160,12 +172,14 @@ class Campaigns:
 
     # -- settings ---------------------------------------------------------------------------
     def create(self, name: str, *, task_set: str | None = None, methods: Sequence[str] = (), style: str = PLAIN,
-               overlap: int = 1, quota: int | None = None, voters: Sequence[str] = (), by: str = "admin") -> Campaign:
-        """Make campaign ``name`` (open). Raises ArenaError naming the fix for a bad setting or a
+               overlap: int = 1, quota: int | None = None, voters: Sequence[str] = (), by: str = "admin",
+               criteria: Sequence[str] = ()) -> Campaign:
+        """Make campaign ``name`` (open); ``criteria``: what each vote also answers, A/B/tie per
+        criterion (e.g. BENCH_CRITERIA). Raises ArenaError naming the fix for a bad setting or a
         taken name, StoreError."""
         name = _check_name(name)
         checked = self._checked(task_set=task_set, methods=methods, style=style, overlap=overlap, quota=quota,
-                                voters=voters)
+                                voters=voters, criteria=criteria)
         try:
             rows.add_row(self.store, name, **checked, status=rows.OPEN, changed_by=_check_by(by), new=True)
         except StoreError as exc:
@@ -174,17 +188,18 @@ class Campaigns:
 
     def change(self, name: str, *, by: str = "admin", **changes: object) -> Campaign:
         """Change some of campaign ``name``'s settings (``task_set``, ``methods``, ``style``,
-        ``overlap``, ``quota``, ``voters``, ``status``): a new row, the old one stays on record.
+        ``overlap``, ``quota``, ``voters``, ``criteria``, ``status``): a new row, the old one stays on record.
         Raises ArenaError for an unknown campaign or setting or a bad value, StoreError."""
         old = self.get(name)
-        unknown = sorted(set(changes) - {"task_set", "methods", "style", "overlap", "quota", "voters", "status"})
+        unknown = sorted(set(changes) - {"task_set", "methods", "style", "overlap", "quota", "voters", "criteria",
+                                         "status"})
         if unknown:
             raise ArenaError(f"A campaign has no setting {', '.join(unknown)}.")
         status = changes.pop("status", old.status)
         if status not in rows.STATUSES:
             raise ArenaError(f"A campaign is {' or '.join(rows.STATUSES)}, not {status!r}.")
         merged = {"task_set": old.task_set, "methods": old.methods, "style": old.style, "overlap": old.overlap,
-                  "quota": old.quota, "voters": old.voters, **changes}
+                  "quota": old.quota, "voters": old.voters, "criteria": old.criteria, **changes}
         checked = self._checked(**merged)  # type: ignore[arg-type]
         rows.add_row(self.store, name, **checked, status=str(status), changed_by=_check_by(by), new=False)
         return self.get(name)
@@ -231,7 +246,7 @@ class Campaigns:
         return [c for c in open_ if c.admits(annotator, study)]
 
     def _checked(self, *, task_set: str | None, methods: Iterable[str], style: str, overlap: object,
-                 quota: object, voters: Iterable[str]) -> dict:
+                 quota: object, voters: Iterable[str], criteria: Iterable[str] = ()) -> dict:
         """The settings as stored. Raises ArenaError naming the fix (the CLI's flag) for a bad one."""
         if style not in STYLES:
             raise ArenaError(f"Unknown style {style!r}: use one of {', '.join(STYLES)} (--style).")
@@ -259,7 +274,7 @@ class Campaigns:
         if too_long:
             raise ArenaError(f"A voter is an account's name or study:NAME, not {too_long[0][:80]!r} (--voters).")
         return {"task_set": task_set, "methods": methods, "style": style, "overlap": overlap, "quota": quota,
-                "voters": voters}
+                "voters": voters, "criteria": check_criteria(criteria)}
 
     # -- progress ---------------------------------------------------------------------------
     def votes_of(self, name: str, annotator: str) -> int:
@@ -303,6 +318,27 @@ def _check_name(name: object) -> str:
     if any(not ch.isprintable() for ch in name):
         raise ArenaError("A campaign's name has no control characters: type it again.")
     return name.strip()
+
+
+def check_criteria(criteria: Iterable[str]) -> list[str]:
+    """A campaign's criteria as stored: names stripped, each once (in any case), at most
+    MAX_CRITERIA. Raises ArenaError naming the fix (--criteria)."""
+    if isinstance(criteria, str):
+        criteria = [criteria]
+    names: list[str] = []
+    for raw in criteria:
+        name = str(raw).strip()
+        if not name:
+            continue
+        if len(name) > MAX_CRITERION or any(not ch.isprintable() for ch in name):
+            raise ArenaError(f"A criterion is named by 1 to {MAX_CRITERION} printable characters, not "
+                             f"{name[:80]!r} (--criteria).")
+        if name.casefold() not in {n.casefold() for n in names}:
+            names.append(name)
+    if len(names) > MAX_CRITERIA:
+        raise ArenaError(f"A campaign asks at most {MAX_CRITERIA} criteria (each is a row to answer for every "
+                         f"pair), not {len(names)} (--criteria).")
+    return names
 
 
 def _check_by(by: object) -> str:

@@ -205,7 +205,7 @@ def _voters(port: int, fns: dict, names: list[int], rounds: int, think: float, r
             for _ in range(rounds):
                 time.sleep(think * random.uniform(0.5, 1.5))  # reading the pair (the first one too)
                 started = time.perf_counter()
-                client.call("on_vote", None, "", "")  # state (kept by the server), comment, flag
+                client.call("on_vote", None, "", "", *arena_tab.VOTE_EXTRAS)  # state (on the server), comment, flag...
                 took = time.perf_counter() - started
                 with lock:
                     latencies.append(took)

@@ -35,6 +35,7 @@ from bench.arena_scale import (
     served_config,
 )
 from scripts.pg_cluster import PgCluster
+from ui import arena as arena_tab
 
 WARM_ROUNDS = 30  # rounds before measuring: caches filled, connections open
 
@@ -54,7 +55,7 @@ def measure(db: str, rounds: int, statements: Callable[[], int] | None = None) -
         client = QueueClient(url + "arena/", fns, http)
         client.call("load")
         for k in range(WARM_ROUNDS):
-            client.call(VOTES[k % len(VOTES)], None, "", "")
+            client.call(VOTES[k % len(VOTES)], None, "", "", *arena_tab.VOTE_EXTRAS)
             client.call("rat-next", None)
         pid = cluster.pids()[0]
         cpu, pg = cpu_seconds(pid), postgres_cpu()
@@ -62,7 +63,7 @@ def measure(db: str, rounds: int, statements: Callable[[], int] | None = None) -
         vote = nxt = 0.0
         for k in range(rounds):
             started = time.perf_counter()
-            client.call(VOTES[k % len(VOTES)], None, "", "")
+            client.call(VOTES[k % len(VOTES)], None, "", "", *arena_tab.VOTE_EXTRAS)
             voted = time.perf_counter()
             client.call("rat-next", None)
             vote, nxt = vote + voted - started, nxt + time.perf_counter() - voted

@@ -51,6 +51,7 @@ from data import arena
 from data.store import Store
 from scripts.arena_cluster import Cluster
 from scripts.pg_cluster import PgCluster
+from ui import arena as arena_tab
 
 SETUP = re.compile(r"(sqlite|pg)([1-9][0-9]?)")
 PASSWORD = "bench-annotator-password"
@@ -196,7 +197,7 @@ def annotate(base: str, fns: dict, name: str, think: tuple[float, float], deadli
                 time.sleep(rng.uniform(*think))
                 if time.time() >= deadline:
                     return rec
-                revealed = timed(rec.votes, client.call, rng.choice(VOTES), None, "", "")
+                revealed = timed(rec.votes, client.call, rng.choice(VOTES), None, "", "", *arena_tab.VOTE_EXTRAS)
                 if "Not counted" in json.dumps(revealed[0]):
                     rec.refused += 1
                 else:

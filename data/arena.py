@@ -7,7 +7,9 @@ of outputs lands in one transaction, one of votes in batches (so votes are never
 long). Votes, judge votes, battles and outputs are append-only: the schema refuses updates,
 deletes and replacing inserts (migrations ``m002_arena`` and ``m005_arena_append_only``). A vote
 is corrected by a new row in ``vote_corrections`` (who, why, the choice that counts now), itself
-append-only (``m008_vote_corrections``); the leaderboard counts a vote's newest correction.
+append-only (``m008_vote_corrections``); the leaderboard counts a vote's newest correction. A
+vote's choices by criterion (``vote_criteria``) and its flagged sentences (``sentence_flags``) are
+written with it and count while it counts (``m024_vote_criteria``).
 
 Finished runs enter the arena through ``sync_run_outputs``, which copies their text (the
 author's latest version, or the model's: ``--arena-text``) into ``outputs`` (a snapshot: the text
@@ -22,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -40,6 +42,13 @@ _CHOICE_NOW = ("coalesce((select c.choice from vote_corrections c where c.vote_i
                "order by c.id desc limit 1), v.choice)")
 IMPORT_BATCH = 500  # imported votes written per transaction
 JUDGE_CHOICES = ("a", "b", "tie")
+#: What an annotator answers on each criterion of a campaign (``vote_criteria``, m024_vote_criteria).
+CRITERION_CHOICES = ("a", "b", "tie")
+MAX_CRITERION = 64  # characters of a criterion's name
+#: What an annotator may mark a sentence of either side as (``sentence_flags``, m024_vote_criteria).
+SENTENCE_FLAGS = ("unsupported", "wrong")
+MAX_SENTENCE = 1_000  # characters of a flagged sentence as stored
+MAX_SENTENCE_FLAGS = 50  # flagged sentences with one vote
 SOURCES = ("people", "judge")
 
 
@@ -416,30 +425,51 @@ VOTED_ALREADY = "You already voted on this pair: press Next for a new one."
 
 
 def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, comment: str = "",
-                flag: str | None = None, address: str | None = None, last: bool = False) -> int:
+                flag: str | None = None, address: str | None = None, last: bool = False,
+                criteria: Mapping[str, str] | None = None,
+                sentences: Iterable[tuple[str, str, str]] | None = None) -> int:
     """Append the annotator's vote on a battle shown to them, with their optional ``comment`` (at
     most MAX_COMMENT characters; blank: none), ``flag`` (one of FLAGS, or None) and client
-    ``address`` (counted by ``vote_times``); returns the vote id. ``last``: inside a transaction
-    of the caller's (``Store.exclusive``) that ends with this vote, commit it with the vote
-    (``write_and_commit``). Raises ValueError for a choice
-    not in CHOICES, a flag not in FLAGS or a comment over MAX_COMMENT; StoreError when the battle
-    is unknown, was shown to someone else, or already has a vote."""
+    ``address`` (counted by ``vote_times``), and its ``criteria`` (criterion's name -> one of
+    CRITERION_CHOICES; ``vote_criteria``, in the same transaction: the vote lands with all of them
+    or not at all) and flagged ``sentences`` ((side, sentence, kind) each: ``sentence_flags``,
+    checked by ``sentence_flag_rows``, also in the transaction); returns the vote id. ``last``:
+    inside a transaction of the caller's (``Store.exclusive``) that ends with this vote, commit it
+    with the vote (``write_and_commit``). Raises ValueError for a choice not in CHOICES, a flag
+    not in FLAGS, a comment over MAX_COMMENT, a bad criterion or criterion choice or a bad
+    flagged sentence; StoreError when the battle is unknown, was shown to someone else, or
+    already has a vote."""
     if choice not in CHOICES:
         raise ValueError(f"choice must be one of {CHOICES}, not {choice!r}")
     comment, flag = vote_note(comment, flag)
+    criteria = criterion_choices(criteria)
+    flagged = sentence_flag_rows(sentences)
     # One statement: the vote is inserted only on a battle shown to ``annotator`` (a battle's
     # annotator never changes), and a second vote on a battle is refused by the database itself
     # (votes.battle_id is unique: the one constraint this insert can break); why nothing was
     # inserted is read only then. (In a caller's transaction the database's refusal comes raw.)
     try:
         with write_transaction(store.db, "record the vote", keys=()):
-            cur = write_and_commit(
-                store.db,
-                "insert into votes (battle_id, annotator, choice, created, comment, flag, address) "
-                "select id, annotator, ?, ?, ?, ?, ? from battles where id = ? and annotator = ?",
-                [choice, now(), comment, flag, address, battle_id, annotator], ends_joined=last,
-            )
-            inserted = cur.rowcount
+            stamp = now()
+            insert = ("insert into votes (battle_id, annotator, choice, created, comment, flag, address) "
+                      "select id, annotator, ?, ?, ?, ?, ? from battles where id = ? and annotator = ?")
+            args = [choice, stamp, comment, flag, address, battle_id, annotator]
+            if not criteria and not flagged:
+                cur = write_and_commit(store.db, insert, args, ends_joined=last)
+                inserted = cur.rowcount
+            else:  # the vote, then its criteria and flags (the last write, committed with them)
+                cur = store.db.conn.execute(insert, args)
+                inserted = cur.rowcount
+                if inserted == 1:
+                    vote_id = cur.lastrowid
+                    writes = [_insert_rows(table, columns, [(*row, vote_id, stamp) for row in rows])
+                              for table, columns, rows in (
+                                  ("vote_criteria", "criterion, choice", list(criteria.items())),
+                                  ("sentence_flags", "side, sentence, kind", flagged)) if rows]
+                    for statement, params in writes[:-1]:
+                        store.db.conn.execute(statement, params)
+                    write_and_commit(store.db, *writes[-1], ends_joined=last)
+                    cur = _Inserted(vote_id)
     except (StoreError, *sql.IntegrityError) as exc:
         refused = exc.__cause__ if isinstance(exc, StoreError) else exc
         if isinstance(refused, sql.IntegrityError):
@@ -449,6 +479,117 @@ def record_vote(store: Store, battle_id: int, annotator: str, choice: str, *, co
         row = store.db.execute("select annotator from battles where id = ?", [battle_id]).fetchone()
         raise StoreError(NO_BATTLE.format(battle_id=battle_id) if row is None else NOT_YOURS)
     return cur.lastrowid
+
+
+def _insert_rows(table: str, columns: str, rows: list[tuple]) -> tuple[str, list]:
+    """One insert of ``rows`` (each ``columns``, then vote_id and created) into ``table``, and its parameters."""
+    one = "(" + ", ".join("?" * len(rows[0])) + ")"
+    return (f"insert into {table} ({columns}, vote_id, created) values {', '.join([one] * len(rows))}",
+            [x for row in rows for x in row])
+
+
+class _Inserted(NamedTuple):
+    """The vote's id where its insert's cursor is no longer the last one (``record_vote``)."""
+
+    lastrowid: int
+
+
+def criterion_choices(criteria: Mapping[str, str] | None) -> dict[str, str]:
+    """A vote's criterion choices as stored (name -> a, b or tie; None: none). Raises ValueError
+    for a blank or over-long name (MAX_CRITERION) or a choice not in CRITERION_CHOICES."""
+    checked = {}
+    for name, pick in (criteria or {}).items():
+        if not isinstance(name, str) or not name.strip() or len(name) > MAX_CRITERION:
+            raise ValueError(f"a criterion is named by 1 to {MAX_CRITERION} characters, not {str(name)[:80]!r}")
+        if pick not in CRITERION_CHOICES:
+            raise ValueError(f"the choice on criterion {name!r} must be one of {', '.join(CRITERION_CHOICES)}, "
+                             f"not {pick!r}")
+        checked[name] = pick
+    return checked
+
+
+def sentence_flag_rows(sentences: Iterable[tuple[str, str, str]] | None) -> list[tuple[str, str, str]]:
+    """Flagged sentences as stored: (side, sentence, kind), the sentence's spaces collapsed, each
+    once (None: none). Raises ValueError for a side not a or b, a kind not in SENTENCE_FLAGS, a
+    blank sentence or one over MAX_SENTENCE characters, or more than MAX_SENTENCE_FLAGS."""
+    rows: list[tuple[str, str, str]] = []
+    for side, sentence, kind in sentences or ():
+        if side not in ("a", "b"):
+            raise ValueError(f"a flagged sentence is of side a or b, not {str(side)[:10]!r}")
+        if kind not in SENTENCE_FLAGS:
+            raise ValueError(f"a sentence is flagged as {' or '.join(SENTENCE_FLAGS)}, not {str(kind)[:20]!r}")
+        text = " ".join(str(sentence or "").split())
+        if not text or len(text) > MAX_SENTENCE:
+            raise ValueError(f"a flagged sentence is 1 to {MAX_SENTENCE:,} characters, not {len(text):,}")
+        if (side, text, kind) not in rows:
+            rows.append((side, text, kind))
+    if len(rows) > MAX_SENTENCE_FLAGS:
+        raise ValueError(f"at most {MAX_SENTENCE_FLAGS} sentences are flagged with one vote, not {len(rows)}")
+    return rows
+
+
+class SentenceFlag(NamedTuple):
+    """A sentence an annotator flagged with a vote that counts: the method of its side, which side,
+    the sentence, the kind (``SENTENCE_FLAGS``)."""
+
+    vote_id: int
+    method: str
+    side: str
+    sentence: str
+    kind: str
+
+
+def sentence_flags(store: Store, campaign: str | None = None, vote_id: int | None = None) -> list[SentenceFlag]:
+    """The flagged sentences of the votes that count now (of ``campaign``, of one vote, when
+    given), in the order stored, each with the method that wrote its side. Raises StoreError."""
+    rows = store.db.execute(
+        "select f.vote_id, case f.side when 'a' then b.method_a else b.method_b end, f.side, f.sentence, f.kind "
+        "from sentence_flags f join votes v on v.id = f.vote_id join battles b on b.id = v.battle_id "
+        f"where {_CHOICE_NOW} != 'void' and (? is null or b.campaign = ?) and (? is null or v.id = ?) order by f.id",
+        [campaign, campaign, vote_id, vote_id]).fetchall()
+    return [SentenceFlag(*r) for r in rows]
+
+
+def vote_criteria(store: Store, vote_id: int) -> dict[str, str]:
+    """The criterion choices stored with vote ``vote_id`` (criterion -> a, b or tie), in the order
+    stored; empty for a vote without. Raises StoreError."""
+    return dict(store.db.execute("select criterion, choice from vote_criteria where vote_id = ? order by id",
+                                 [vote_id]).fetchall())
+
+
+def criterion_vote_rows(store: Store, criterion: str, task_set: str | None = None, *, leave_out: Iterable[str] = (),
+                        campaign: str | None = None) -> list[VoteRow]:
+    """People's choices on ``criterion`` as votes (``vote_rows``' fields: the vote's id, its
+    battle's methods, the criterion's choice, the task), in the order recorded, of the votes that
+    count now (one undone, or voided by a correction, takes its criterion choices with it; a
+    correction to another choice changes the overall vote only); of ``task_set``'s tasks, of
+    ``campaign``'s votes, without the annotators in ``leave_out``, when given. Raises StoreError."""
+    sql = (
+        "select v.id, b.method_a, b.method_b, k.choice, b.task_id from vote_criteria k "
+        "join votes v on v.id = k.vote_id join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id "
+        f"where k.criterion = ? and {_CHOICE_NOW} != 'void'"
+    )
+    args: list[Any] = [criterion]
+    if task_set is not None:
+        sql += " and t.task_set = ?"
+        args.append(task_set)
+    if campaign is not None:
+        sql += " and b.campaign = ?"
+        args.append(campaign)
+    left_out = sorted(set(leave_out))
+    if left_out:
+        sql += f" and v.annotator not in ({', '.join('?' * len(left_out))})"
+        args += left_out
+    return [VoteRow(*r) for r in store.db.execute(sql + " order by v.id", args).fetchall()]
+
+
+def criteria_answered(store: Store, campaign: str | None = None) -> list[str]:
+    """The criteria people's votes (of ``campaign``, when given) have choices on, in the order
+    first answered. Raises StoreError."""
+    rows = store.db.execute(
+        "select k.criterion from vote_criteria k join votes v on v.id = k.vote_id join battles b on b.id = v.battle_id "
+        "where (? is null or b.campaign = ?) group by k.criterion order by min(k.id)", [campaign, campaign]).fetchall()
+    return [r[0] for r in rows]
 
 
 def vote_times(store: Store, since: str, *, annotator: str | None = None, address: str | None = None) -> list[str]:
@@ -544,7 +685,9 @@ def import_votes(store: Store, records: Iterable[dict]) -> VotesImported:
     """Add votes cast elsewhere, in batches of IMPORT_BATCH. Each record has ``prompt``, ``kind``,
     ``task_set`` (or ``task_id`` of a task in this database), ``method_a``, ``method_b``,
     ``choice``, ``annotator``, optional ``output_a``/``output_b`` texts, optional ``comment`` and
-    ``flag`` (as ``record_vote`` takes them), optional ``created``, optional ``campaign`` (the
+    ``flag`` (as ``record_vote`` takes them), optional ``criteria`` (criterion -> a, b or tie, as
+    ``record_vote`` takes them; stored with a vote added), optional ``sentences`` (flagged
+    sentences, (side, sentence, kind) each, likewise), optional ``created``, optional ``campaign`` (the
     campaign it was cast in, which the caller has checked is here) and ``line`` (for messages). A
     record equal to a vote already here (same task, methods, annotator and choice, and the same
     ``created`` when it has one; without one, an imported vote) is skipped, so importing a file
@@ -563,6 +706,8 @@ def import_votes(store: Store, records: Iterable[dict]) -> VotesImported:
             _record_task_id(store.db.conn, r, store)
         try:
             vote_note(r.get("comment"), r.get("flag"))
+            criterion_choices(r.get("criteria"))
+            sentence_flag_rows(r.get("sentences"))
         except ValueError as exc:
             raise StoreError(f"line {r.get('line', '?')}: {exc}.") from None
     added = skipped = corrections = 0
@@ -633,10 +778,17 @@ def _insert_imported_vote(conn: sqlite3.Connection, task_id: int, r: dict) -> in
         "values (?, ?, ?, ?, ?, ?, 'import', ?, ?)",
         [task_id, outs[0], outs[1], r["method_a"], r["method_b"], r["annotator"], stamp, r.get("campaign")],
     )
-    return conn.execute(
+    vote_id = conn.execute(
         "insert into votes (battle_id, annotator, choice, created, comment, flag) values (?, ?, ?, ?, ?, ?)",
         [cur.lastrowid, r["annotator"], r["choice"], stamp, comment, flag],
     ).lastrowid
+    for name, pick in criterion_choices(r.get("criteria")).items():  # (a dataset's votes by criterion)
+        conn.execute("insert into vote_criteria (vote_id, criterion, choice, created) values (?, ?, ?, ?)",
+                     [vote_id, name, pick, stamp])
+    for side, sentence, kind in sentence_flag_rows(r.get("sentences")):  # (and its flagged sentences)
+        conn.execute("insert into sentence_flags (vote_id, side, sentence, kind, created) values (?, ?, ?, ?, ?)",
+                     [vote_id, side, sentence, kind, stamp])
+    return vote_id
 
 
 def export_votes(store: Store) -> Iterator[dict]:

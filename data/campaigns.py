@@ -32,19 +32,21 @@ class CampaignRow(NamedTuple):
     changed_by: str
     created: str
     started: str
+    criteria: tuple[str, ...] = ()  # what each vote also answers, A/B/tie per criterion (m024; empty: none)
 
 
-_COLUMNS = "id, name, task_set, methods, style, overlap, quota, voters, status, changed_by, created"
-_INSERT = f"insert into campaigns ({_COLUMNS.removeprefix('id, ')}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_COLUMNS = "id, name, task_set, methods, style, overlap, quota, voters, status, changed_by, created, criteria"
+_INSERT = f"insert into campaigns ({_COLUMNS.removeprefix('id, ')}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def _row(r: Sequence[Any], started: str) -> CampaignRow:
     return CampaignRow(r[0], r[1], r[2], tuple(json.loads(r[3])), r[4], r[5], r[6], tuple(json.loads(r[7])), r[8],
-                       r[9], r[10], started)
+                       r[9], r[10], started, tuple(json.loads(r[11])))
 
 
 def add_row(store: Store, name: str, *, task_set: str | None, methods: Sequence[str], style: str, overlap: int,
-            quota: int | None, voters: Sequence[str], status: str, changed_by: str, new: bool) -> int:
+            quota: int | None, voters: Sequence[str], status: str, changed_by: str, new: bool,
+            criteria: Sequence[str] = ()) -> int:
     """Append a row of settings for campaign ``name``: its first (``new``) or a change. Returns
     the row's id. Raises StoreError when ``new`` and the name is taken, or not ``new`` and there
     is no such campaign, or the row breaks the schema's checks."""
@@ -56,15 +58,15 @@ def add_row(store: Store, name: str, *, task_set: str | None, methods: Sequence[
         if not new and not exists:
             raise StoreError(f"No campaign {name!r}: `python app.py campaign list` lists them.")
         cur = conn.execute(_INSERT, [name, *_settings(task_set, methods, style, overlap, quota, voters, status,
-                                                      changed_by, now())])
+                                                      changed_by, now(), criteria)])
     return cur.lastrowid
 
 
 def _settings(task_set: str | None, methods: Sequence[str], style: str, overlap: int, quota: int | None,
-              voters: Sequence[str], status: str, changed_by: str, created: str) -> tuple:
+              voters: Sequence[str], status: str, changed_by: str, created: str, criteria: Sequence[str] = ()) -> tuple:
     """A row's columns after its name, as stored (the lists as JSON)."""
     return (task_set, json.dumps(list(methods)), style, overlap, quota, json.dumps(list(voters)), status, changed_by,
-            created)
+            created, json.dumps(list(criteria)))
 
 
 def current(store: Store) -> list[CampaignRow]:
@@ -113,13 +115,13 @@ def import_rows(store: Store, records: Sequence[dict]) -> CampaignsImported:
             here = [tuple(r) for r in conn.execute(
                 f"select {_COLUMNS.removeprefix('id, name, ')} from campaigns where name = ? order by id", [name])]
             there = [_settings(r["task_set"], r["methods"], r["style"], r["overlap"], r["quota"], r["voters"],
-                               r["status"], r["changed_by"], r["created"]) for r in rows]
+                               r["status"], r["changed_by"], r["created"], r.get("criteria") or ()) for r in rows]
             shared = min(len(here), len(there))
             if here[:shared] != there[:shared]:
                 differs = next(k for k in range(shared) if here[k] != there[k])
                 raise StoreError(f"line {rows[differs].get('line', '?')}: a campaign {name!r} exists in {store.path} "
                                  "with another history (started "
-                                 f"{here[0][-1]}): it is another campaign, or was changed in both places. Import "
+                                 f"{here[0][-2]}): it is another campaign, or was changed in both places. Import "
                                  "into another database (--db), or leave its rows and votes out.")
             present += shared
             new += [(name, *row) for row in there[shared:]]

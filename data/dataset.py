@@ -48,6 +48,31 @@ def vote_rows(store: Store, task_set: str | None = None, campaign: str | None = 
         f"where {_TASK_SET} and {_CAMPAIGN} order by v.id", [task_set, task_set, campaign, campaign]))
 
 
+def vote_criteria_rows(store: Store, task_set: str | None = None, campaign: str | None = None) -> dict[int, dict]:
+    """The criterion choices of the votes ``vote_rows`` gives (same scope): vote id -> {criterion:
+    a, b or tie}, each vote's in the order stored; a vote without criteria is left out. Raises
+    StoreError."""
+    found: dict[int, dict] = {}
+    for vote_id, criterion, choice in store.db.execute(
+            "select k.vote_id, k.criterion, k.choice from vote_criteria k join votes v on v.id = k.vote_id "
+            "join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id "
+            f"where {_TASK_SET} and {_CAMPAIGN} order by k.id", [task_set, task_set, campaign, campaign]).fetchall():
+        found.setdefault(vote_id, {})[criterion] = choice
+    return found
+
+
+def sentence_flag_rows(store: Store, task_set: str | None = None, campaign: str | None = None) -> dict[int, list]:
+    """The flagged sentences of the votes ``vote_rows`` gives (same scope): vote id -> [{side,
+    sentence, kind}], each vote's in the order stored; a vote without is left out. Raises StoreError."""
+    found: dict[int, list] = {}
+    for vote_id, side, sentence, kind in store.db.execute(
+            "select f.vote_id, f.side, f.sentence, f.kind from sentence_flags f join votes v on v.id = f.vote_id "
+            "join battles b on b.id = v.battle_id join tasks t on t.id = b.task_id "
+            f"where {_TASK_SET} and {_CAMPAIGN} order by f.id", [task_set, task_set, campaign, campaign]).fetchall():
+        found.setdefault(vote_id, []).append({"side": side, "sentence": sentence, "kind": kind})
+    return found
+
+
 def judge_vote_rows(store: Store, task_set: str | None = None) -> list[dict]:
     """Every LLM judge's vote (of ``task_set``'s tasks; None: every task), in the order they were
     recorded: its id (``judge_vote_id``), the task's id, prompt, kind and set, both methods,

@@ -544,6 +544,46 @@ SENTENCE_FLAGS = ("unsupported", "wrong")
 
 
 @migration
+def m024_vote_criteria() -> tuple[Step, ...]:
+    """Votes by criterion (issue 40, item 4): a campaign may name criteria (``campaigns.criteria``,
+    a JSON list of names; empty: the overall vote only), and each vote cast in it then carries one
+    A/B/tie choice per criterion (``vote_criteria``: the vote, the criterion's name, the choice,
+    when), written with the vote in one transaction. Append-only, as votes are: update, delete and
+    an insert that reuses a stored row's id are refused, and a vote has one choice per criterion.
+    A criterion choice counts while its vote counts: an undo (a ``void`` correction of the vote)
+    takes them back with it.
+
+    Sentence flags (issue 40, item 5): with a vote, an annotator may mark sentences of either side
+    as unsupported or wrong (``sentence_flags``: the vote, the side, the sentence as they marked
+    it, at most 1,000 characters; the kind, when); written with the vote, append-only as it is.
+    ``data.arena.record_vote`` keeps one row per side, sentence and kind of a vote."""
+    return (
+        AddColumn("campaigns", "criteria text not null default '[]' "
+                               "check (json_valid(criteria) and json_type(criteria) = 'array')"),
+        Table("vote_criteria", (
+            "id integer primary key",
+            "vote_id integer not null references votes(id)",
+            "criterion text not null check (length(trim(criterion)) > 0 and length(criterion) <= 64)",
+            f"choice text not null check (choice in ({one_of(CRITERION_CHOICES)}))",
+            "created text not null")),
+        Index("vote_criteria_vote", "vote_criteria", "vote_id, criterion", unique=True),
+        Index("vote_criteria_criterion", "vote_criteria", "criterion, vote_id"),
+        *append_only("vote_criteria", "vote criteria are append-only: they follow their vote",
+                     reuse=id_reused("vote_criteria")),
+        Table("sentence_flags", (
+            "id integer primary key",
+            "vote_id integer not null references votes(id)",
+            "side text not null check (side in ('a', 'b'))",
+            "sentence text not null check (length(trim(sentence)) > 0 and length(sentence) <= 1000)",
+            f"kind text not null check (kind in ({one_of(SENTENCE_FLAGS)}))",
+            "created text not null")),
+        Index("sentence_flags_vote", "sentence_flags", "vote_id"),
+        *append_only("sentence_flags", "sentence flags are append-only: they follow their vote",
+                     reuse=id_reused("sentence_flags")),
+    )
+
+
+@migration
 def m025_version_add() -> tuple[Step, ...]:
     """One more action makes a version (``VERSION_ACTIONS``, issue 39): a section the author added
     ("add"), whose ``instruction`` is the line it was written from. SQLite cannot change a check,

@@ -16,6 +16,18 @@ Enter, U; never while typing in a box): ``ARENA_JS``, attached on page load, cli
 buttons, so a key goes through the same handler as a click. Each new pair starts at the top of
 both panes.
 
+Votes by criterion (issue 40): in a campaign that names criteria, a row per criterion (A, B or
+Tie) stands above the vote bar, and the overall vote is the last, submitting step: a vote with a
+criterion unanswered is not counted and the message names it. By keyboard: the row in hand is
+marked; ← answers A, → B, ↓ Tie, each moving on to the next row unanswered, ↑ goes back a row.
+The rows are MAX_CRITERIA radios made once, shown, named and emptied per pair (only when the
+campaign's criteria differ from those on screen are their labels sent again).
+
+Sentence flags (issue 40, item 5): select a sentence in A or B (or click in it) and press F to flag
+it as unsupported, W as wrong; the flags are listed under the panes (a click on one takes it
+back) and go with the vote, which checks each is of its side's text (``Arena.vote``). The page
+keeps them in a box hidden by CSS (``#rat-sentences``, JSON), read with the vote.
+
 Who votes: the logged-in user (``request.username``: with accounts, the name box is hidden and
 the first pair shown on page load); without one, the typed name with this browser session's id,
 so one browser's votes stay together and a name typed in two browsers is two annotators. The
@@ -31,12 +43,16 @@ from typing import TYPE_CHECKING
 
 import gradio as gr
 
+from annotation.campaigns import MAX_CRITERIA
 from annotation.errors import ArenaError, NoPairLeft
 from annotation.voting.arena import MAX_COMMENT, Arena
 from common.errors import StoreError
 from ui.render_arena import (
     CHOICE_KEYS,
     CHOICE_LABELS,
+    CRITERION_CHOICES,
+    CRITERION_KEYS,
+    CRITERION_LABELS,
     FLAG_LABELS,
     NEXT_KEYS,
     UNDO_KEYS,
@@ -63,6 +79,12 @@ Which method wrote which stays hidden until you have voted.
   voting skips the pair; it comes back a little later. **Undo** takes back your vote within 30 s.
 - Keys: **1** or **A** (A is better), **2** or **B** (B is better), **3** or **T** (Tie), **4** or **X**
   (Both are bad), **N** or **Enter** (Next), **U** (Undo); not while you type in a box.
+- To flag a sentence of A or B as **unsupported** by its sources or **wrong**, select it (or click in
+  it) and press **F** (unsupported) or **W** (wrong); the flags go with your vote (click one to take
+  it back).
+- When a study asks about criteria (a row each above the buttons), answer every row first, then
+  cast your overall vote: **←** A, **→** B, **↓** Tie answer the marked row and move to the next;
+  **↑** goes back a row.
 
 Weigh the answers on:
 1. **Relevance** — does it do what the task asks?
@@ -93,6 +115,15 @@ MODES = {
     "closed": {**dict.fromkeys(VOTE_IDS, False), "rat-next": True, "rat-undo": False},
 }
 
+#: The criterion rows (``MAX_CRITERIA`` radios, shown per pair) and the keys that answer the marked one.
+CRITERION_IDS = [f"rat-crit-{k}" for k in range(MAX_CRITERIA)]
+_CRITERION_KEYS = {key: k for k, c in enumerate(CRITERION_CHOICES) for key in CRITERION_KEYS[c]}
+#: What a vote sends after the state, comment and flag when no sentence is flagged and no
+#: criterion asked: the flagged sentences (none), then each criterion row (empty).
+VOTE_EXTRAS = ("", *[None] * MAX_CRITERIA)
+#: The keys that flag the sentence selected (or clicked in) in A or B, and as what (``SENTENCE_FLAGS``).
+SENTENCE_KEYS = {"f": "unsupported", "w": "wrong"}
+
 #: The element each key clicks (keys as ``KeyboardEvent.key`` gives them, letters in lower case).
 _KEYS = {
     **{k.lower(): f"rat-vote-{c}" for c, keys in CHOICE_KEYS.items() for k in keys},
@@ -104,10 +135,13 @@ _KEYS = {
 #: the arena to the window (``--rat-arena-top``: where the arena starts, measured, so that the
 #: panes take the rest of the window whatever stands above them). ``window.ratArena.top()``
 #: scrolls both panes back to the top (after each new pair).
-ARENA_JS = """() => {
+ARENA_JS = r"""() => {
   if (window.ratArena) { window.ratArena.fit(); return; }
   const KEYS = __KEYS__;
   const MODES = __MODES__;
+  const CRIT_KEYS = __CRIT_KEYS__;  // key -> the index of the choice it picks in the marked row
+  const CRIT_IDS = __CRIT_IDS__;
+  const SENTENCE_KEYS = __SENTENCE_KEYS__;  // key -> what it flags the sentence as
   const byId = (id) => document.getElementById(id);
   const visible = (el) => !!el && el.offsetParent !== null;
   const button = (id) => {
@@ -117,13 +151,105 @@ ARENA_JS = """() => {
   const panes = () => [...document.querySelectorAll("#rat-arena .block.rat-pane")];
   const typing = (t) => t.isContentEditable || ["TEXTAREA", "SELECT"].includes(t.tagName)
     || (t.tagName === "INPUT" && !["checkbox", "radio", "button", "submit", "range"].includes(t.type));
+  // The criterion rows: those shown, whether each is answered, and the one in hand (``crit``).
+  let crit = 0;
+  const rows = () => CRIT_IDS.map(byId).filter(visible);
+  const inputs = (row) => [...row.querySelectorAll("input[type=radio]")];
+  const answered = (row) => inputs(row).some((i) => i.checked);
+  const mark = () => {
+    const shown = rows();
+    crit = Math.max(0, Math.min(crit, shown.length - 1));
+    shown.forEach((row, k) => row.classList.toggle("rat-crit-current", k === crit));
+  };
+  const firstOpen = () => { const k = rows().findIndex((r) => !answered(r)); return k < 0 ? null : k; };
+  let keyed = false;  // a key is answering the marked row (its click is not the annotator's own)
+  document.addEventListener("change", (e) => {  // a click on a row: the next row unanswered is in hand
+    const row = !keyed && e.target instanceof Element && e.target.closest(".rat-crit");
+    if (!row) return;
+    const k = rows().indexOf(row);
+    if (k >= 0) { crit = k; const next = firstOpen(); if (next !== null) crit = next; mark(); }
+  }, true);
+  // Sentence flags: [{side, sentence, kind}], kept in the hidden box the vote reads and listed.
+  let flags = [];
+  const render = () => {
+    const box = document.querySelector("#rat-sentences textarea, #rat-sentences input");
+    if (box) {
+      box.value = flags.length ? JSON.stringify(flags) : "";
+      box.dispatchEvent(new Event("input", { bubbles: true }));
+    }
+    const list = byId("rat-sflags");
+    if (!list) return;
+    list.replaceChildren(...flags.map((f, k) => {
+      const item = document.createElement("button");
+      item.type = "button";
+      item.className = "rat-sflag";
+      item.title = "Take this flag back";
+      item.textContent = `${f.side.toUpperCase()} · ${f.kind}: “${f.sentence}” ✕`;
+      item.addEventListener("click", () => { flags.splice(k, 1); render(); });
+      return item;
+    }));
+  };
+  const sentenceAt = (sel) => {  // the selection's text, or the sentence the caret is in
+    if (!sel || !sel.rangeCount) return null;
+    const node = sel.anchorNode && (sel.anchorNode.nodeType === 1 ? sel.anchorNode : sel.anchorNode.parentElement);
+    const pane = node && node.closest("#rat-pane-a, #rat-pane-b");
+    if (!pane) return null;
+    const side = pane.id === "rat-pane-a" ? "a" : "b";
+    let text = sel.toString().trim();
+    if (!text) {
+      const block = node.closest("p, li, h1, h2, h3, h4, h5, h6, td, blockquote") || pane;
+      const before = document.createRange();
+      before.setStart(block, 0);
+      before.setEnd(sel.anchorNode, sel.anchorOffset);
+      const all = block.textContent, at = before.toString().length;
+      const ends = /[.!?。！？]+["'”’)]*\s*/g;
+      let start = 0, end = all.length, m;
+      while ((m = ends.exec(all))) {
+        if (m.index + m[0].length <= at) start = m.index + m[0].length;
+        else { end = m.index + m[0].length; break; }
+      }
+      text = all.slice(start, end).trim();
+    }
+    return text ? { side, sentence: text.replace(/\s+/g, " ").slice(0, 1000) } : null;
+  };
   document.addEventListener("keydown", (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
     const t = e.target;
     if (t && t.tagName && typing(t)) return;
     const key = e.key.length === 1 ? e.key.toLowerCase() : e.key;
+    if (key in SENTENCE_KEYS && mode === "pair") {
+      const found = sentenceAt(window.getSelection());
+      if (!found) return;
+      e.preventDefault();
+      const flag = { ...found, kind: SENTENCE_KEYS[key] };
+      if (!flags.some((f) => f.side === flag.side && f.sentence === flag.sentence && f.kind === flag.kind)) {
+        flags.push(flag);
+        render();
+      }
+      return;
+    }
+    const shown = mode === "pair" ? rows() : [];
+    if (shown.length && (key in CRIT_KEYS || key === "ArrowUp")) {
+      e.preventDefault();
+      if (e.repeat) return;
+      if (key === "ArrowUp") { crit = Math.max(0, crit - 1); mark(); return; }
+      mark();
+      const at = crit;
+      const input = inputs(shown[at])[CRIT_KEYS[key]];
+      keyed = true;
+      try { if (input) input.click(); } finally { keyed = false; }
+      const next = shown.findIndex((r, k) => k > at && !answered(r));
+      const open = next >= 0 ? next : firstOpen();
+      if (open !== null) crit = open;
+      mark();
+      return;
+    }
     const id = KEYS[key];
     if (!id) return;
+    if (shown.length && id.startsWith("rat-vote-")) {  // the vote goes on (the server names a row left open)
+      const open = firstOpen();
+      if (open !== null) { crit = open; mark(); }
+    }
     if (key === "Enter" && t && t.closest && t.closest("button, a, summary, [role=button], [role=option]")) return;
     const b = button(id);
     if (!visible(b) || b.disabled) return;
@@ -155,6 +281,7 @@ ARENA_JS = """() => {
   const root = document.documentElement;
   const fit = () => {
     apply();
+    mark();
     const arena = byId("rat-arena");
     if (!visible(arena)) return;
     const top = Math.round(arena.getBoundingClientRect().top + window.scrollY) + "px";
@@ -164,11 +291,17 @@ ARENA_JS = """() => {
   window.addEventListener("resize", fit);
   window.ratArena = {
     fit,
-    top: () => { for (const p of panes()) p.scrollTop = 0; fit(); },
+    // (the rows of a new campaign's criteria appear a moment after the event: marked again then)
+    top: () => {
+      for (const p of panes()) p.scrollTop = 0;
+      crit = 0; flags = []; render(); fit(); setTimeout(mark, 150);
+    },
     mode: (m) => { if (m) mode = m; apply(); },
   };
   fit();
-}""".replace("__KEYS__", json.dumps(_KEYS)).replace("__MODES__", json.dumps(MODES))
+}""".replace("__KEYS__", json.dumps(_KEYS)).replace("__MODES__", json.dumps(MODES)).replace(
+    "__CRIT_KEYS__", json.dumps(_CRITERION_KEYS)).replace("__CRIT_IDS__", json.dumps(CRITERION_IDS)).replace(
+    "__SENTENCE_KEYS__", json.dumps(SENTENCE_KEYS))
 
 #: After an event: the buttons of the mode it returned.
 MODE_JS = "(mode) => { if (window.ratArena) window.ratArena.mode(mode); }"
@@ -242,13 +375,20 @@ class ArenaTab:
         return ALL_JUDGED if exc.judged_all else NOTHING_YET
 
     def vote(self, choice: str, state: dict | None, comment: str = "", flag: str = "",
-             request: gr.Request | None = None) -> dict:
+             request: gr.Request | None = None, picks: list[str | None] | None = None,
+             sentences: str = "") -> dict:
+        """Cast ``choice`` with the comment, flag, the criterion rows' ``picks`` (in the order of
+        the criteria on screen, ``state["criteria"]``) and the flagged ``sentences`` (the page's
+        JSON list of {side, sentence, kind})."""
         if not state or not state.get("battle"):
             raise gr.Error("There is no pair to vote on: press Next.", print_exception=False)
         client = getattr(request, "client", None)
+        criteria = dict(zip(state.get("criteria") or (), picks or (), strict=False))
         try:
+            flagged = sentence_flags(sentences)
             revealed = self.arena.vote(state["battle"], state["annotator"], choice,
-                                       address=getattr(client, "host", None), comment=comment or "", flag=flag or None)
+                                       address=getattr(client, "host", None), comment=comment or "", flag=flag or None,
+                                       criteria=criteria, sentences=flagged)
         except ArenaError as exc:  # over the rate limit, or a bad note: not counted, nothing went wrong
             # said in the page (a direct event has no stream to carry a toast)
             return {self.reveal: f"**Not counted.** {safe_markdown(str(exc))}"}
@@ -276,17 +416,30 @@ class ArenaTab:
 
     def _show(self, state: dict, shown, reveal: str = "") -> dict:
         task, a, b = battle_view(shown, shown.style)  # the campaign's style, else the arena's
-        return self._view({**state, "battle": shown.battle_id}, task, a, b, reveal, voting=True)
+        return self._view({**state, "battle": shown.battle_id}, task, a, b, reveal, voting=True,
+                          criteria=list(shown.criteria))
 
     def _empty(self, state: dict, message: str) -> dict:
         return self._view({**state, "battle": None}, message, "", "", "", voting=False)
 
-    def _view(self, state: dict, task: str, a: str, b: str, reveal: str, *, voting: bool) -> dict:
+    def _view(self, state: dict, task: str, a: str, b: str, reveal: str, *, voting: bool,
+              criteria: list[str] | None = None) -> dict:
         line, left = self._progress(state["annotator"])
+        criteria = criteria or []
         return {
-            self.state: {**state, "left": left}, self.task: task, self.out_a: a, self.out_b: b, self.reveal: reveal,
-            self.comment: "", self.flag: "", self.progress: line, self.mode: "pair" if voting else "closed",
+            self.state: {**state, "left": left, "criteria": criteria}, self.task: task, self.out_a: a,
+            self.out_b: b, self.reveal: reveal, self.comment: "", self.flag: "", self.progress: line,
+            self.mode: "pair" if voting else "closed", **self._rows(state.get("criteria") or [], criteria),
+            self.sentences: "",
         }
+
+    def _rows(self, before: list[str], now: list[str]) -> dict:
+        """The criterion rows emptied for a new pair; shown, named and hidden again only when the
+        criteria on screen change (``before``: those shown until now)."""
+        if list(before) == list(now):
+            return dict.fromkeys(self.criteria, None)
+        return {row: gr.update(visible=k < len(now), label=now[k] if k < len(now) else "", value=None)
+                for k, row in enumerate(self.criteria)}
 
     def _progress(self, annotator: str, left: int | None = None) -> tuple[str, int | None]:
         """The progress line, with the account's quota (and completion code, once it is reached),
@@ -328,6 +481,15 @@ class ArenaTab:
                                         container=False, scale=2, elem_id="rat-flag")
                 self.sync = gr.Checkbox(label="Scroll A and B together", value=False, container=False, scale=2,
                                         elem_id="rat-sync")
+            with gr.Row(elem_id="rat-sflags-row"):  # flagged sentences (F, W): the page's script fills both
+                self.sentence_list = gr.HTML("", elem_id="rat-sflags", padding=False)
+                self.sentences = gr.Textbox("", elem_id="rat-sentences", elem_classes="rat-offscreen", container=False,
+                                            show_label=False, max_lines=1)
+            with gr.Row(elem_id="rat-criteria"):  # (shown per pair: a campaign's criteria, ``_rows``)
+                self.criteria = [gr.Radio([(button_label(CRITERION_LABELS[c], CRITERION_KEYS[c]), c)
+                                           for c in CRITERION_CHOICES], value=None, label=f"criterion {k + 1}",
+                                          visible=False, elem_id=elem_id, elem_classes="rat-crit", min_width=240)
+                                 for k, elem_id in enumerate(CRITERION_IDS)]
             with gr.Row(elem_id="rat-votebar"):
                 # (on and off by the page's mode: MODES, ARENA_JS)
                 self.buttons = {c: gr.Button(button_label(label, CHOICE_KEYS[c]), elem_id=elem_id, min_width=80)
@@ -346,7 +508,7 @@ class ArenaTab:
 
     def wire(self) -> None:
         view = [self.state, self.task, self.out_a, self.out_b, self.reveal, self.comment, self.flag, self.progress,
-                self.mode]
+                self.mode, *self.criteria, self.sentences]
         # (postprocess off: the values go out as the handlers make them, without Gradio's per-output
         # pass in a worker thread; Markdown's would only dedent them)
         private = {"api_visibility": "private", "queue": True, "concurrency_limit": None, "postprocess": False}
@@ -365,17 +527,31 @@ class ArenaTab:
         self.undo_btn.click(self.undo, inputs=self.state, outputs=view, **direct).then(**shown)
         voted = [self.reveal, self.mode, self.progress, self.rules, self.state]
         for choice, button in self.buttons.items():
-            button.click(self.voter(choice), inputs=[self.state, self.comment, self.flag], outputs=voted,
-                         **direct).then(**moded)
+            button.click(self.voter(choice), inputs=[self.state, self.comment, self.flag, self.sentences,
+                                                     *self.criteria], outputs=voted, **direct).then(**moded)
 
     def voter(self, choice: str):
         """The click handler of one vote button (a function, not a partial: Gradio hands a
-        ``gr.Request`` only to parameters it can see annotated)."""
+        ``gr.Request`` only to parameters it can see annotated, before any ``*args``): its inputs
+        are the state, comment, flag, flagged sentences and each criterion row (``VOTE_EXTRAS``:
+        what a page with neither sends after the first three)."""
 
-        def on_vote(state: dict | None, comment: str, flag: str, request: gr.Request) -> dict:
-            return self.vote(choice, state, comment, flag, request)
+        def on_vote(request: gr.Request, state: dict | None, comment: str, flag: str, sentences: str = "",
+                    *picks: str | None) -> dict:
+            return self.vote(choice, state, comment, flag, request, list(picks), sentences)
 
         return on_vote
+
+
+def sentence_flags(sent: str | None) -> list[tuple[str, str, str]]:
+    """The page's flagged sentences (a JSON list of {side, sentence, kind}; "" for none) as
+    ``Arena.vote`` takes them. Raises ArenaError for what the page's script never writes."""
+    if not (sent or "").strip():
+        return []
+    try:
+        return [(str(f["side"]), str(f["sentence"]), str(f["kind"])) for f in json.loads(sent)]
+    except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        raise ArenaError("Cannot record the vote: the flagged sentences could not be read; flag them again.") from exc
 
 
 def _one_fewer(left: int | None) -> int | None:

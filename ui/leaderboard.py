@@ -1,6 +1,7 @@
 """The Leaderboard tab: TrueSkill and Bradley–Terry ratings of the methods from people's votes or
 the LLM judge's (kept apart), the win-rate and battle-count matrices, the agreement between the
-judge and people, and a button that runs the LLM judge."""
+judge and people, a rating per criterion where votes answered criteria (a campaign's, issue 40),
+and a button that runs the LLM judge."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from ui.render_arena import (
     CAMPAIGN_HEADERS,
     CAMPAIGN_HOW,
     CAMPAIGN_WIDTHS,
+    CRITERION_HEADERS,
+    CRITERION_STYLE_HEADERS,
     HEADERS,
     STYLE_HEADERS,
     agreement_text,
@@ -26,6 +29,9 @@ from ui.render_arena import (
     campaign_annotator_rows,
     campaign_rows,
     campaign_text,
+    criterion_rows,
+    criterion_style_rows,
+    criterion_text,
     flags_text,
     judge_log,
     safe_markdown,
@@ -75,10 +81,13 @@ class LeaderboardTab:
         judge's votes have none: the summary says so). The service keeps the leaderboard until a
         vote arrives."""
         chosen = None if task_set in (None, ALL) else task_set
-        empty = {self.table: [], self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None}
+        empty = {self.table: [], self.ratings_plot: None, self.winrate_plot: None, self.battles_plot: None,
+                 self.criteria_note: "", self.criteria_table: gr.update(value=[], visible=False)}
         try:
             board = self.results.leaderboard(source, chosen, bootstrap=BOOTSTRAP, leave_out_flagged=bool(leave_out),
                                            campaign=campaign or None)
+            by_criterion = self.results.criterion_boards(source, chosen, bootstrap=BOOTSTRAP,
+                                                         leave_out_flagged=bool(leave_out), campaign=campaign or None)
         except ArenaError as exc:  # a set that is gone since the page loaded, the judge by campaign: say so
             return {self.summary: safe_markdown(str(exc)), **empty}
         t, rows = board.tally, board.rows
@@ -93,7 +102,8 @@ class LeaderboardTab:
                    f"{t.p_draw:.2f}. {agreed}")
         if source == "people":
             summary += flags_text(self.results.flags(), left_out=bool(leave_out))
-        shown = {self.summary: summary, self.table: table_rows(rows)}
+        shown = {self.summary: summary, self.table: table_rows(rows), self.criteria_note: criterion_text(by_criterion),
+                 self.criteria_table: gr.update(value=criterion_rows(by_criterion), visible=bool(by_criterion))}
         return {**shown, **(self.figures(board) if plots_open else {})}
 
     def figures(self, board) -> dict:
@@ -124,14 +134,19 @@ class LeaderboardTab:
         is open (``is_open``; closed: nothing is fitted, nothing changes), of one ``campaign``'s
         votes when one is chosen."""
         if not is_open:
-            return {self.style_note: gr.update(), self.style_table: gr.update()}
+            return {self.style_note: gr.update(), self.style_table: gr.update(), self.criteria_style: gr.update()}
         chosen = None if task_set in (None, ALL) else task_set
         try:
             styled = self.results.style_board(source, chosen, leave_out_flagged=bool(leave_out),
                                             campaign=campaign or None)
+            by_criterion = {c: self.results.criterion_style_board(c, source, chosen, leave_out_flagged=bool(leave_out),
+                                                                  campaign=campaign or None)
+                            for c in (self.results.criteria(campaign or None) if source == "people" else [])}
         except ArenaError as exc:
-            return {self.style_note: str(exc), self.style_table: []}
-        return {self.style_note: style_text(styled), self.style_table: style_rows(styled)}
+            return {self.style_note: str(exc), self.style_table: [],
+                    self.criteria_style: gr.update(value=[], visible=False)}
+        return {self.style_note: style_text(styled), self.style_table: style_rows(styled),
+                self.criteria_style: gr.update(value=criterion_style_rows(by_criterion), visible=bool(by_criterion))}
 
     def people(self) -> dict:
         """The annotators' table (progress against their accounts' quotas, pace, flags), read when
@@ -194,6 +209,9 @@ class LeaderboardTab:
             self.refresh = gr.Button("Refresh", scale=0)
         self.summary = gr.Markdown()
         self.table = gr.Dataframe(headers=HEADERS, interactive=False, wrap=True)
+        self.criteria_note = gr.Markdown(elem_id="rat-criteria-note")
+        self.criteria_table = gr.Dataframe(headers=CRITERION_HEADERS, interactive=False, wrap=True, visible=False,
+                                           elem_id="rat-criteria-board")
         gr.Markdown(EXPLAIN)
         self.plots_open = gr.State(False)
         with gr.Accordion("Plots: ratings, win rates, battles", open=False) as self.plots:
@@ -206,6 +224,9 @@ class LeaderboardTab:
                           open=False) as self.style_box:
             self.style_note = gr.Markdown()
             self.style_table = gr.Dataframe(headers=STYLE_HEADERS, interactive=False, wrap=True, elem_id="rat-style")
+            self.criteria_style = gr.Dataframe(headers=CRITERION_STYLE_HEADERS, interactive=False, wrap=True,
+                                               label="Style control per criterion", visible=False,
+                                               elem_id="rat-criteria-style")
         with gr.Accordion("Annotators: progress, pace and flags", open=False) as self.people_box:
             self.people_note = gr.Markdown()
             self.people_table = gr.Dataframe(headers=ANNOTATOR_HEADERS, interactive=False, wrap=True,
@@ -236,16 +257,17 @@ class LeaderboardTab:
 
     def wire(self) -> None:
         private = {"api_visibility": "private"}
-        view = [self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot]
+        view = [self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot, self.criteria_note,
+                self.criteria_table]
         filters = [self.source, self.task_set, self.leave_out]
         changed = [self.refresh.click, self.source.change, self.task_set.change, self.leave_out.change,
                    self.campaign.change]
         gr.on(changed, self.show, inputs=[*filters, self.plots_open, self.campaign], outputs=view, **private)
         self.plots.expand(lambda: True, outputs=self.plots_open, **private).then(
-            self.draw, inputs=[*filters, self.campaign], outputs=view[2:], **private)
+            self.draw, inputs=[*filters, self.campaign], outputs=view[2:5], **private)
         self.plots.collapse(lambda: False, outputs=self.plots_open, **private)
         self.refresh.click(self.choices, outputs=self._choice_outputs(), **private)
-        styled = [self.style_note, self.style_table]
+        styled = [self.style_note, self.style_table, self.criteria_style]
         self.style_box.expand(lambda: True, outputs=self.style_open, **private).then(
             self.styled, inputs=[*filters, self.style_open, self.campaign], outputs=styled, **private)
         self.style_box.collapse(lambda: False, outputs=self.style_open, **private)
@@ -270,8 +292,8 @@ class LeaderboardTab:
         private = {"api_visibility": "private"}
         opened = trigger(self.choices, inputs=None, outputs=self._choice_outputs(), **private)
         opened.then(self.show, inputs=[self.source, self.task_set, self.leave_out, self.plots_open, self.campaign],
-                    outputs=[self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot],
-                    **private)
+                    outputs=[self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot,
+                             self.criteria_note, self.criteria_table], **private)
 
 
 def build(rooms: ArenaRooms, clients: Clients | None, accounts: Accounts | None = None) -> LeaderboardTab:

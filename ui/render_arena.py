@@ -19,6 +19,12 @@ CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad
 #: The keys that cast each vote (the first is shown on its button), and those of Next and Undo.
 CHOICE_KEYS = {"a": ("1", "A"), "b": ("2", "B"), "tie": ("3", "T"), "both_bad": ("4", "X")}
 NEXT_KEYS, UNDO_KEYS = ("N", "Enter"), ("U",)
+#: A criterion's row (votes by criterion, issue 40): its choices, as each is labelled, and the keys
+#: that answer the marked row with each (``KeyboardEvent.key`` names; the first is shown as an arrow).
+CRITERION_CHOICES = ("a", "b", "tie")
+CRITERION_LABELS = {"a": "A", "b": "B", "tie": "Tie"}
+CRITERION_KEYS = {"a": ("ArrowLeft",), "b": ("ArrowRight",), "tie": ("ArrowDown",)}
+ARROWS = {"ArrowLeft": "←", "ArrowRight": "→", "ArrowDown": "↓", "ArrowUp": "↑"}
 #: What an annotator may flag about an output with their vote (``data.arena.FLAGS``), as the menu says it.
 FLAG_LABELS = {"a_broken": "A is broken", "a_empty": "A is empty", "a_off_task": "A is off-task",
                "b_broken": "B is broken", "b_empty": "B is empty", "b_off_task": "B is off-task"}
@@ -76,8 +82,8 @@ def reveal_text(reveal: Reveal) -> str:
 
 
 def button_label(label: str, keys: Sequence[str]) -> str:
-    """A button's text with its first hotkey: "A is better [1]"."""
-    return f"{label} [{keys[0]}]"
+    """A button's text with its first hotkey: "A is better [1]" (an arrow key as its arrow: "A [←]")."""
+    return f"{label} [{ARROWS.get(keys[0], keys[0])}]"
 
 
 def progress_text(progress: Progress) -> str:
@@ -181,6 +187,31 @@ def style_rows(styled: StyleBoard) -> list[list]:
     """The style-controlled ranking for a table with STYLE_HEADERS, best first."""
     return [[r.method, round(r.bt), interval(r.bt_low, r.bt_high), r.rank, round(r.bt_raw), r.rank_raw, r.battles]
             for r in styled.rows]
+
+
+CRITERION_HEADERS = ["criterion", *HEADERS]
+CRITERION_STYLE_HEADERS = ["criterion", *STYLE_HEADERS]
+
+
+def criterion_rows(boards: Sequence) -> list[list]:
+    """Each criterion's leaderboard (``Results.criterion_boards``) for one table with
+    CRITERION_HEADERS: its rows, best first, under the criterion's name."""
+    return [[b.criterion, *row] for b in boards for row in table_rows(b.rows)]
+
+
+def criterion_text(boards: Sequence) -> str:
+    """What the per-criterion table holds, in one line ("" without criteria)."""
+    if not boards:
+        return ""
+    counts = ", ".join(f"“{safe_markdown(b.criterion)}” {b.votes:,}" for b in boards)
+    return (f"**By criterion**: each criterion rated as the overall vote is (TrueSkill, Bradley–Terry), from the "
+            f"annotators' A/B/tie choice on it; votes per criterion: {counts}.")
+
+
+def criterion_style_rows(styled: dict[str, StyleBoard]) -> list[list]:
+    """Style control per criterion (criterion -> its StyleBoard) for a table with
+    CRITERION_STYLE_HEADERS."""
+    return [[criterion, *row] for criterion, board in styled.items() for row in style_rows(board)]
 
 
 def interval(low: float, high: float) -> str:

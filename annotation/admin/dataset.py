@@ -117,6 +117,10 @@ VOTE_COLUMNS = (
     Column("created", str, "when the vote was cast (ISO date-time)"),
     Column("source", str, "arena (cast here) or import (imported votes)"),
     Column("campaign", str, "the campaign it was cast in (empty: the open arena, or imported)"),
+    Column("criteria", str, "the annotator's choice on each criterion of its campaign, as a JSON object "
+                            "(criterion -> a, b or tie; they count while the vote counts); empty: none asked"),
+    Column("sentence_flags", str, "the sentences the annotator flagged with the vote, as a JSON list of {side: a or "
+                                  "b, sentence, kind: unsupported or wrong}; empty: none"),
 )
 JUDGE_COLUMNS = (
     Column("judge_vote_id", int, "the judge vote's id"),
@@ -148,6 +152,8 @@ CAMPAIGN_COLUMNS = (
     Column("changed_by", str, "who made this row"),
     Column("created", str, "from when this row's settings held (ISO date-time); a campaign's first row is when "
                            "it started"),
+    Column("criteria", str, "the criteria each vote also answered, A/B/tie each, as a JSON list (empty list: the "
+                            "overall vote only)"),
 )
 TABLES = {"votes": VOTE_COLUMNS, "outputs": OUTPUT_COLUMNS, "judge_votes": JUDGE_COLUMNS,
           "campaigns": CAMPAIGN_COLUMNS}
@@ -235,8 +241,14 @@ def export_dataset(admin: Admin, directory: str | Path, *, task_set: str | None 
 
 def _votes(admin: Admin, task_set: str | None, names: bool, salt: str, campaign: str | None) -> list[dict]:
     rows = rows_of.vote_rows(admin.store, task_set, campaign)
+    criteria = rows_of.vote_criteria_rows(admin.store, task_set, campaign)
+    flagged = rows_of.sentence_flag_rows(admin.store, task_set, campaign)
     for row in rows:
         row["counts_as"] = row["correction"] or row["winner"]
+        chosen = criteria.get(row["vote_id"])
+        row["criteria"] = json.dumps(chosen, ensure_ascii=False) if chosen else None
+        marks = flagged.get(row["vote_id"])
+        row["sentence_flags"] = json.dumps(marks, ensure_ascii=False) if marks else None
         if not names:
             row["annotator"] = pseudonym(row["annotator"], salt)
             if row["corrected_by"] is not None:
@@ -255,7 +267,8 @@ def _campaigns(admin: Admin, task_set: str | None, campaign: str | None, votes: 
         if not (c.name in named or (campaign == c.name if campaign is not None else
                                     task_set is None or c.task_set == task_set)):
             continue
-        row = {**c._asdict(), "methods": json.dumps(list(c.methods)), "voters": list(c.voters)}
+        row = {**c._asdict(), "methods": json.dumps(list(c.methods)), "voters": list(c.voters),
+               "criteria": json.dumps(list(c.criteria), ensure_ascii=False)}
         if not names:
             row["voters"] = [v if v.startswith(STUDY) else pseudonym(v, salt) for v in row["voters"]]
             row["changed_by"] = pseudonym(row["changed_by"], salt)
@@ -399,7 +412,8 @@ def _campaign_header(p: CampaignProgress | None) -> list[str]:
         return []
     c = p.campaign
     fields = {"name": c.name, "settings": c.settings(), "task_set": c.task_set, "methods": list(c.methods),
-              "style": c.style, "overlap": c.overlap, "quota": c.quota, "voters": list(c.voters), "status": c.status,
+              "style": c.style, "overlap": c.overlap, "quota": c.quota, "voters": list(c.voters),
+              "criteria": list(c.criteria), "status": c.status,
               "started": c.started, "pairs": p.pairs, "complete_pairs": p.complete, "started_pairs": p.started,
               "votes": p.votes, "votes_needed": p.needed}
     return ["campaign:", *(f"  {key}: {json.dumps(value, ensure_ascii=False)}" for key, value in fields.items())]
@@ -478,9 +492,38 @@ class _DatasetVote(VoteLine):
     and the campaign it was cast in."""
 
     campaign: Name | None = Field(None, description="a campaign's name, or empty")
+    criteria: str | None = Field(None, description='a JSON object of criterion -> a, b or tie, or empty')
+    sentence_flags: str | None = Field(None, description='a JSON list of {"side", "sentence", "kind"}, or empty')
+
+    @field_validator("sentence_flags")
+    @classmethod
+    def _sentence_flags(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        try:
+            arena.sentence_flag_rows((f["side"], f["sentence"], f["kind"]) for f in json.loads(value))
+        except (json.JSONDecodeError, TypeError, KeyError, ValueError) as exc:
+            raise ValueError('must be a JSON list of {"side": "a" or "b", "sentence": ..., "kind": "unsupported" '
+                             f'or "wrong"}}, as `dataset export` writes it: {exc}') from None
+        return value
+
+    @field_validator("criteria")
+    @classmethod
+    def _criteria(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        try:
+            arena.criterion_choices(json.loads(value))
+        except (json.JSONDecodeError, AttributeError, ValueError) as exc:
+            raise ValueError('must be a JSON object of criterion -> a, b or tie, as `dataset export` writes it '
+                             f'(e.g. {{"Readability": "tie"}}): {exc}') from None
+        return value
 
     def to_record(self, line: int) -> dict:
-        return {**super().to_record(line), "campaign": self.campaign or None}
+        return {**super().to_record(line), "campaign": self.campaign or None,
+                "criteria": json.loads(self.criteria) if self.criteria else None,
+                "sentences": [(f["side"], f["sentence"], f["kind"]) for f in json.loads(self.sentence_flags)]
+                if self.sentence_flags else None}
 
     @model_validator(mode="before")
     @classmethod
@@ -552,8 +595,9 @@ class _DatasetCampaign(BaseModel):
     status: str = Field(description="open or closed")
     changed_by: Name = Field(description=NON_EMPTY)
     created: Time = Field(description=ISO_TIME)
+    criteria: str = Field("[]", description="a JSON list of strings")
 
-    @field_validator("methods", "voters")
+    @field_validator("methods", "voters", "criteria")
     @classmethod
     def _names(cls, value: str) -> str:
         try:
@@ -581,7 +625,7 @@ class _DatasetCampaign(BaseModel):
     def to_record(self, line: int) -> dict:
         """The record ``data.campaigns.import_rows`` takes."""
         return {**self.model_dump(), "methods": json.loads(self.methods), "voters": json.loads(self.voters),
-                "line": line}
+                "criteria": json.loads(self.criteria), "line": line}
 
 
 @dataclass(frozen=True)

@@ -204,6 +204,9 @@ class MethodFact:
     effective_per_task: float | None = None
     judged_per_task: float | None = None
     missing_urls: list[str] = field(default_factory=list)
+    # people's sentence flags on this method's side of a pair (votes that count; issue 40, item 5)
+    flagged_unsupported: int = 0
+    flagged_wrong: int = 0
 
     def as_json(self) -> dict:
         return asdict(self)
@@ -355,20 +358,25 @@ async def evaluate(store, authoring, new_llm: Callable[[], object], *, methods: 
         if row.imported and row.missing:
             notes.append(f"{row.method}: {row.missing} of {row.pairs} pair(s) cite a URL with no stored page "
                          f"(imported outputs bring URLs, not pages); only the others were scored.")
+    for flag in arena.sentence_flags(store):  # beside FACT's figure: what people flagged in the arena
+        if flag.method in rows:
+            setattr(rows[flag.method], f"flagged_{flag.kind}", getattr(rows[flag.method], f"flagged_{flag.kind}") + 1)
     return FactReport([rows[m] for m in names], notes)
 
 
 def format_report(report: FactReport) -> str:
     head = (f"{'method':<20} {'tasks':>5} {'pairs':>6} {'missing':>7} {'judged':>6} {'suppd':>6} {'accuracy':>8} "
-            f"{'effective/task':>14} {'unknown':>7} {'unread':>6} {'failed':>6}")
+            f"{'effective/task':>14} {'unknown':>7} {'unread':>6} {'failed':>6} {'people: unsupp/wrong':>20}")
     lines = [head]
     for r in report.methods:
         acc = f"{r.accuracy:.3f}" if r.accuracy is not None else "-"
         eff = f"{r.effective_per_task:.2f}" if r.effective_per_task is not None else "-"
         lines.append(f"{r.method[:20]:<20} {r.tasks:5d} {r.pairs:6d} {r.missing:7d} {r.judged:6d} {r.supported:6d} "
-                     f"{acc:>8} {eff:>14} {r.unknown:7d} {r.unreadable:6d} {r.failed:6d}")
+                     f"{acc:>8} {eff:>14} {r.unknown:7d} {r.unreadable:6d} {r.failed:6d} "
+                     f"{f'{r.flagged_unsupported}/{r.flagged_wrong}':>20}")
     lines.append(f"\naccuracy = supported / judged (supported + unsupported); effective/task = supported pairs "
                  f"per task with pairs; missing = cited page not stored (not judged); the judge saw at most "
-                 f"{MAX_REFERENCE_CHARS:,} characters of each page, the cited passage first.")
+                 f"{MAX_REFERENCE_CHARS:,} characters of each page, the cited passage first; people: sentences "
+                 "annotators flagged as unsupported / wrong in the arena (votes that count).")
     lines += report.notes
     return "\n".join(lines)

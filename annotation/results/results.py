@@ -10,6 +10,11 @@ are the arena's live ones (``annotation.results.board.Boards``), kept up to date
 ``flags`` points out voters whose votes look like no reading happened (too fast, or always the
 same side), that go against the other annotators' (``annotation.results.outliers``), or that miss
 the gold pairs; ``leaderboard(leave_out_flagged=True)`` rates without them.
+
+Votes by criterion (issue 40): a campaign's votes may carry one A/B/tie choice per criterion
+(``annotation.campaigns``); each criterion is rated by the same code as the overall vote, fed
+that criterion's choices (``criterion_board``, ``criterion_style_board``), over the votes that
+count (an undone vote takes its criterion choices with it).
 """
 
 from __future__ import annotations
@@ -80,6 +85,7 @@ class Leaderboard:
     tally: ratings.Tally
     rows: list[ratings.Row]
     campaign: str | None = None
+    criterion: str | None = None  # the criterion whose choices it rates (None: the overall vote)
 
     @property
     def votes(self) -> int:
@@ -197,9 +203,12 @@ class Results:
                           lambda: self._style_board(source, task_set, leave_out_flagged, campaign))
 
     def _style_board(self, source: str, task_set: str | None, leave_out_flagged: bool,
-                     campaign: str | None = None) -> style_control.StyleBoard:
+                     campaign: str | None = None, criterion: str | None = None) -> style_control.StyleBoard:
         flagged = self.flags() if leave_out_flagged and source == "people" else {}
-        votes = arena.vote_rows(self.store, source, task_set, leave_out=flagged, campaign=campaign)
+        if criterion is None:
+            votes = arena.vote_rows(self.store, source, task_set, leave_out=flagged, campaign=campaign)
+        else:
+            votes = arena.criterion_vote_rows(self.store, criterion, task_set, leave_out=flagged, campaign=campaign)
         shown = arena.vote_outputs(self.store, source)
         kept = [v for v in votes if v.id in shown]
         # each vote's style measured on the texts as its annotator saw them: its campaign's style
@@ -212,6 +221,58 @@ class Results:
             found = cache.table(ids, lambda missing: arena.output_texts(self.store, missing))
             table[[2 * k for k in rows]], table[[2 * k + 1 for k in rows]] = found[0::2], found[1::2]
         return style_control.board(kept, table[0::2], table[1::2], left_out=len(votes) - len(kept))
+
+    # -- votes by criterion ---------------------------------------------------------------------
+    def criteria(self, campaign: str | None = None) -> list[str]:
+        """The criteria that have a leaderboard: ``campaign``'s own (in its order) and any other its
+        votes answered (it asked others before a change); without a campaign, every criterion
+        people's votes answered. Raises ArenaError for an unknown campaign, StoreError."""
+        asked = list(self.campaigns.get(campaign).criteria) if campaign is not None else []
+        return list(dict.fromkeys([*asked, *arena.criteria_answered(self.store, campaign)]))
+
+    def criterion_board(self, criterion: str, source: str = "people", task_set: str | None = None, *,
+                        bootstrap: int = 100, seed: int = 0, leave_out_flagged: bool = False,
+                        campaign: str | None = None) -> Leaderboard:
+        """``leaderboard`` of the choices people made on ``criterion`` (each vote's A/B/tie on it,
+        rated as votes are), kept until a vote arrives. Raises ArenaError for the judge's votes
+        (they answer no criterion), an unknown task set or campaign, StoreError."""
+        self._check_criterion(source, task_set, campaign)
+        return self._keep(("criterion", criterion, task_set, bootstrap, seed, leave_out_flagged, campaign),
+                          lambda: self._criterion_board(criterion, task_set, bootstrap, seed, leave_out_flagged,
+                                                        campaign))
+
+    def _criterion_board(self, criterion: str, task_set: str | None, bootstrap: int, seed: int,
+                         leave_out_flagged: bool, campaign: str | None) -> Leaderboard:
+        flagged = self.flags() if leave_out_flagged else {}
+        t = ratings.tally(arena.criterion_vote_rows(self.store, criterion, task_set, leave_out=flagged,
+                                                    campaign=campaign))
+        return Leaderboard("people", task_set, t, ratings.rows(t, bootstrap=bootstrap, seed=seed), campaign, criterion)
+
+    def criterion_boards(self, source: str = "people", task_set: str | None = None, *, bootstrap: int = 100,
+                         seed: int = 0, leave_out_flagged: bool = False,
+                         campaign: str | None = None) -> list[Leaderboard]:
+        """``criterion_board`` of each of ``criteria(campaign)``, in that order (empty: no criterion,
+        or the judge's votes). Raises ArenaError for an unknown task set or campaign, StoreError."""
+        if source != "people":
+            return []
+        return [self.criterion_board(c, source, task_set, bootstrap=bootstrap, seed=seed,
+                                     leave_out_flagged=leave_out_flagged, campaign=campaign)
+                for c in self.criteria(campaign)]
+
+    def criterion_style_board(self, criterion: str, source: str = "people", task_set: str | None = None, *,
+                              leave_out_flagged: bool = False,
+                              campaign: str | None = None) -> style_control.StyleBoard:
+        """``style_board`` of the choices people made on ``criterion``: style control per criterion,
+        by the same fit. Raises as ``criterion_board``."""
+        self._check_criterion(source, task_set, campaign)
+        return self._keep(("criterion-style", criterion, task_set, leave_out_flagged, campaign),
+                          lambda: self._style_board("people", task_set, leave_out_flagged, campaign, criterion))
+
+    def _check_criterion(self, source: str, task_set: str | None, campaign: str | None) -> None:
+        if source != "people":
+            raise ArenaError("The judge's votes answer no criterion: read criteria of people's votes.")
+        self.check_task_set(task_set)
+        self._check_campaign(source, campaign)
 
     def flags(self) -> dict[str, str]:
         """Annotators whose votes look unread, with why: a median under TOO_FAST_SECONDS from

@@ -14,6 +14,11 @@ votes.
 One ``Arena`` per store, safe to share between Gradio's worker threads; it holds the live tallies
 (``annotation.results.board.Boards``) that pairing and the leaderboards both read.
 
+Votes by criterion and sentence flags (issue 40): in a campaign that names criteria, a vote
+carries one A/B/tie choice per criterion (``vote`` refuses one with a criterion unanswered, naming
+it); any vote may carry sentences of either side flagged as unsupported or wrong. Both are stored
+with the vote and undone with it.
+
 Who voted: the front end names the annotator (the logged-in user with --auth, else the typed
 name with the browser session's id) and the client's address. Votes are rate-limited per
 annotator and per address (``VoteLimits``); with ``VoteLimits.per_day`` (--votes-per-day) an
@@ -26,10 +31,11 @@ import contextlib
 import itertools
 import logging
 import random
+import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -37,7 +43,7 @@ from annotation.campaigns import Campaign, Campaigns
 from annotation.errors import ArenaError, NoPairLeft
 from annotation.outputs import article_renderer
 from annotation.present import SOURCES as SOURCES_STYLE
-from annotation.present import STYLES
+from annotation.present import STYLES, present
 from annotation.results.board import Boards
 from annotation.voting import pairing
 from annotation.voting.pairing import (
@@ -59,11 +65,20 @@ log = logging.getLogger(__name__)
 SOURCES = arena.SOURCES
 CHOICES = arena.CHOICES
 FLAGS = arena.FLAGS
+CRITERION_CHOICES = arena.CRITERION_CHOICES
+SENTENCE_FLAGS = arena.SENTENCE_FLAGS
+_LETTER = re.compile(r"\w")
 MAX_COMMENT = arena.MAX_COMMENT
 VOID = arena.VOID  # a correction's choice for a vote that should not count
 
 #: An annotator may undo their last vote this many seconds after casting it (then an admin corrects it).
 UNDO_SECONDS = 30
+
+
+def _letters(text: str) -> str:
+    """``text``'s letters and digits in lower case: what a sentence marked in the page and the
+    stored text share, whatever the markup (``**``, ``#``, links) between them."""
+    return "".join(_LETTER.findall(text.casefold()))
 
 
 class VoteLimits:
@@ -122,7 +137,8 @@ class VoteLimits:
 class Shown:
     """What an annotator may see of a battle before voting: no method names; how both texts are
     to be shown (``style``: its campaign's, else the arena's ``--arena-style``), and the campaign
-    it belongs to (None: the open arena)."""
+    it belongs to (None: the open arena), with the criteria its vote also answers, A/B/tie each
+    (empty: the overall vote only)."""
 
     battle_id: int
     task: str
@@ -130,6 +146,7 @@ class Shown:
     text_b: str
     style: str = SOURCES_STYLE
     campaign: str | None = None
+    criteria: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -256,17 +273,25 @@ class Arena:
                     del mine[old]
             mine[battle_id] = (newest_vote, next(self._shown_seq))
             self._campaign_now[annotator] = battle.campaign
-        style = self.campaigns.get(battle.campaign).style if battle.campaign else self.style
-        return Shown(battle_id, battle.prompt, battle.text_a or "", battle.text_b or "", style, battle.campaign)
+        campaign = self.campaigns.get(battle.campaign) if battle.campaign else None
+        style = campaign.style if campaign else self.style
+        return Shown(battle_id, battle.prompt, battle.text_a or "", battle.text_b or "", style, battle.campaign,
+                     campaign.criteria if campaign else ())
 
     def vote(self, battle_id: int, annotator: str, choice: str, *, address: str | None = None, comment: str = "",
-             flag: str | None = None) -> Reveal:
+             flag: str | None = None, criteria: Mapping[str, str | None] | None = None,
+             sentences: Sequence[tuple[str, str, str]] | None = None) -> Reveal:
         """Store ``annotator``'s vote on a battle shown to them, with their optional ``comment``
         (at most MAX_COMMENT characters) and ``flag`` (one of FLAGS: an output broken, empty or
-        off-task), and reveal its methods; ``address`` is the client's (for the rate limit).
-        Raises ValueError for a choice not in CHOICES; ArenaError for a bad flag or comment, or
-        over the rate limit or the daily cap; StoreError when the battle is unknown, was shown to
-        someone else, or already has a vote."""
+        off-task), and its ``criteria`` (criterion -> one of CRITERION_CHOICES: every criterion
+        of the battle's campaign, none other; stored with the vote) and flagged ``sentences``
+        ((side a or b, the sentence as marked, one of SENTENCE_FLAGS) each; the sentence must be of
+        that side's text: ``_flagged``), and reveal its methods;
+        ``address`` is the client's (for the rate limit).
+        Raises ValueError for a choice not in CHOICES; ArenaError for a bad flag or comment, a
+        criterion unanswered (naming it), unknown or badly answered, or over the rate limit or
+        the daily cap; StoreError when the battle is unknown, was shown to someone else, or
+        already has a vote."""
         try:
             arena.vote_note(comment, flag)
         except ValueError as exc:
@@ -280,6 +305,8 @@ class Arena:
             raise StoreError(arena.NOT_YOURS)
         if battle.choice is not None:
             raise StoreError(arena.VOTED_ALREADY)
+        answered = self._criteria_of(battle.campaign, criteria)
+        flagged = self._flagged(battle, sentences)
         # no second tab or process passes the same quota or limit: what is checked is this
         # annotator's votes (and this address's, when it has a limit), held for the check and the vote
         with self.store.exclusive("record the vote", keys=self.limits.lock_keys(annotator, address)):
@@ -287,8 +314,48 @@ class Arena:
             self._check_quota(battle.campaign, annotator)
             self.limits.take(annotator, address, stored=self._stored_votes)
             arena.record_vote(self.store, battle_id, annotator, choice, comment=comment, flag=flag, address=address,
-                              last=True)  # (committed with the vote: one round trip)
+                              last=True, criteria=answered, sentences=flagged)  # (committed with the vote)
         return Reveal(battle_id, battle.method_a, battle.method_b, choice)
+
+    def _criteria_of(self, campaign_name: str | None, criteria: Mapping[str, str | None] | None) -> dict[str, str]:
+        """The criterion choices of a vote in campaign ``campaign_name`` (None: the open arena, which
+        asks none), in the campaign's order. Raises ArenaError naming the first criterion left
+        unanswered (the overall vote comes last), one the campaign does not ask, or a choice not in
+        CRITERION_CHOICES; StoreError."""
+        asked = self.campaigns.get(campaign_name).criteria if campaign_name else ()
+        given = {name: pick for name, pick in (criteria or {}).items() if pick}
+        unknown = [name for name in given if name not in asked]
+        if unknown:
+            where = f"campaign “{campaign_name}”" if campaign_name else "the open arena"
+            raise ArenaError(f"Cannot record the vote: {where} asks no criterion “{unknown[0]}”"
+                             + (f" (it asks {', '.join(f'“{c}”' for c in asked)})." if asked else "."))
+        missing = [name for name in asked if name not in given]
+        if missing:
+            raise ArenaError(f"Answer every criterion before the overall vote: “{missing[0]}” has no choice yet "
+                             f"(A, B or Tie in its row{f', and {len(missing) - 1} more' if len(missing) > 1 else ''}).")
+        bad = [name for name in asked if given[name] not in CRITERION_CHOICES]
+        if bad:
+            raise ArenaError(f"Cannot record the vote: the choice on “{bad[0]}” is A, B or Tie, not "
+                             f"{str(given[bad[0]])[:20]!r}.")
+        return {name: given[name] for name in asked}
+
+    def _flagged(self, battle: arena.BattleRow,
+                 sentences: Sequence[tuple[str, str, str]] | None) -> list[tuple[str, str, str]]:
+        """The flagged sentences of a vote as stored (``arena.sentence_flag_rows``), each checked to
+        be of its side's text (its letters and digits, case and markup aside, in the text as stored
+        or as shown). Raises ArenaError saying which is not."""
+        try:
+            rows = arena.sentence_flag_rows(sentences)
+        except ValueError as exc:
+            raise ArenaError(f"Cannot record the vote: {exc}.") from None
+        style = (self.campaigns.get(battle.campaign).style if battle.campaign else self.style) if rows else None
+        for side, sentence, _ in rows:
+            text = (battle.text_a if side == "a" else battle.text_b) or ""
+            needle = _letters(sentence)
+            if not needle or not any(needle in _letters(t) for t in (text, present(text, style))):
+                raise ArenaError(f"Cannot record the vote: the sentence flagged in {side.upper()} "
+                                 f"(“{sentence[:60]}”) is not in {side.upper()}'s text: flag it again.")
+        return rows
 
     def _stored_votes(self, kind: str, key: str, since: float) -> list[float]:
         """The times (epoch seconds) of the stored votes of an annotator or from an address since

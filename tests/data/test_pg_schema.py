@@ -77,6 +77,8 @@ SEED = (
     f"insert into campaigns (name, style, overlap, status, changed_by, created) "
     f"values ('c', 'plain', 1, 'open', 'adm', {T})",
     f"insert into share_links (token_hash, run_id, version, created) values ({HASH_A}, 'r1', 1, {T})",
+    f"insert into vote_criteria (vote_id, criterion, choice, created) values (1, 'Readability', 'tie', {T})",
+    f"insert into sentence_flags (vote_id, side, sentence, kind, created) values (1, 'a', 'Owls.', 'wrong', {T})",
 )
 
 
@@ -119,6 +121,8 @@ REFUSALS = [
             f"insert into versions (run_id, n, text, action, created) values ('r1', 3, 'v3', 'edit', {T})",
             "numbered 1, 2, 3"),
     *_append_only("gold_pairs", "gold pairs are append-only"),
+    *_append_only("vote_criteria", "vote criteria are append-only"),  # m024
+    *_append_only("sentence_flags", "sentence flags are append-only"),
     *_append_only("campaigns", "campaigns are append-only"),
     Refusal("accounts_never_deleted", "delete from accounts", "never deleted"),
     Refusal("accounts_never_renamed", "update accounts set name = 'bob'", "never renamed"),
@@ -133,7 +137,8 @@ REFUSALS = [
     Refusal("invites_no_reuse", "insert into invites select * from invites", "invites are never replaced"),
     Refusal("share_links_never_deleted", "delete from share_links", "share links are never deleted"),
     Refusal("share_links_revoked_once", "update share_links set version = 2", "only gets revoked, once"),
-    Refusal("share_links_no_reuse", f"insert into share_links (token_hash, run_id, created) values ({HASH_A}, 'r1', {T})",
+    Refusal("share_links_no_reuse",
+            f"insert into share_links (token_hash, run_id, created) values ({HASH_A}, 'r1', {T})",
             "share links are never replaced"),
 ]
 
@@ -163,6 +168,12 @@ CHECKS = [
     f"values ('d', '{{}}', 'plain', 1, 'open', 'a', {T})",
     f"insert into outputs (task_id, method, text, digest, source, created, version) "
     f"values (1, 'x', 't', 'd9', 'import', {T}, 0)",
+    f"insert into campaigns (name, style, overlap, status, changed_by, created, criteria) "
+    f"values ('d', 'plain', 1, 'open', 'a', {T}, '\"Readability\"')",  # m024: a JSON list, not a string
+    f"insert into vote_criteria (vote_id, criterion, choice, created) values (1, 'Insight', 'both_bad', {T})",
+    f"insert into vote_criteria (vote_id, criterion, choice, created) values (1, ' ', 'a', {T})",
+    f"insert into sentence_flags (vote_id, side, sentence, kind, created) values (1, 'c', 'Owls.', 'wrong', {T})",
+    f"insert into sentence_flags (vote_id, side, sentence, kind, created) values (1, 'a', 'Owls.', 'odd', {T})",
 ]
 
 #: Writes the append-only tables allow: each must go through on both.

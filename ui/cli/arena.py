@@ -87,6 +87,10 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
                    help="only the people's votes cast in this campaign (`campaign list` names them; with --json: "
                         "an object with rows and campaign)")
     p.set_defaults(func=cmd_leaderboard)
+    p.epilog = ("People's votes that answered criteria (a campaign's --criteria) get a leaderboard per criterion "
+                "below the overall one (with --style, style control per criterion too); with --json, an object "
+                "with rows and criteria (a list: criterion, votes, rows, and with --style its style_controlled and "
+                "style).")
 
     p = subparsers.add_parser("judge", parents=parents, help="let the LLM judge compare the methods' outputs")
     p.add_argument("--methods", help="only pairs of these methods, comma separated (default: all)")
@@ -198,9 +202,18 @@ def cmd_leaderboard(args, app) -> int:
                                 leave_out_flagged=args.leave_out_flagged, campaign=args.campaign)
     styled = (service.style_board(args.source, args.task_set, leave_out_flagged=args.leave_out_flagged,
                                   campaign=args.campaign) if args.style else None)
+    by_criterion = service.criterion_boards(args.source, args.task_set, bootstrap=args.bootstrap, seed=args.seed,
+                                            leave_out_flagged=args.leave_out_flagged, campaign=args.campaign)
+    styled_by = {b.criterion: service.criterion_style_board(b.criterion, args.source, args.task_set,
+                                                            leave_out_flagged=args.leave_out_flagged,
+                                                            campaign=args.campaign)
+                 for b in by_criterion} if args.style else {}
     if args.json:
         rows = [asdict(r) for r in board.rows]
+        criteria = [{"criterion": b.criterion, "votes": b.votes, "rows": [asdict(r) for r in b.rows],
+                     **(styled_by[b.criterion].as_json() if b.criterion in styled_by else {})} for b in by_criterion]
         extra = {**({"campaign": args.campaign} if args.campaign else {}), **(styled.as_json() if styled else {}),
+                 **({"criteria": criteria} if criteria else {}),
                  **({"agreement_people": people_agreement(service.store, args.task_set, args.campaign).as_json()}
                     if args.agreement else {}),
                  **({"agreement_judge": service.agreement(args.task_set).as_json()}
@@ -212,6 +225,10 @@ def cmd_leaderboard(args, app) -> int:
     print(format_table(board))
     if styled is not None:
         print(format_style(styled))
+    for b in by_criterion:
+        print(f"\nCriterion “{b.criterion}”: " + format_table(b))
+        if b.criterion in styled_by:
+            print(format_style(styled_by[b.criterion]))
     shared = service.agreement(args.task_set)
     if shared.compared and not args.campaign:  # the judge's votes belong to no campaign
         print(f"Judge and people agree on {shared.agreed} of {shared.compared} people's votes ({shared.rate:.0%}).")

@@ -11,13 +11,14 @@ import json
 import sys
 from collections.abc import Sequence
 
-from annotation.campaigns import STUDY, Campaign, CampaignProgress
+from annotation.campaigns import BENCH_CRITERIA, STUDY, Campaign, CampaignProgress
 from annotation.errors import ArenaError
 from annotation.present import PLAIN, STYLES
 from ui.runs_table import when
 
 #: The settings ``campaign set`` may change, in the order a change is told.
-SETTINGS = ("task_set", "methods", "style", "overlap", "quota", "voters", "status")
+SETTINGS = ("task_set", "methods", "style", "overlap", "quota", "voters", "criteria", "status")
+BENCH = "bench"  # --criteria's value (and its default) for DeepResearch Bench's four criteria
 
 
 def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -42,6 +43,7 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
     p.add_argument("--all-methods", action="store_true", help="every method instead of those named")
     p.add_argument("--no-quota", action="store_true", help="no quota: annotators vote as long as pairs are left")
     p.add_argument("--anyone", action="store_true", help="anyone who can open the arena may vote")
+    p.add_argument("--no-criteria", action="store_true", help="the overall vote only: no criterion asked")
     p.set_defaults(func=cmd_set)
 
     for action, about, func in (("close", "no new pairs from it (its votes, progress and leaderboard stay)",
@@ -78,7 +80,17 @@ def _settings_flags(p: argparse.ArgumentParser, *, style: str | None, overlap: i
     p.add_argument("--voters", metavar="A,B,...",
                    help=f"who may vote, comma separated: account names, or {STUDY}NAME for every account of an "
                         "invite study (default: anyone)")
+    p.add_argument("--criteria", nargs="?", const=BENCH, metavar="A,B,...",
+                   help="besides the overall vote, one A/B/tie choice per criterion, comma separated; alone (or "
+                        f"'{BENCH}'): DeepResearch Bench's four, {', '.join(BENCH_CRITERIA)} (default: none)")
     p.add_argument("--by", default="admin", metavar="NAME", help="who makes the change (default admin)")
+
+
+def criteria_of(text: str | None) -> list[str] | None:
+    """``--criteria``'s names: the bench's four for 'bench' (or the flag alone); None: not given."""
+    if text is None:
+        return None
+    return list(BENCH_CRITERIA) if text.strip().lower() == BENCH else split(text)
 
 
 def split(text: str | None) -> list[str]:
@@ -88,7 +100,8 @@ def split(text: str | None) -> list[str]:
 
 def cmd_create(args, app) -> int:
     c = app.arena.campaigns.create(args.name, task_set=args.task_set, methods=split(args.methods), style=args.style,
-                                   overlap=args.overlap, quota=args.quota, voters=split(args.voters), by=args.by)
+                                   overlap=args.overlap, quota=args.quota, voters=split(args.voters), by=args.by,
+                                   criteria=criteria_of(args.criteria) or ())
     print(f"Created campaign {c.name!r} (open): {c.settings()}.")
     print(who_line(c))
     _warn_shortfall(app, c.name)
@@ -106,7 +119,7 @@ def cmd_set(args, app) -> int:
     changes = given_changes(args)
     if not changes:
         raise ArenaError("Nothing to change: give a setting (--task-set, --all-task-sets, --methods, --all-methods, "
-                         "--style, --overlap, --quota, --no-quota, --voters or --anyone).")
+                         "--style, --overlap, --quota, --no-quota, --voters, --anyone, --criteria or --no-criteria).")
     old = app.arena.campaigns.get(args.name)
     new = app.arena.campaigns.change(args.name, by=args.by, **changes)
     print(f"Changed campaign {new.name!r}: {difference(old, new)}.")
@@ -122,7 +135,8 @@ def given_changes(args) -> dict:
     pairs = (("task_set", "--task-set", args.task_set, "--all-task-sets", args.all_task_sets, None),
              ("methods", "--methods", _names(args.methods), "--all-methods", args.all_methods, ()),
              ("quota", "--quota", args.quota, "--no-quota", args.no_quota, None),
-             ("voters", "--voters", _names(args.voters), "--anyone", args.anyone, ()))
+             ("voters", "--voters", _names(args.voters), "--anyone", args.anyone, ()),
+             ("criteria", "--criteria", criteria_of(args.criteria), "--no-criteria", args.no_criteria, ()))
     changes: dict = {}
     for setting, flag, value, opposite, cleared, none in pairs:
         if value is not None and cleared:
@@ -232,7 +246,8 @@ def difference(old: Campaign | None, new: Campaign) -> str:
 def _value(setting: str, value: object) -> str:
     """A setting's value in words ("every method", "anyone", "none")."""
     if isinstance(value, tuple):
-        return ", ".join(value) if value else {"methods": "every method", "voters": "anyone"}[setting]
+        return ", ".join(value) if value else {"methods": "every method", "voters": "anyone",
+                                               "criteria": "none"}[setting]
     if value is None:
         return "every task set" if setting == "task_set" else "none"
     return str(value)
