@@ -371,7 +371,10 @@ def test_a_refused_revision_is_shown_and_can_be_taken_by_hand(open_page, llm):
     card = writer.locator("#rat-step-2")
     expect(card.locator(".rat-badge")).to_have_text("revision refused")
     expect(card).to_contain_text("The model's revision of step 2 was not used: it talks about the task")
-    card.locator("> summary").click()  # a finished step's card is folded to its header line
+    # the settled panel (the article under the cards) draws the cards again, folded: open one after it
+    expect(article_box(writer)).to_be_visible(timeout=TIMEOUT)
+    # a finished step's card is folded to its header line: its title opens it (the middle holds its buttons)
+    card.locator("> summary").click(position={"x": 24, "y": 12})
     card.get_by_text(re.compile(r"^The refused revision")).click()
     expect(card.locator("pre.rat-rejected")).to_have_text(talk)
     article = article_box(writer)
@@ -469,7 +472,8 @@ def test_a_reasoning_models_thinking_is_shown_folded_under_its_step_and_never_in
     progress = writer.locator(".rat-progress")
     expect(progress).to_contain_text("Done: 2 steps revised.", timeout=TIMEOUT)
     card = writer.locator("#rat-step-1")
-    card.locator("> summary").click()  # a finished step's card is folded to its header line
+    # a finished step's card is folded to its header line: its title opens it (the middle holds its buttons)
+    card.locator("> summary").click(position={"x": 24, "y": 12})
     folded = card.locator("details.rat-thinking").first
     expect(folded.locator("summary")).to_contain_text(re.compile(r"Thinking \((query|revise)"))
     expect(folded.locator(".rat-thinking-text")).to_be_hidden()
