@@ -471,6 +471,8 @@ def test_a_reasoning_models_thinking_is_shown_folded_under_its_step_and_never_in
     start(writer, "Describe how Python 3 changed text and bytes.")
     progress = writer.locator(".rat-progress")
     expect(progress).to_contain_text("Done: 2 steps revised.", timeout=TIMEOUT)
+    # the settled panel (its saved line) draws the cards again, folded: open one after it
+    expect(writer.locator(".rat-saved").last).to_contain_text("The model's text", timeout=TIMEOUT)
     card = writer.locator("#rat-step-1")
     # a finished step's card is folded to its header line: its title opens it (the middle holds its buttons)
     card.locator("> summary").click(position={"x": 24, "y": 12})
