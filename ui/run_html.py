@@ -226,10 +226,10 @@ def revision_html(rev: StepRevised, *, undone: bool = False, taken: bool = False
     the numbers the article on screen gives the same pages, so a card's [4] is the article's [4]
     (a label the article does not cite is left out); None: as the model wrote them."""
     if rev.skipped:
-        return f"<div class='rat-skipped'>Kept as drafted: {esc(rev.skipped)}</div>"
+        return f"<div class='rat-skipped'>Kept as drafted: {esc(for_browser(rev.skipped))}</div>"
     if rev.guarded:
         used = " — taken by hand in the article below" if taken else ""
-        return (f"<div class='rat-skipped'>Kept as it stood: the model's revision {esc(rev.guarded)}{used}.</div>"
+        return (f"<div class='rat-skipped'>Kept as it stood: the model's revision {esc(for_browser(rev.guarded))}{used}.</div>"
                 f"<details class='rat-more rat-refused'><summary>The refused revision ({len(rev.rejected):,} "
                 f"characters)</summary><pre class='rat-rejected'>{esc(rev.rejected) or '(empty)'}</pre></details>")
     before, after = rev.before, rev.after

@@ -637,3 +637,14 @@ def test_the_progress_line_counts_the_version_on_screen_not_the_models_text():
                    Piece("Another sentence of words", ".", sentence=True)))
     line = run_html.progress_text(view, "done", shown, ("step 2: its revision was undone by the author",))
     assert "0 of 2 sentences cited" in line and "step 2: its revision was undone by the author" in line
+
+
+def test_why_a_revision_was_refused_or_skipped_names_the_writer_s_controls_not_flags():
+    """A refused revision's reason came from core with the command line's flag in it ("raise
+    --max-tokens"); a browser user has the Run settings, so the card names the control."""
+    cut = StepRevised(i=1, before="b", after="b", guarded="was cut short at the token limit, so its end is "
+                      "missing (raise --max-tokens)", rejected="half a")
+    skipped = StepRevised(i=1, before="b", after="b", skipped="see --min-keep")
+    shown = run_html.revision_html(cut) + run_html.revision_html(skipped)
+    assert "--" not in shown.replace("<!--", "")
+    assert "raise Max tokens (Run settings)" in shown and "Min keep" in shown
