@@ -75,13 +75,16 @@ class HistoryTab:
         panel = self.panel
         gr.on(None, self.rows, inputs=None, outputs=[self.table, self.empty], **PRIVATE)
         self.refresh_btn.click(self.rows, None, [self.table, self.empty], **PRIVATE)
-        self.table.select(self.on_select, None, [self.run_id, *panel.outputs()], **STREAM)
-        gr.on([self.open_btn.click, self.run_id.submit], self.on_open, self.run_id, panel.outputs(), **STREAM)
+        panel.settles(self.table.select(self.on_select, None, [self.run_id, *panel.outputs()], **STREAM))
+        panel.settles(gr.on([self.open_btn.click, self.run_id.submit], self.on_open, self.run_id, panel.outputs(),
+                            **STREAM))
         shown = [*panel.outputs(), *self.controls()]
         replay = self.replay_btn.click(self.on_replay, [self.run_id, self.speed], shown, **REPLAY)
         play = self.play_btn.click(self.on_play, [self.run_id, self.replaying, self.position, self.speed], shown,
                                    **REPLAY)
         playing = [replay, play]
+        for played in playing:  # played to its end: the whole run, with its article
+            panel.settles(played, inputs=self.replaying, outputs=shown, fn=self.played)
         at = [self.replaying, self.position]
         # each cancels the replay playing now (its own listener, bound first: see stop_running)
         moves = ((self.pause_btn.click, self.frame_at), (self.position.input, self.seek),
@@ -166,9 +169,16 @@ class HistoryTab:
         schedule = runview.replay_schedule(events[start:], stamps[start:], speed=float(speed or 1), max_gap=MAX_GAP)
         view = runview.fold(events[:start])
         view.replayed = True
+        yield self.control_values(run_id, start, len(events), playing=True)
         async for update in self.panel.follow(timed(schedule), view, live=False):
-            yield {**update, **self.control_values(run_id, len(view.events), len(events), playing=True)}
-        yield self.control_values(run_id, len(view.events), len(events), playing=False)
+            yield {**update, self.position: gr.Slider(value=len(view.events))}
+
+    def played(self, run_id: str) -> dict:
+        """A replay played to its end (``RunPanel.settles``): the run as stored, its article shown,
+        the position at the end."""
+        total = len(self.store.events(run_id))
+        return {**self.panel.settle(self.view_of(run_id)),
+                **self.control_values(run_id, total, total, playing=False)}
 
     def frame_at(self, run_id: str, position: float) -> dict:
         """The replayed run as it stood after its first ``position`` events, shown at once

@@ -49,6 +49,7 @@ STOP_WAIT = 3.0  # seconds Stop waits for the cancelled run to record its status
 PRIVATE = {"api_visibility": "private"}
 # following a run: not limited by the queue (core.live.LiveRuns bounds the runs themselves)
 STREAM = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": None}
+SETTLE = {**PRIVATE, "show_progress": "hidden"}  # the settled panel after a stream (RunPanel.settles)
 OPEN_LATEST = 8  # runs going on or stopped that the Writer offers to open
 
 DRAFT_HELP = ("One step per paragraph: separate steps with a blank line. Edit, reorder, delete or add "
@@ -251,6 +252,7 @@ class RunPanel:
         checked = self.continue_btn.click(self.check_continue, [self.state, self.editor], None, **PRIVATE)
         budget = [self.budget] if self.budget is not None else []
         cont = checked.success(self.on_continue, [self.state, self.editor, *budget], self.outputs(), **STREAM)
+        self.settles(cont)
         a = self.text
         for box in (a.undo, a.take):  # the article and the step cards
             box.input(self.on_undo, [self.state, a.undo, a.take], [self.progress, self.steps, *a.parts()], **PRIVATE)
@@ -258,8 +260,9 @@ class RunPanel:
         a.restore_btn.click(self.on_restore, [self.state, a.version_pick], self.outputs(), **PRIVATE)
         a.wire(self.state)
         # "multiple": an action asked while another runs is sent, and waits on the server for its turn
-        self.act_go.click(self.on_step_action, [self.state, self.act_cmd, a.undo, a.take], self.outputs(),
-                          trigger_mode="multiple", **STREAM)
+        acted = self.act_go.click(self.on_step_action, [self.state, self.act_cmd, a.undo, a.take], self.outputs(),
+                                  trigger_mode="multiple", **STREAM)
+        self.settles(acted)
         return cont
 
     # -- rendering --------------------------------------------------------------------------------
@@ -348,7 +351,25 @@ class RunPanel:
                         dirty, last = set(), now
         except RatStudioError as exc:
             raise gr.Error(for_browser(str(exc))) from exc
-        yield self.settle(view)
+        if dirty:
+            yield self.render(view, dirty)
+
+    def settles(self, stream, *, inputs=None, outputs=None, fn=None):
+        """After ``stream`` (an event that follows a run) ends, the settled panel, as an event of
+        its own (``on_settled``, or ``fn``). A stream's last update must hold nothing a person
+        edits: when a stream ends, Gradio sends its last update again, whole, and under load that
+        came after the author had acted (a typed edit, a ticked box) and put the old value back.
+        So the streams here yield the run's frames and the view, and the values an author edits
+        (the article, the boxes, the draft) come from this event, which only starts once the
+        stream's end has reached the page."""
+        return stream.success(fn or self.on_settled, inputs if inputs is not None else self.state,
+                              outputs if outputs is not None else self.outputs(), **SETTLE)
+
+    def on_settled(self, view: RunView | None) -> dict:
+        """The settled panel of the run a stream followed (nothing for a page with no run)."""
+        if view is None or not view.run_id:
+            return {self.state: gr.skip()}
+        return self.settle(view)
 
     # -- handlers ---------------------------------------------------------------------------------
     async def check_continue(self, view: RunView | None, text: str) -> None:
@@ -384,8 +405,8 @@ class RunPanel:
         if self.live.is_live(run_id):
             async for update in self.follow(self.live.follow(run_id, timed=True), RunView()):
                 yield update
-        else:
-            yield self.settle(view or runview.fold(self.store.events(run_id)))
+        else:  # shown whole by the settling event after the stream (``settles``)
+            yield {self.state: view or runview.fold(self.store.events(run_id))}
 
     async def on_stop(self, view: RunView | None) -> dict:
         """Stop the run (it goes on on the server until then, whoever follows it), then show it
@@ -445,10 +466,11 @@ class RunPanel:
         streamed (the run so far is shown as it stands, not replayed), and its text saved."""
         if view.final is None:  # asked while the action before ran: the run as that one left it
             view = runview.fold(self.store.events(view.run_id))
-        if cmd.action in step_actions.EDITS:
+        if cmd.action in step_actions.EDITS:  # the version is made here, and shown by the settling event
             chosen = {"undo": set(undone or []), "take": set(taken or [])}
             chosen[cmd.action] ^= {cmd.i}
-            yield await self.on_undo(view, sorted(chosen["undo"]), sorted(chosen["take"]))
+            await self.on_undo(view, sorted(chosen["undo"]), sorted(chosen["take"]))
+            yield {self.state: view}
             return
         redo = METHODS[view.method].redo if view.method in METHODS else None
         if redo is None:
@@ -477,8 +499,6 @@ class RunPanel:
                 self._redos.add(task)
                 task.add_done_callback(self._redos.discard)
                 await asyncio.shield(task)  # (the next action on the run waits for this save)
-        if saved:
-            yield self.settle(redone)
 
     def _save_redo(self, run_id: str, action: str) -> bool:
         """Save a finished redo's text as a version (``action``); False when the run did not end
@@ -586,6 +606,7 @@ class WriterTab:
                 self.model = gr.HTML(model_html(s), js_on_load=None)
                 # the run this browser last started or opened: shown again after a reload
                 self.last_run = gr.BrowserState("", storage_key="rat-studio-last-run", secret="rat-studio")
+                self.inputs_due = gr.State("")  # a stored run just opened: its Run inputs, set as it settles
                 with gr.Row(equal_height=True, visible=False) as self.others:
                     self.other_runs = gr.Dropdown([], label="Runs going on or stopped", scale=3,
                                                   elem_classes="rat-other-runs")
@@ -597,13 +618,14 @@ class WriterTab:
     def wire(self) -> None:
         panel = self.panel
         gr.on(None, self.on_load, inputs=None, outputs=[self.model, *self.run_settings.models.values()], **PRIVATE)
-        reopened = gr.on(None, self.on_reload, inputs=self.last_run, outputs=[*self.run_inputs(), *panel.outputs()],
-                         **STREAM)
+        opened_outputs = [*self.run_inputs(), *panel.outputs(), self.inputs_due]
+        reopened = gr.on(None, self.on_reload, inputs=self.last_run, outputs=opened_outputs, **STREAM)
+        panel.settles(reopened, inputs=[panel.state, self.inputs_due], outputs=opened_outputs, fn=self.on_opened)
         listed = [self.others, self.other_runs]
         gr.on([self.other_runs.focus], self.other_choices, None, listed, **PRIVATE)
         gr.on(None, self.other_choices, None, listed, **PRIVATE)
-        opened = self.open_btn.click(self.on_open, self.other_runs, [self.last_run, *self.run_inputs(),
-                                                                    *panel.outputs()], **STREAM)
+        opened = self.open_btn.click(self.on_open, self.other_runs, [self.last_run, *opened_outputs], **STREAM)
+        panel.settles(opened, inputs=[panel.state, self.inputs_due], outputs=opened_outputs, fn=self.on_opened)
 
         self.method.change(method_info, self.method, self.method_info, **PRIVATE)
         self.run_settings.wire(self.method)
@@ -611,6 +633,7 @@ class WriterTab:
         checked = self.run_btn.click(self.check_run, [self.task, self.method, *chosen], None, **PRIVATE)
         run = checked.success(self.on_run, [self.task, self.method, self.search, self.draft_only, *chosen],
                               [self.last_run, *panel.outputs()], **STREAM)
+        panel.settles(run)
         cont = panel.wire()
         stop_running(self.stop_btn, panel, [run, cont])
         for followed in (reopened, opened, run, cont):  # a run followed to its end is no longer "going on"
@@ -654,18 +677,29 @@ class WriterTab:
         if not known:  # nothing to show: leave the panel as it is (yielding nothing would blank it, and
             yield {self.panel.state: gr.skip()}  # an empty dict is read as one value, not as no update)
             return
-        first = True
-        async for update in self.panel.open(last_run):
-            yield {**self.run_as_it_ran(last_run), **update} if first else update
-            first = False
+        async for update in self.opening(last_run):
+            yield update
 
     async def on_open(self, run_id: str):
         if not run_id:
             raise gr.Error("Pick a run in the list first.")
-        first = True
+        async for update in self.opening(run_id):
+            yield {self.last_run: run_id, **update}
+
+    async def opening(self, run_id: str):
+        """``RunPanel.open`` with the Run inputs set as the run ran: at once for a run going on
+        (followed live), else by the settling event after the stream (``on_opened``), as the
+        values a person edits never end a stream (``RunPanel.settles``)."""
+        live, first = self.live.is_live(run_id), True
         async for update in self.panel.open(run_id):
-            yield {self.last_run: run_id, **(self.run_as_it_ran(run_id) if first else {}), **update}
+            if first:
+                update = {**(self.run_as_it_ran(run_id) if live else {self.inputs_due: run_id}), **update}
+            yield update
             first = False
+
+    def on_opened(self, view: RunView | None, due: str) -> dict:
+        """The settled panel after an open or a reload, with the Run inputs of a stored run."""
+        return {**self.panel.on_settled(view), **(self.run_as_it_ran(due) if due else {}), self.inputs_due: ""}
 
     def run_inputs(self) -> list:
         """What Run reads: the task, method, search and the Run settings."""

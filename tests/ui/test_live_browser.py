@@ -175,6 +175,41 @@ def test_an_edit_typed_just_before_a_reload_is_shown_after_it(open_page, llm, ap
     assert saved.action == "edit"
 
 
+def test_a_streams_end_reaching_the_page_late_puts_back_nothing_the_author_did(open_page, llm, app, monkeypatch):
+    """When a stream ends, Gradio sends its last update again, whole. Under load that came after
+    the author had acted on the finished run: the panel settled in the stream's last update, so
+    its late copy unticked an undo box and put the model's text back over a typed edit (CI saw
+    both). Here the stream's end is held back 3 s, as a busy machine held it: what the author did
+    meanwhile stays on the page and is saved."""
+    import asyncio
+
+    import ui.writer
+    from data.versions import Versions
+
+    following = ui.writer.RunPanel.follow
+
+    async def late_end(self, *args, **kwargs):
+        async for update in following(self, *args, **kwargs):
+            yield update
+        await asyncio.sleep(3)
+
+    monkeypatch.setattr(ui.writer.RunPanel, "follow", late_end)
+    llm.reply(Gate(open_at_start=True))
+    page, writer = open_page()
+    start(writer, "Describe how Python 3.9 merged dicts with the | operator")
+    expect(progress(writer)).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
+    run_id = app.store.list_runs(limit=1)[0].id
+    undo_step(writer, 3)
+    expect(writer.locator(".rat-saved").last).to_contain_text("Version 1, saved", timeout=TIMEOUT)
+    writer.get_by_text(ui.article_panel.VIEW_EDIT, exact=True).click()
+    article = article_box(writer)
+    article.press_sequentially(" Typed at the end.")
+    time.sleep(4)  # past the stream's late end
+    expect(article).to_have_value(re.compile(r"Typed at the end\.$"))
+    expect(writer.get_by_role("checkbox", name=re.compile(r"^Step 3: "))).to_be_checked()
+    wait_until(lambda: "Typed at the end." in Versions(app.store).list(run_id)[-1].text)
+
+
 @pytest.mark.parametrize("width, height", [(1366, 768), (1920, 1080)])
 def test_a_backspace_and_a_paste_are_saved_and_the_servers_own_text_is_not_an_edit(open_page, llm, app, width,
                                                                                     height):
