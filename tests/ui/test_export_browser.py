@@ -77,11 +77,15 @@ def test_one_click_downloads_copies_and_counts_the_shown_article(page_of, llm): 
     expect(reading).to_have_text(re.compile(r"^\d+ words · 1 min read$"))
 
     # the six buttons in one row within the 1366 px window, the run notes' box on one line under them
-    buttons = [writer.get_by_role("button", name=name, exact=True).bounding_box()
-               for name in ("Download Markdown", "Download Word", "Download PDF", "Download HTML", "Copy Markdown",
-                            "Copy text")]
+    # (measured in one go: the page above may still grow between two separate measurements)
+    names = ("Download Markdown", "Download Word", "Download PDF", "Download HTML", "Copy Markdown", "Copy text")
+    for name in names:
+        expect(writer.get_by_role("button", name=name, exact=True)).to_be_visible()
+    handles = [writer.get_by_role("button", name=name, exact=True).element_handle() for name in names]
+    handles.append(writer.get_by_text("Include run notes").element_handle())
+    *buttons, notes_line = page.evaluate("""els => els.map(e => {
+        const r = e.getBoundingClientRect(); return {x: r.x, y: r.y, width: r.width, height: r.height}; })""", handles)
     assert len({round(b["y"]) for b in buttons}) == 1 and max(b["x"] + b["width"] for b in buttons) <= 1366, buttons
-    notes_line = writer.get_by_text("Include run notes").bounding_box()
     assert notes_line["y"] > buttons[0]["y"] + buttons[0]["height"] and notes_line["height"] < 30, notes_line
     from tests.ui.test_writer_browser import screenshot
 
