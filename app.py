@@ -197,7 +197,8 @@ def build(settings: Settings) -> App:
     """The composition root: the store, the client factories, the runner and the arena service,
     each handed what it uses. Raises StoreError when the database cannot be opened."""
     from annotation.rooms import ArenaRooms
-    from annotation.voting.arena import Arena, VoteLimits
+    from annotation.voting.arena import Arena
+    from annotation.voting.limits import VoteLimits
     from core.authoring import Authoring
     from core.clients import Clients
     from core.procedures import ProcedureMemory

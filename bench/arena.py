@@ -26,7 +26,8 @@ import httpx
 import uvicorn
 
 from annotation.results.results import Results
-from annotation.voting.arena import Arena, VoteLimits
+from annotation.voting.arena import Arena
+from annotation.voting.limits import VoteLimits
 from common.settings import Settings
 from data import arena
 from data.store import Store, now

@@ -12,7 +12,8 @@ import yaml
 
 import app as app_module
 from annotation.admin import dataset
-from annotation.voting.arena import Arena, VoteLimits
+from annotation.voting.arena import Arena
+from annotation.voting.limits import VoteLimits
 from data.store import Store
 from tests.annotation.conftest import seed_outputs
 

@@ -10,7 +10,8 @@ import random
 import pytest
 
 from annotation.campaigns import BENCH_CRITERIA
-from annotation.voting.arena import Arena, VoteLimits
+from annotation.voting.arena import Arena
+from annotation.voting.limits import VoteLimits
 from data.arena import get_battle
 from data.store import Store
 from tests.annotation.conftest import seed_outputs

@@ -14,7 +14,8 @@ import yaml
 import app as app_module
 from annotation.admin import dataset
 from annotation.errors import ArenaError, ImportFormatError
-from annotation.voting.arena import Arena, VoteLimits
+from annotation.voting.arena import Arena
+from annotation.voting.limits import VoteLimits
 from common.errors import StoreError
 from data import arena
 from data.store import Store

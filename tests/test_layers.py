@@ -545,7 +545,8 @@ def test_each_room_rule_catches_its_break(tmp_path):
 def test_annotation_has_its_three_rooms_and_the_annotators_side_knows_no_admin_work(project, tmp_path):
     """Issue 42, item 1: annotation/ by whom it serves; the rule proves it can fail."""
     modules, _ = project
-    assert {"annotation.voting.arena", "annotation.results.results", "annotation.admin.admin"} <= set(modules)
+    assert {"annotation.voting.arena", "annotation.voting.checks", "annotation.voting.limits",
+            "annotation.voting.shown", "annotation.results.results", "annotation.admin.admin"} <= set(modules)
     broken = CLEAN | {
         "annotation/voting/__init__.py": "",
         "annotation/voting/arena.py": "from annotation.admin import dataset\n",

@@ -13,7 +13,8 @@ from annotation.results.agreement import PeopleAgreement
 from annotation.results.ratings import Agreement, Row
 from annotation.results.results import Annotator
 from annotation.results.style import StyleBoard
-from annotation.voting.arena import UNDO_SECONDS, Progress, Reveal, Shown
+from annotation.voting.arena import UNDO_SECONDS
+from annotation.voting.shown import Progress, Reveal, Shown
 
 CHOICE_LABELS = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
 #: The keys that cast each vote (the first is shown on its button), and those of Next and Undo.

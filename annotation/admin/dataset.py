@@ -31,7 +31,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -487,6 +487,20 @@ def _campaign_prose(p: CampaignProgress | None) -> list[str]:
 
 
 # -- import -----------------------------------------------------------------------------------
+def _exported_json(value: str | None, check: Callable[[Any], object], errors: tuple[type[Exception], ...],
+                   must: str) -> str | None:
+    """A JSON column of an imported votes row, as ``dataset export`` writes it: None when empty,
+    else ``value`` once ``check`` takes it parsed. Raises ValueError (``must``, and why) for what
+    ``check`` or the parse refuses with one of ``errors``."""
+    if not value:
+        return None
+    try:
+        check(json.loads(value))
+    except errors as exc:
+        raise ValueError(f"{must}: {exc}") from None
+    return value
+
+
 class _DatasetVote(VoteLine):
     """A row of the votes table as a ``votes import`` line: its flat correction columns nested,
     and the campaign it was cast in."""
@@ -498,26 +512,18 @@ class _DatasetVote(VoteLine):
     @field_validator("sentence_flags")
     @classmethod
     def _sentence_flags(cls, value: str | None) -> str | None:
-        if not value:
-            return None
-        try:
-            arena.sentence_flag_rows((f["side"], f["sentence"], f["kind"]) for f in json.loads(value))
-        except (json.JSONDecodeError, TypeError, KeyError, ValueError) as exc:
-            raise ValueError('must be a JSON list of {"side": "a" or "b", "sentence": ..., "kind": "unsupported" '
-                             f'or "wrong"}}, as `dataset export` writes it: {exc}') from None
-        return value
+        return _exported_json(value, lambda flags: arena.sentence_flag_rows((f["side"], f["sentence"], f["kind"])
+                                                                            for f in flags),
+                              (json.JSONDecodeError, TypeError, KeyError, ValueError),
+                              'must be a JSON list of {"side": "a" or "b", "sentence": ..., "kind": "unsupported" '
+                              'or "wrong"}, as `dataset export` writes it')
 
     @field_validator("criteria")
     @classmethod
     def _criteria(cls, value: str | None) -> str | None:
-        if not value:
-            return None
-        try:
-            arena.criterion_choices(json.loads(value))
-        except (json.JSONDecodeError, AttributeError, ValueError) as exc:
-            raise ValueError('must be a JSON object of criterion -> a, b or tie, as `dataset export` writes it '
-                             f'(e.g. {{"Readability": "tie"}}): {exc}') from None
-        return value
+        return _exported_json(value, arena.criterion_choices, (json.JSONDecodeError, AttributeError, ValueError),
+                              'must be a JSON object of criterion -> a, b or tie, as `dataset export` writes it '
+                              '(e.g. {"Readability": "tie"})')
 
     def to_record(self, line: int) -> dict:
         return {**super().to_record(line), "campaign": self.campaign or None,

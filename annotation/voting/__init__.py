@@ -1,1 +1,2 @@
-"""The annotator's side of the arena (``arena.Arena``, ``pairing``); see ``annotation``."""
+"""The annotator's side of the arena (``arena.Arena``, with ``pairing``, ``checks``, ``limits`` and
+``shown``); see ``annotation``."""

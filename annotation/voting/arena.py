@@ -4,7 +4,8 @@ gold pairs, the judge, imports and exports) is ``annotation.admin``, which this 
 
 Blind by construction: ``next_pair`` returns a ``Shown`` — the battle id, the task and the two
 texts, never a method name; only ``vote`` returns the methods (a ``Reveal``), after the vote is
-stored. Front ends call this, never ``data.arena``.
+stored (both, and ``Progress``, are ``annotation.voting.shown``). Front ends call this, never
+``data.arena``.
 
 An annotator's own pace: a pair skipped (Next without a vote) comes back later
 (``annotation.voting.pairing``); ``undo`` takes back their last vote within UNDO_SECONDS (a
@@ -17,35 +18,33 @@ One ``Arena`` per store, safe to share between Gradio's worker threads; it holds
 Votes by criterion and sentence flags (issue 40): in a campaign that names criteria, a vote
 carries one A/B/tie choice per criterion (``vote`` refuses one with a criterion unanswered, naming
 it); any vote may carry sentences of either side flagged as unsupported or wrong. Both are stored
-with the vote and undone with it.
+with the vote and undone with it; what a vote must pass first is ``annotation.voting.checks``.
 
 Who voted: the front end names the annotator (the logged-in user with --auth, else the typed
 name with the browser session's id) and the client's address. Votes are rate-limited per
-annotator and per address (``VoteLimits``); with ``VoteLimits.per_day`` (--votes-per-day) an
+annotator and per address (``annotation.voting.limits.VoteLimits``); with ``VoteLimits.per_day`` (--votes-per-day) an
 annotator's votes a day are capped.
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import logging
 import random
-import re
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 
 from annotation.campaigns import Campaign, Campaigns
 from annotation.errors import ArenaError, NoPairLeft
 from annotation.outputs import article_renderer
 from annotation.present import SOURCES as SOURCES_STYLE
-from annotation.present import STYLES, present
+from annotation.present import STYLES
 from annotation.results.board import Boards
-from annotation.voting import pairing
+from annotation.voting import checks, pairing
+from annotation.voting.limits import VoteLimits
 from annotation.voting.pairing import (
     PairSpace,
     arena_pairs_left,
@@ -55,7 +54,7 @@ from annotation.voting.pairing import (
     next_campaign_battle,
     pair_space,
 )
-from common.errors import StoreError
+from annotation.voting.shown import Progress, Reveal, Shown
 from core.article.citations import CITE_THRESHOLD
 from data import arena
 from data.store import Store
@@ -67,109 +66,11 @@ CHOICES = arena.CHOICES
 FLAGS = arena.FLAGS
 CRITERION_CHOICES = arena.CRITERION_CHOICES
 SENTENCE_FLAGS = arena.SENTENCE_FLAGS
-_LETTER = re.compile(r"\w")
 MAX_COMMENT = arena.MAX_COMMENT
 VOID = arena.VOID  # a correction's choice for a vote that should not count
 
 #: An annotator may undo their last vote this many seconds after casting it (then an admin corrects it).
 UNDO_SECONDS = 30
-
-
-def _letters(text: str) -> str:
-    """``text``'s letters and digits in lower case: what a sentence marked in the page and the
-    stored text share, whatever the markup (``**``, ``#``, links) between them."""
-    return "".join(_LETTER.findall(text.casefold()))
-
-
-class VoteLimits:
-    """At most ``per_annotator`` votes a minute from one annotator and ``per_address`` from one
-    client address (a script casting votes under many names still comes from one address; 0: no
-    limit by address, for a lab behind one NAT), and ``per_day`` votes a day from one annotator
-    (0: no cap; ``Arena.vote`` counts the day's stored votes). Counted here, or (``stored``) from
-    the votes the database holds, so the limits hold across every process on it. Thread-safe;
-    the clock (seconds since the epoch) is injectable for tests."""
-
-    def __init__(self, per_annotator: int = 10, per_address: int = 60, window: float = 60.0,
-                 clock: Callable[[], float] = time.time, per_day: int = 0):
-        self.limits = {"annotator": per_annotator, "address": per_address}
-        self.per_day = per_day
-        self.window = window
-        self.clock = clock
-        self._seen: dict[tuple[str, str], deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def keys(self, annotator: str, address: str | None) -> list[tuple[str, str]]:
-        """What a vote counts against: its annotator, and its address where that has a limit."""
-        by_address = address and self.limits["address"] > 0
-        return [("annotator", annotator)] + ([("address", address)] if by_address else [])
-
-    def lock_keys(self, annotator: str, address: str | None) -> list[str]:
-        """``keys`` as the keys of a write transaction (``Store.exclusive``)."""
-        return [f"{kind}:{key}" for kind, key in self.keys(annotator, address)]
-
-    def take(self, annotator: str, address: str | None,
-             stored: Callable[[str, str, float], list[float]] | None = None) -> None:
-        """Count one vote. ``stored(kind, key, since)``: the times of the stored votes of that
-        annotator or address since ``since``; the vote counts once it is stored (the caller stores
-        it in the same transaction). Raises ArenaError saying how long to wait when a limit is
-        reached."""
-        now = self.clock()
-        keys = self.keys(annotator, address)
-        # (counted from the database: the caller's transaction holds these keys, ``lock_keys``)
-        with self._lock if stored is None else contextlib.nullcontext():
-            for kind, key in keys:
-                if stored is not None:
-                    times = deque(stored(kind, key, now - self.window))
-                else:
-                    times = self._seen.setdefault((kind, key), deque())
-                    while times and now - times[0] >= self.window:
-                        times.popleft()
-                if len(times) >= self.limits[kind]:
-                    wait = self.window - (now - times[0]) if times else self.window
-                    raise ArenaError(f"Too many votes from this {kind} in a minute (the limit is "
-                                     f"{self.limits[kind]}): read both answers, then vote again in {wait:.0f} s.")
-            if stored is None:
-                for kind, key in keys:
-                    self._seen[(kind, key)].append(now)
-
-
-@dataclass(frozen=True)
-class Shown:
-    """What an annotator may see of a battle before voting: no method names; how both texts are
-    to be shown (``style``: its campaign's, else the arena's ``--arena-style``), and the campaign
-    it belongs to (None: the open arena), with the criteria its vote also answers, A/B/tie each
-    (empty: the overall vote only)."""
-
-    battle_id: int
-    task: str
-    text_a: str
-    text_b: str
-    style: str = SOURCES_STYLE
-    campaign: str | None = None
-    criteria: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Reveal:
-    """Who wrote A and B, and the vote cast: only returned once the vote is stored."""
-
-    battle_id: int
-    method_a: str
-    method_b: str
-    choice: str
-
-
-@dataclass(frozen=True)
-class Progress:
-    """An annotator's votes that count (undone ones do not): cast ``today`` (since the server's
-    midnight) and in all (``total``); about how many pairs are ``left`` for them (fresh pairs they
-    were never shown, and the ones they skipped); their ``quota`` of votes, when they have one."""
-
-    today: int
-    total: int
-    left: int
-    quota: int | None = None
-    campaign: str | None = None  # the campaign these count in (None: the open arena, all votes)
 
 
 class Arena:
@@ -286,99 +187,24 @@ class Arena:
         off-task), and its ``criteria`` (criterion -> one of CRITERION_CHOICES: every criterion
         of the battle's campaign, none other; stored with the vote) and flagged ``sentences``
         ((side a or b, the sentence as marked, one of SENTENCE_FLAGS) each; the sentence must be of
-        that side's text: ``_flagged``), and reveal its methods;
+        that side's text: ``checks.flagged``), and reveal its methods;
         ``address`` is the client's (for the rate limit).
         Raises ValueError for a choice not in CHOICES; ArenaError for a bad flag or comment, a
         criterion unanswered (naming it), unknown or badly answered, or over the rate limit or
         the daily cap; StoreError when the battle is unknown, was shown to someone else, or
         already has a vote."""
-        try:
-            arena.vote_note(comment, flag)
-        except ValueError as exc:
-            raise ArenaError(f"Cannot record the vote: {exc}.") from None
-        # the battle read once (a battle never changes; its vote is checked again by the database):
-        # whose it is, its campaign, and the methods revealed after the vote
-        battle = arena.find_battle(self.store, battle_id)
-        if battle is None:
-            raise StoreError(arena.NO_BATTLE.format(battle_id=battle_id))
-        if battle.annotator != annotator:
-            raise StoreError(arena.NOT_YOURS)
-        if battle.choice is not None:
-            raise StoreError(arena.VOTED_ALREADY)
-        answered = self._criteria_of(battle.campaign, criteria)
-        flagged = self._flagged(battle, sentences)
+        battle = checks.battle_to_vote(self.store, battle_id, annotator, comment, flag)
+        answered = checks.criteria_of(self.campaigns, battle.campaign, criteria)
+        flagged = checks.flagged(self.campaigns, self.style, battle, sentences)
         # no second tab or process passes the same quota or limit: what is checked is this
         # annotator's votes (and this address's, when it has a limit), held for the check and the vote
         with self.store.exclusive("record the vote", keys=self.limits.lock_keys(annotator, address)):
-            self._check_day(annotator)
-            self._check_quota(battle.campaign, annotator)
-            self.limits.take(annotator, address, stored=self._stored_votes)
+            checks.check_day(self.store, annotator, self.limits.per_day, self.midnight)
+            checks.check_quota(self.campaigns, battle.campaign, annotator)
+            self.limits.take(annotator, address, stored=partial(checks.stored_votes, self.store))
             arena.record_vote(self.store, battle_id, annotator, choice, comment=comment, flag=flag, address=address,
                               last=True, criteria=answered, sentences=flagged)  # (committed with the vote)
         return Reveal(battle_id, battle.method_a, battle.method_b, choice)
-
-    def _criteria_of(self, campaign_name: str | None, criteria: Mapping[str, str | None] | None) -> dict[str, str]:
-        """The criterion choices of a vote in campaign ``campaign_name`` (None: the open arena, which
-        asks none), in the campaign's order. Raises ArenaError naming the first criterion left
-        unanswered (the overall vote comes last), one the campaign does not ask, or a choice not in
-        CRITERION_CHOICES; StoreError."""
-        asked = self.campaigns.get(campaign_name).criteria if campaign_name else ()
-        given = {name: pick for name, pick in (criteria or {}).items() if pick}
-        unknown = [name for name in given if name not in asked]
-        if unknown:
-            where = f"campaign “{campaign_name}”" if campaign_name else "the open arena"
-            raise ArenaError(f"Cannot record the vote: {where} asks no criterion “{unknown[0]}”"
-                             + (f" (it asks {', '.join(f'“{c}”' for c in asked)})." if asked else "."))
-        missing = [name for name in asked if name not in given]
-        if missing:
-            raise ArenaError(f"Answer every criterion before the overall vote: “{missing[0]}” has no choice yet "
-                             f"(A, B or Tie in its row{f', and {len(missing) - 1} more' if len(missing) > 1 else ''}).")
-        bad = [name for name in asked if given[name] not in CRITERION_CHOICES]
-        if bad:
-            raise ArenaError(f"Cannot record the vote: the choice on “{bad[0]}” is A, B or Tie, not "
-                             f"{str(given[bad[0]])[:20]!r}.")
-        return {name: given[name] for name in asked}
-
-    def _flagged(self, battle: arena.BattleRow,
-                 sentences: Sequence[tuple[str, str, str]] | None) -> list[tuple[str, str, str]]:
-        """The flagged sentences of a vote as stored (``arena.sentence_flag_rows``), each checked to
-        be of its side's text (its letters and digits, case and markup aside, in the text as stored
-        or as shown). Raises ArenaError saying which is not."""
-        try:
-            rows = arena.sentence_flag_rows(sentences)
-        except ValueError as exc:
-            raise ArenaError(f"Cannot record the vote: {exc}.") from None
-        style = (self.campaigns.get(battle.campaign).style if battle.campaign else self.style) if rows else None
-        for side, sentence, _ in rows:
-            text = (battle.text_a if side == "a" else battle.text_b) or ""
-            needle = _letters(sentence)
-            if not needle or not any(needle in _letters(t) for t in (text, present(text, style))):
-                raise ArenaError(f"Cannot record the vote: the sentence flagged in {side.upper()} "
-                                 f"(“{sentence[:60]}”) is not in {side.upper()}'s text: flag it again.")
-        return rows
-
-    def _stored_votes(self, kind: str, key: str, since: float) -> list[float]:
-        """The times (epoch seconds) of the stored votes of an annotator or from an address since
-        ``since``: what VoteLimits counts in every process on the database."""
-        stamp = datetime.fromtimestamp(since, UTC).isoformat(timespec="milliseconds")
-        return [datetime.fromisoformat(t).timestamp() for t in arena.vote_times(self.store, stamp, **{kind: key})]
-
-    def _check_quota(self, campaign_name: str | None, annotator: str) -> None:
-        """Raises ArenaError when the battle is of campaign ``campaign_name`` (None: the open arena)
-        and ``annotator`` has cast its quota already (e.g. from a second tab), StoreError."""
-        campaign = self.campaigns.get(campaign_name) if campaign_name else None
-        quota = campaign.quota if campaign else None
-        if quota is not None and self.campaigns.votes_of(campaign.name, annotator) >= quota:
-            raise ArenaError(f"You have cast your {quota} votes in campaign “{campaign.name}”: this one is not "
-                             "counted. Thank you!")
-
-    def _check_day(self, annotator: str) -> None:
-        """Raises ArenaError when ``annotator`` has cast ``limits.per_day`` votes that count since
-        the server's midnight (no cap at 0), StoreError."""
-        cap = self.limits.per_day
-        if cap and sum(v.created >= self.midnight() for v in arena.counted_votes(self.store, annotator)) >= cap:
-            raise ArenaError(f"You have cast {cap} votes today, as many as one annotator may in a day "
-                             "(--votes-per-day): thank you! Vote again tomorrow.")
 
     def undo(self, annotator: str, battle_id: int | None = None) -> Shown:
         """Take back ``annotator``'s last vote (the one on ``battle_id``, when given) within

@@ -12,7 +12,8 @@ import sqlite_utils
 
 from annotation.errors import ArenaError, ImportFormatError, NoPairLeft
 from annotation.voting import pairing
-from annotation.voting.arena import UNDO_SECONDS, Arena, Progress
+from annotation.voting.arena import UNDO_SECONDS, Arena
+from annotation.voting.shown import Progress
 from data import arena, migrations, sql
 from data.store import Store
 from tests.annotation.conftest import admin, results, seed_outputs

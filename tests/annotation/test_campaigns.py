@@ -12,7 +12,8 @@ import pytest
 
 from annotation import campaigns as campaigns_mod
 from annotation.errors import ArenaError, NoPairLeft
-from annotation.voting.arena import Arena, VoteLimits
+from annotation.voting.arena import Arena
+from annotation.voting.limits import VoteLimits
 from data import accounts as account_rows
 from data import arena, sql
 from data.store import Store

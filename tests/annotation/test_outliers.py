@@ -13,7 +13,8 @@ import pytest
 from annotation.errors import ArenaError
 from annotation.results import outliers
 from annotation.voting import pairing
-from annotation.voting.arena import Arena, VoteLimits
+from annotation.voting.arena import Arena
+from annotation.voting.limits import VoteLimits
 from common.errors import StoreError
 from data import arena
 from data.arena import AnnotatedVote

@@ -19,7 +19,8 @@ from annotation.admin import judge
 from annotation.errors import ArenaError
 from annotation.outputs import article_renderer
 from annotation.present import PLAIN, SOURCES, STYLES, Entry, parse, present
-from annotation.voting.arena import Arena, Shown
+from annotation.voting.arena import Arena
+from annotation.voting.shown import Shown
 from common.events import DraftReady, Final, PassagesChosen, StepRevised
 from common.types import Passage, Task
 from core.article.article import Article

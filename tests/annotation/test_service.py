@@ -8,7 +8,8 @@ from dataclasses import astuple
 import pytest
 
 from annotation.errors import NoPairLeft
-from annotation.voting.arena import Arena, Reveal
+from annotation.voting.arena import Arena
+from annotation.voting.shown import Reveal
 from common.errors import StoreError
 from data import arena
 from tests.annotation.conftest import results, seed_outputs

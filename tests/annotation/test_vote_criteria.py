@@ -16,7 +16,8 @@ from annotation.admin import fact
 from annotation.admin.dataset import JSONL, export_dataset, import_dataset
 from annotation.campaigns import BENCH_CRITERIA, MAX_CRITERIA
 from annotation.errors import ArenaError
-from annotation.voting.arena import Arena, VoteLimits
+from annotation.voting.arena import Arena
+from annotation.voting.limits import VoteLimits
 from data import arena
 from data.sql import POSTGRESQL
 from data.store import Store

@@ -12,7 +12,8 @@ import pytest
 
 from annotation.errors import ArenaError
 from annotation.results.results import FLAG_MIN_VOTES
-from annotation.voting.arena import Arena, VoteLimits
+from annotation.voting.arena import Arena
+from annotation.voting.limits import VoteLimits
 from data import arena, sql
 from data.store import Store
 from tests.annotation.conftest import results, seed_outputs

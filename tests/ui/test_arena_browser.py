@@ -11,7 +11,8 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from annotation.voting.arena import Arena, Reveal
+from annotation.voting.arena import Arena
+from annotation.voting.shown import Reveal
 from data import arena
 from data.store import Store
 from ui import arena as arena_tab

@@ -17,7 +17,8 @@ import gradio as gr
 import pytest
 
 import app as app_module
-from annotation.voting.arena import Arena, Progress
+from annotation.voting.arena import Arena
+from annotation.voting.shown import Progress
 from common.settings import Settings
 from data import arena
 from tests.annotation.conftest import seed_outputs

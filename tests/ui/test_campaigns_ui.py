@@ -13,7 +13,9 @@ import gradio as gr
 import pytest
 
 from annotation.errors import NoPairLeft
-from annotation.voting.arena import Arena, Progress, VoteLimits
+from annotation.voting.arena import Arena
+from annotation.voting.limits import VoteLimits
+from annotation.voting.shown import Progress
 from data.store import Store
 from tests.annotation.conftest import admin, results, rooms, seed_outputs
 from tests.annotation.test_present import BARE, SOURCED
