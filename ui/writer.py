@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import aclosing
 
 import gradio as gr
+from gradio.context import Context
 
 from common.errors import EditConflict, RatStudioError
 from common.events import Event, Failed, TokenDelta
@@ -387,17 +388,38 @@ class RunPanel:
 
     async def on_continue(self, view: RunView, text: str, budget: float | None = None):
         """Go on with the run (with the author's edited draft when changed); ``budget``: the Token
-        budget's value, the run's new budget (0 or empty: the run keeps its own)."""
+        budget's value, the run's new budget (0 or empty: the run keeps its own). A run stopped
+        part-way through a step action (a redo) finishes it, and its new text is saved as a
+        version as the step action saves it (``Authoring.pending_redo``)."""
         steps = split_steps(text or "")
         draft = steps if steps and steps != view.steps else None  # None: go on as stored
         if draft is not None:  # the author's draft is their work: kept as a version before it is revised
             self.versions.add(view.run_id, join_steps(draft), action="draft")
         run = self.store.get_run(view.run_id)
         providers = providers_for(self.runner.settings, run.settings.get("search"))
+        pending, stored = self.authoring.pending_redo(view.run_id), len(self.store.events(view.run_id))
         events = self.live.resume(view.run_id, draft=draft, providers=providers,
                                   budget_tokens=int(budget) if budget and budget > 0 else None, timed=True)
-        async for update in self.follow(events, view):
-            yield update
+        if pending is None:
+            async for update in self.follow(events, view):
+                yield update
+            return
+        seen, saved = 0, False
+
+        async def counted():  # how many came: more than were stored, and the resume went on under this tab
+            nonlocal seen
+            async with aclosing(events):
+                async for item in events:
+                    seen += 1
+                    yield item
+
+        try:
+            async for update in self.follow(counted(), view):
+                yield update
+            saved = self._save_redo(view.run_id, pending.action)
+        finally:
+            if not saved and seen > stored:  # the tab went away mid-run: saved when the run ends, on the server
+                await self._save_later(view.run_id, pending.action)
 
     async def open(self, run_id: str, view: RunView | None = None):
         """Show a run: live when it is going on (what it did so far, then each event as it
@@ -495,15 +517,20 @@ class RunPanel:
         finally:
             if not saved and len(redone.events) > len(stored):  # the tab went away mid-redo: saved when the
                 # run ends, on the server
-                task = asyncio.get_running_loop().create_task(self._save_when_done(view.run_id, cmd.action))
-                self._redos.add(task)
-                task.add_done_callback(self._redos.discard)
-                await asyncio.shield(task)  # (the next action on the run waits for this save)
+                await self._save_later(view.run_id, cmd.action)
 
     def _save_redo(self, run_id: str, action: str) -> bool:
         """Save a finished redo's text as a version (``action``); False when the run did not end
         with a new Final after the author's request (it failed, or was stopped)."""
         return self.authoring.redone(run_id, action) is not None
+
+    async def _save_later(self, run_id: str, action: str) -> None:
+        """:meth:`_save_when_done` in a task of the server's own, which a tab going away does not
+        cancel (the next action on the run waits for this save)."""
+        task = asyncio.get_running_loop().create_task(self._save_when_done(run_id, action))
+        self._redos.add(task)
+        task.add_done_callback(self._redos.discard)
+        await asyncio.shield(task)
 
     async def _save_when_done(self, run_id: str, action: str) -> None:
         """Follow a redo no tab follows any more to its end, then :meth:`_save_redo`."""
@@ -619,7 +646,9 @@ class WriterTab:
         panel = self.panel
         gr.on(None, self.on_load, inputs=None, outputs=[self.model, *self.run_settings.models.values()], **PRIVATE)
         opened_outputs = [*self.run_inputs(), *panel.outputs(), self.inputs_due]
-        reopened = gr.on(None, self.on_reload, inputs=self.last_run, outputs=opened_outputs, **STREAM)
+        # on page load only: gr.on(None, ...) with inputs also runs on every change of them, and
+        # Run's new last_run then had a second stream follow the same run in the same page
+        reopened = Context.root_block.load(self.on_reload, inputs=self.last_run, outputs=opened_outputs, **STREAM)
         panel.settles(reopened, inputs=[panel.state, self.inputs_due], outputs=opened_outputs, fn=self.on_opened)
         listed = [self.others, self.other_runs]
         gr.on([self.other_runs.focus], self.other_choices, None, listed, **PRIVATE)

@@ -93,6 +93,20 @@ def test_a_page_load_computes_no_leaderboard(tmp_path, arena_only):
     assert "choices" in on_select
 
 
+def test_what_runs_on_page_load_runs_on_nothing_else(tmp_path):
+    """``gr.on(None, fn, inputs=...)`` runs on the page's load and on every change of its inputs:
+    the Writer's reload handler, bound so, ran again whenever Run set the run it remembers, and a
+    second stream followed each run in the same page (twice the server's work and the page's)."""
+    settings = Settings(db_path=tmp_path / "t.db")
+    wired = app_module.build(settings)
+    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms)
+    on_load = [block for block in demo.fns.values() if any(event == "load" for _, event in block.targets)]
+    assert any(getattr(block.fn, "__name__", "") == "on_reload" for block in on_load)
+    mixed = {getattr(block.fn, "__name__", ""): block.targets for block in on_load
+             if any(event != "load" for _, event in block.targets)}
+    assert not mixed, mixed
+
+
 @pytest.mark.parametrize("arena_only", [False, True])
 def test_an_annotators_app_is_the_arena_alone(tmp_path, arena_only):
     """The app an annotator's session reaches (``ui.server``: /arena/) has no tab and no event but
