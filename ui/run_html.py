@@ -229,7 +229,8 @@ def revision_html(rev: StepRevised, *, undone: bool = False, taken: bool = False
         return f"<div class='rat-skipped'>Kept as drafted: {esc(for_browser(rev.skipped))}</div>"
     if rev.guarded:
         used = " — taken by hand in the article below" if taken else ""
-        return (f"<div class='rat-skipped'>Kept as it stood: the model's revision {esc(for_browser(rev.guarded))}{used}.</div>"
+        why = esc(for_browser(rev.guarded))
+        return (f"<div class='rat-skipped'>Kept as it stood: the model's revision {why}{used}.</div>"
                 f"<details class='rat-more rat-refused'><summary>The refused revision ({len(rev.rejected):,} "
                 f"characters)</summary><pre class='rat-rejected'>{esc(rev.rejected) or '(empty)'}</pre></details>")
     before, after = rev.before, rev.after
