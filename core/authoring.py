@@ -13,6 +13,7 @@ which no later action changes.
     authoring.choose(run_id, undone=[2])         # undo step 2's revision (taken=[3]: take a refused one)
     authoring.check_redo(run_id, 3)              # before a step is done again: would it lose an edit?
     authoring.redone(run_id)                     # after it: the new text, merged with the author's
+    authoring.pending_redo(run_id)               # before a resume: a redo it will finish (then redone)
     authoring.restore(run_id, 1)                 # or "model"
     authoring.shown(run_id, "latest")            # Shown: the version, its Cited and Article
 
@@ -267,6 +268,17 @@ class Authoring:
         action = action or asked.action
         return self._save(run_id, revs, latest, text, undone, taken, action,
                           instruction=asked.instruction or None if action in ("instruct", ADD) else None)
+
+    def pending_redo(self, run_id: str) -> StepRedone | None:
+        """The author's request to do a step again that the run stopped part-way through
+        (interrupted, failed, at its budget): its last StepRedone when no Final came after it,
+        else None. Asked before a resume, which finishes that redo: the Final the resume ends with
+        is the redo's text, which only :meth:`redone` makes a version of (the run's own text stays
+        the model's), so whoever resumes the run (``resume``, the Writer's Continue) saves it then
+        as ``redo`` does: ``redone(run_id, pending.action)``."""
+        events = self.store.events(run_id)
+        last = next((k for k in range(len(events) - 1, -1, -1) if isinstance(events[k], (StepRedone, Final))), None)
+        return events[last] if last is not None and isinstance(events[last], StepRedone) else None
 
     def restore(self, run_id: str, which: int | str) -> VersionRow:
         """Make version ``which`` (or the model's own text, "model") the latest, as a new version

@@ -50,6 +50,18 @@ class Clients:
         return SearchChain(build_providers(s, corpus_db_path=self.corpus_db), retries=s.retries,
                            backoff=s.backoff, cache=self.cache)
 
+    def check_search(self, providers: tuple[str, ...] | None = None) -> None:
+        """Raise the ConfigError :meth:`search` would raise for ``providers`` (a provider that lacks
+        its setting: "add --corpus DIR", "add --searxng-url ..."), and nothing else: for a run to be
+        refused before anything of it is stored, not stored and then failed. Building the providers
+        opens no connection and writes nothing (their clients and indexes are made on first use)."""
+        from core.retrieval.search import build_providers
+
+        s = self.settings.search
+        if providers:
+            s = replace(s, providers=tuple(providers))
+        build_providers(s, corpus_db_path=self.corpus_db)
+
     def fetcher(self, *, metadata: bool = False) -> Fetcher:
         """The page reader, caching in the store; ``metadata``: also the pages' author, date, site
         and description (``fetch`` shows them; a run shows only titles, and its search results

@@ -82,14 +82,15 @@ class Runner:
         this run's own (the Writer's Run settings: its model, k, token limits, method parameters),
         stored with the run and used again when it resumes. Raises TaskError (before anything is
         stored) for an empty or oversized task or an unknown method, and ConfigError for a
-        ``--param`` that no method declares or whose value is out of range; every later failure
-        is a Failed event."""
+        ``--param`` that no method declares or whose value is out of range or a search provider
+        that lacks its setting (``Clients.check_search``); every later failure is a Failed event."""
         info = get_method(method)
         settings = settings or self.settings
         check_params([info.name], settings.method.params, strict=False)  # shared by the UI's methods
         language.check(settings.method.language)
         task = task.validated(settings.method.max_task_chars)
         providers = tuple(providers or settings.search.providers)
+        self.clients.check_search(providers)  # "add --corpus DIR": refused, not stored and then failed
         task_id = self.store.add_task(task.prompt, task.kind, task.task_set)
         owner = _new_owner()
         run_id = self.store.create_run(info.name, task_id, self._run_settings(providers, settings), owner=owner)
@@ -109,14 +110,8 @@ class Runner:
         on with a larger one), stored as the run's own from then on. Raises RunNotFound,
         TaskError when the run is finished (with an edited draft too: its article is the
         author's, changed step by step) or its method cannot resume, or ConfigError for a bad
-        ``--param`` (as ``start``)."""
-        run = self.store.get_run(run_id)
-        info = get_method(run.method)
-        check_params([info.name], self.settings.method.params, strict=False)
-        if run.status in FINISHED:
-            raise TaskError(finished_refusal(run_id))
-        if not info.resumable:
-            raise TaskError(f"The method {info.name!r} cannot resume; start a new run instead.")
+        ``--param`` or search provider (:meth:`check_resume`); each before anything is stored."""
+        run = self.check_resume(run_id, providers=providers)
         prior = self.store.events(run_id)
         edited = None
         if draft is not None:
@@ -131,6 +126,22 @@ class Runner:
             async for event in events:
                 yield event
 
+    def check_resume(self, run_id: str, *, providers: Sequence[str] | None = None) -> RunRow:
+        """What :meth:`resume` checks before it stores anything, for a caller that keeps something
+        of its own first (the command line keeps an edited draft as a version): returns the run
+        when it can go on with ``providers`` (None: its own). Raises RunNotFound, TaskError when
+        the run is finished or its method cannot resume, ConfigError for a bad ``--param`` or a
+        search provider that lacks its setting (the message names the flag to add)."""
+        run = self.store.get_run(run_id)
+        info = get_method(run.method)
+        check_params([info.name], self.settings.method.params, strict=False)
+        if run.status in FINISHED:
+            raise TaskError(finished_refusal(run_id))
+        if not info.resumable:
+            raise TaskError(f"The method {info.name!r} cannot resume; start a new run instead.")
+        self.clients.check_search(self._providers(run, providers))
+        return run
+
     async def redo(self, run_id: str, i: int, *, action: str, query: str = "",
                    exclude: Sequence[str] = (), instruction: str = "",
                    budget_tokens: int | None = None) -> AsyncIterator[Event]:
@@ -143,7 +154,9 @@ class Runner:
         ``budget_tokens``: as for ``resume``.
         Raises RunNotFound, RunLive when it is going on, TaskError for a method that cannot redo
         a step or a request that does not fit the run (the message names the fix), ConfigError
-        for a bad ``--param`` (as ``start``)."""
+        for a bad ``--param`` (as ``start``) or for one of the run's search providers that lacks
+        its setting here (a corpus run redone without ``--corpus``); each before anything is
+        stored, so a refused redo leaves the run as it was."""
         run = self.store.get_run(run_id)
         info = get_method(run.method)
         if info.redo is None:
@@ -152,6 +165,7 @@ class Runner:
         check_params([info.name], self.settings.method.params, strict=False)
         prior = self.store.events(run_id)
         asked = info.redo(prior, i, action=action, query=query, exclude=exclude, instruction=instruction)
+        self.clients.check_search(self._providers(run))  # the run stays finished, not failed at its first search
         asked = replace(asked, at=_now())
         prior.append(asked)
         plan = self._continuing(run, prior, asked, budget_tokens=budget_tokens)
@@ -178,9 +192,13 @@ class Runner:
                                                                                   settings.llm.budget_tokens)
         settings = replace(settings, llm=replace(settings.llm, budget_tokens=budget))
         return _Plan(run.id, get_method(run.method).name, Task(run.task, run.kind, run.task_set), owner,
-                     tuple(providers or run.settings.get("search") or self.settings.search.providers),
-                     settings, prior=prior, seq=self.store.last_seq(run.id),
+                     self._providers(run, providers), settings, prior=prior, seq=self.store.last_seq(run.id),
                      draft_only=draft_only, resumed=True, counts=run, edited=edited)
+
+    def _providers(self, run: RunRow, providers: Sequence[str] | None = None) -> tuple[str, ...]:
+        """The search providers a stored run goes on with: ``providers``, else its own, else the
+        runner's."""
+        return tuple(providers or run.settings.get("search") or self.settings.search.providers)
 
     def interrupt_live(self, why: str = "") -> list[str]:
         """Store every run this runner drives now as interrupted (resumable), with ``why`` as its

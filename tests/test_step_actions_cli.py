@@ -7,6 +7,7 @@ over HTTP, a real database); the handlers are called as app.py calls them."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import re
 
@@ -195,3 +196,102 @@ def test_redo_add_after_refuses_in_one_line_naming_the_flag(app, llm, capsys):
             app_module.main(argv, env=env)
         assert exited.value.code == 2 and words in capsys.readouterr().err
     assert len(app.store.events(run_id)) == stored and not Authoring(app.store).versions.list(run_id)
+
+
+# -- refused before anything is stored; a stopped redo finished by resume (issue 39) ---------------
+def corpus_app(app, folder):
+    """The app of ``app``'s database whose runs search only the local corpus in ``folder``."""
+    search = dataclasses.replace(app.settings.search, providers=("corpus",), corpus_dir=folder)
+    return app_module.build(dataclasses.replace(app.settings, search=search))
+
+
+def notes(tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "python3.md").write_text(
+        "# Python 3\nPython 3.0 was released in December 2008 and broke compatibility with Python 2 on purpose, "
+        "so that print became a function and text became Unicode by default in every program.\n",
+        encoding="utf-8")
+    return folder
+
+
+def test_a_redo_of_a_corpus_run_without_corpus_is_refused_and_leaves_the_run_as_it_was(app, llm, capsys, tmp_path):
+    """A run made with --search corpus, redone (or added to) without --corpus: refused in one line
+    that names --corpus, exit 2, before anything is stored: the run keeps its status, events and
+    versions (not failed, no finished article lost); with its folder the same redo goes."""
+    folder = notes(tmp_path)
+    corpus = corpus_app(app, folder)
+    llm.reply(QuotingAuthor(draft_steps(3)))
+    run_id = asyncio.run(collect(corpus.runner.start("rat-step", TASK)))[0].run_id
+    assert app.store.get_run(run_id).settings["search"] == ["corpus"]
+    env = {"RAT_STUDIO_DB": str(app.settings.db_path)}  # no --corpus
+    before = app.store.get_run(run_id)
+    stored = len(app.store.events(run_id))
+    for argv in (["redo", run_id, "--step", "2"], ["redo", run_id, "--step", "2", "--instruction", "shorter"],
+                 ["redo", run_id, "--add-after", "1", "--instruction", "how packaging changed"]):
+        capsys.readouterr()
+        assert app_module.main(argv, env=env) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert "add --corpus DIR" in err and len(err.splitlines()) == 1, err
+        after = app.store.get_run(run_id)
+        assert (after.status, after.error, after.updated) == (before.status, before.error, before.updated), argv
+        assert len(app.store.events(run_id)) == stored, argv
+    assert not Authoring(app.store).versions.list(run_id)
+    assert run(corpus, "redo", run_id, "--step", "2") == 0, "with its folder, the same redo goes"
+    assert [v.action for v in Authoring(app.store).versions.list(run_id)] == ["regenerate"]
+
+
+def test_resume_refuses_a_search_it_cannot_make_before_it_keeps_the_draft(app, llm, capsys, monkeypatch):
+    llm.reply(QuotingAuthor(draft_steps(3)))
+    run_id = asyncio.run(collect(app.runner.start("rat-step", TASK, draft_only=True)))[0].run_id
+    before, stored = app.store.get_run(run_id), len(app.store.events(run_id))
+    monkeypatch.setattr("sys.stdin", io.StringIO("A first step.\n\nA second step.\n"))
+    capsys.readouterr()
+    code = app_module.main(["resume", run_id, "--draft", "-", "--search", "corpus"],
+                           env={"RAT_STUDIO_DB": str(app.settings.db_path)})
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "add --corpus DIR" in err and len(err.splitlines()) == 1, err
+    after = app.store.get_run(run_id)
+    assert (after.status, after.updated) == (before.status, before.updated) == ("draft", before.updated)
+    assert len(app.store.events(run_id)) == stored
+    assert not Authoring(app.store).versions.list(run_id), "the draft was not kept as a version"
+
+
+@pytest.mark.parametrize("argv, action, said", [
+    (["--step", "2", "--instruction", "Shorter, and name the year."], "instruct", "step 2 revised as instructed"),
+    (["--add-after", "1", "--instruction", "How packaging changed"], "add", "section added after step 1"),
+])
+def test_resume_of_a_stopped_redo_keeps_its_text_as_the_redos_version(app, llm, capsys, argv, action, said):
+    """A redo stopped part-way (here: right after its request was stored) and finished by `resume`:
+    its new text is a version with the redo's action (and instruction), merged with the author's
+    hand edit, and resume says so as redo does."""
+    from common.events import StepRedone
+
+    author = QuotingAuthor(draft_steps(3))
+    llm.reply(author)
+    events = asyncio.run(collect(app.runner.start("rat-step", TASK)))
+    run_id = events[0].run_id
+    authoring = Authoring(app.store)
+    mine = "A sentence the author typed."
+    paragraphs = events[-1].text.split("\n\n")
+    authoring.edit(run_id, "\n\n".join([*paragraphs[:-1], paragraphs[-1] + " " + mine]))  # the last step's paragraph
+    line = argv[-1]
+    stopped = asyncio.run(collect(app.runner.redo(run_id, 2, action=action, instruction=line),
+                                  stop_after=lambda ev: len(ev) > 2 and isinstance(ev[-2], StepRedone)))
+    assert app.store.get_run(run_id).status == "interrupted"
+    assert authoring.pending_redo(run_id) == stopped[-2]
+
+    capsys.readouterr()
+    assert run(app, "resume", run_id) == 0
+    out, err = capsys.readouterr()
+    assert f"{said}: version 2 ({action}" in err, err
+    assert authoring.pending_redo(run_id) is None
+    version = authoring.versions.latest(run_id)
+    assert (version.n, version.action, version.instruction) == (2, action, line)
+    assert mine in version.text, "the author's hand edit is kept"
+    final = app.store.events(run_id)[-1]
+    assert isinstance(final, Final)
+    new = version.text.split("\n\n")[1]
+    assert new == final.text.split("\n\n")[1] and new != paragraphs[1], "step 2's new text is the version's"
+    assert out == show(app, capsys, run_id), "it prints the version's article, as redo does"
+    assert app.store.get_run(run_id).final_text == events[-1].text, "the model's own text stays the run's"

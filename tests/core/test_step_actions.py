@@ -159,6 +159,64 @@ async def test_an_interrupted_redo_continues_where_it_stopped(app, model):
     assert Revisions.from_events(app.store.events(run_id)).mode == CUMULATIVE
 
 
+async def test_a_redo_resume_or_run_whose_search_cannot_be_made_here_is_refused_before_anything_is_stored(
+        app, model):
+    """The run's search providers are built before anything is stored (issue 39): a provider that
+    lacks its setting here refuses the request with the ConfigError naming the flag to add, and the
+    run is left as it was (not claimed, failed and resumable), no run is made."""
+    from dataclasses import replace
+
+    from common.errors import ConfigError
+    from core.runner import Runner
+
+    done = await finished(app, "rat-step")
+    drafted = (await collect(app.runner.start("rat-step", TASK, draft_only=True)))[0].run_id
+    settings = replace(app.settings, search=replace(app.settings.search, searxng_url=None))  # its runs: searxng
+    runner = Runner(app.store, replace(app.clients, settings=settings), settings)
+    before = {run_id: (app.store.get_run(run_id), len(app.store.events(run_id))) for run_id in (done, drafted)}
+    runs = len(app.store.list_runs())
+    for asked in (runner.redo(done, 2, action="regenerate"), runner.redo(done, 2, action="add", instruction="More"),
+                  runner.resume(drafted), runner.start("rat-step", TASK)):
+        with pytest.raises(ConfigError, match="add --searxng-url"):
+            await collect(asked)
+    with pytest.raises(ConfigError, match="add --searxng-url"):
+        runner.check_resume(drafted)
+    for run_id, (row, stored) in before.items():
+        now = app.store.get_run(run_id)
+        assert (now.status, now.owner, now.updated) == (row.status, row.owner, row.updated)
+        assert len(app.store.events(run_id)) == stored
+    assert len(app.store.list_runs()) == runs
+
+
+async def test_the_writers_continue_finishes_a_stopped_redo_and_keeps_it_as_a_version(app, model):
+    """A redo stopped part-way, continued in the Writer (``RunPanel.on_continue``): its new text is
+    saved as a version with the redo's action, as the step action itself would have saved it."""
+    import gradio as gr
+
+    from core.authoring import Authoring
+    from core.text.prompts import join_steps
+    from ui.writer import RunPanel
+
+    run_id = await finished(app, "rat-step")
+    await collect(app.runner.redo(run_id, 3, action="regenerate"),
+                  stop_after=lambda ev: len(ev) > 2 and isinstance(ev[-2], StepRedone))
+    assert app.store.get_run(run_id).status == "interrupted"
+    authoring = Authoring(app.store)
+    assert authoring.pending_redo(run_id).action == "regenerate" and not authoring.versions.list(run_id)
+    fresh = draft_steps(4)[2] + " [regenerated]"
+    model.queue(fresh)
+    panel = RunPanel(app.runner, app.store, app.clients)
+    with gr.Blocks():
+        panel.layout()
+    view = runview.fold(app.store.events(run_id))
+    async for _ in panel.on_continue(view, join_steps(view.steps)):
+        pass
+    assert app.store.get_run(run_id).status == "done"
+    (version,) = authoring.versions.list(run_id)
+    assert version.action == "regenerate" and version.text.split("\n\n")[2] == fresh
+    assert authoring.pending_redo(run_id) is None
+
+
 async def test_redo_is_refused_for_a_run_it_does_not_fit(app, model):
     run_id = await finished(app, "rat-step")
     cases = [

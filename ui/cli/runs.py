@@ -180,21 +180,31 @@ def cost_before(settings) -> str:
 
 def cmd_resume(args, app) -> int:
     """Continue the run; with ``--draft``, with the author's edited draft, first kept as a
-    ``draft`` version of the run (as the Writer's Continue keeps it)."""
-    from common.errors import TaskError
-    from core.runner import FINISHED, finished_refusal
+    ``draft`` version of the run (as the Writer's Continue keeps it). A run stopped part-way
+    through a redo (``redo`` interrupted, failed or at its budget) finishes it, and its new text
+    is kept and printed as ``redo`` keeps and prints it: a version merged with the author's edits."""
+    from common.errors import RatStudioError
     from core.text.prompts import join_steps
     from data.versions import Versions
 
-    if app.store.get_run(args.run_id).status in FINISHED:  # checked before the draft is kept as a version
-        raise TaskError(finished_refusal(args.run_id))
+    providers = app.settings.search.providers
+    app.runner.check_resume(args.run_id, providers=providers)  # refused before the draft is kept as a version
     draft = None
     if getattr(args, "draft", None) is not None:
         draft = read_draft(args.draft)
         Versions(app.store).add(args.run_id, join_steps(draft), action="draft")
-    events = app.runner.resume(args.run_id, draft=draft, providers=app.settings.search.providers,
+    pending = app.authoring.pending_redo(args.run_id)
+    events = app.runner.resume(args.run_id, draft=draft, providers=providers,
                                budget_tokens=getattr(args, "budget_tokens", None))  # a new one only when given
-    return _follow_to_the_end(events, args, app)
+    if pending is None:
+        return _follow_to_the_end(events, args, app)
+    code = _follow_to_the_end(events, args, app, article=False)  # the article shown is the version's
+    if code != 0:
+        return code
+    version = app.authoring.redone(args.run_id, pending.action)
+    if version is None:
+        raise RatStudioError(_not_done(app, args.run_id, f"The redo of step {pending.i}", "finished"))
+    return _print_version(args, app, version, _redone_what(pending.i, pending.action))
 
 
 def read_draft(name: str) -> list[str]:
@@ -218,11 +228,12 @@ def read_draft(name: str) -> list[str]:
     return steps
 
 
-def _follow_to_the_end(events, args, app) -> int:
-    """Follow a run; on Ctrl-C, say how to go on (the runner stores the run as interrupted)."""
+def _follow_to_the_end(events, args, app, *, article: bool = True) -> int:
+    """Follow a run; on Ctrl-C, say how to go on (the runner stores the run as interrupted).
+    ``article``: write the model's article at the end (False: the caller writes a version's)."""
     seen: dict = {}
     try:
-        return asyncio.run(_follow(events, args, app, seen))
+        return asyncio.run(_follow(events, args, app, seen, article=article))
     except KeyboardInterrupt:
         run_id = seen.get("run_id")
         if run_id:
@@ -258,7 +269,7 @@ def resumable(run) -> bool:
     return info is not None and info.resumable
 
 
-async def _follow(events, args, app, seen: dict | None = None) -> int:
+async def _follow(events, args, app, seen: dict | None = None, *, article: bool = True) -> int:
     from common.events import Failed, Final, LLMCalled, RunStarted
     from common.types import RunStatus
     from data.versions import MODEL
@@ -304,10 +315,12 @@ async def _follow(events, args, app, seen: dict | None = None) -> int:
     if final is None:  # draft only
         print(f"draft stored; continue with: python app.py resume {run_id}", file=sys.stderr)
         return 0
-    article = app.authoring.article(run_id, MODEL)  # the model's text, as `show --version model` reads it
-    write_article(args.out, article, notes=getattr(args, "notes", False))
-    if article.unsourced:
-        print(f"warning: unsourced: nothing in this text was checked against a source: {article.unsourced}.",
+    if not article:
+        return 0
+    shown = app.authoring.article(run_id, MODEL)  # the model's text, as `show --version model` reads it
+    write_article(args.out, shown, notes=getattr(args, "notes", False))
+    if shown.unsourced:
+        print(f"warning: unsourced: nothing in this text was checked against a source: {shown.unsourced}.",
               file=sys.stderr)
         return EXIT_UNSOURCED
     return 0
@@ -510,7 +523,7 @@ def cmd_redo(args, app) -> int:
     version = app.authoring.redone(args.run_id, action)
     if version is None:
         raise RatStudioError(_not_done(app, args.run_id, f"Step {args.step}", "done again"))
-    return _print_version(args, app, version, f"step {args.step} {_DONE[action]}")
+    return _print_version(args, app, version, _redone_what(args.step, action))
 
 
 def _add_section(args, app, after: int, instruction: str | None) -> int:
@@ -532,7 +545,7 @@ def _add_section(args, app, after: int, instruction: str | None) -> int:
     version = app.authoring.redone(args.run_id, ADD)
     if version is None:
         raise RatStudioError(_not_done(app, args.run_id, f"The section after step {after}", "added"))
-    return _print_version(args, app, version, f"section added after step {after}")
+    return _print_version(args, app, version, _redone_what(after + 1, ADD))
 
 
 def _follow_redo(events, flags: str) -> None:
@@ -575,6 +588,13 @@ def cmd_undo(args, app) -> int:
 
 _DONE = {"regenerate": "regenerated", "search": "searched again", "exclude": "revised without the page",
          "instruct": "revised as instructed"}
+
+
+def _redone_what(i: int, action: str) -> str:
+    """What a redo of step ``i`` did (``action``: its StepRedone's), as the version line says it."""
+    from common.events import ADD
+
+    return f"section added after step {i - 1}" if action == ADD else f"step {i} {_DONE.get(action, 'done again')}"
 
 
 def _print_version(args, app, version, what: str) -> int:
