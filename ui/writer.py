@@ -50,7 +50,9 @@ STOP_WAIT = 3.0  # seconds Stop waits for the cancelled run to record its status
 PRIVATE = {"api_visibility": "private"}
 # following a run: not limited by the queue (core.live.LiveRuns bounds the runs themselves)
 STREAM = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": None}
-SETTLE = {**PRIVATE, "show_progress": "hidden"}  # the settled panel after a stream (RunPanel.settles)
+# the settled panel after a stream (RunPanel.settles): one at a time, in the order they were asked
+# (two step actions in a row: the first's settle, run late, showed version 1 after the second's showed 2)
+SETTLE = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": 1}
 OPEN_LATEST = 8  # runs going on or stopped that the Writer offers to open
 
 DRAFT_HELP = ("One step per paragraph: separate steps with a blank line. Edit, reorder, delete or add "
