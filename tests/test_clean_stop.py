@@ -105,6 +105,15 @@ def watch(proc: subprocess.Popen, seen: dict[int, str], until: float) -> None:
         time.sleep(0.02)
 
 
+def watch_for_workers(proc: subprocess.Popen, seen: dict[int, str], seconds: float = 30.0) -> None:
+    """``watch`` until the extraction pool's fork server and a worker are seen (a busy machine
+    took longer than 2 s to start them), ``proc`` ends, or ``seconds`` pass; then a moment more."""
+    deadline = time.monotonic() + seconds
+    while proc.poll() is None and time.monotonic() < deadline and workers(seen) < 2:
+        watch(proc, seen, time.monotonic() + 0.1)
+    watch(proc, seen, time.monotonic() + 0.3)
+
+
 def workers(seen: dict[int, str]) -> int:
     """How many of ``seen`` are the extraction pool's (its fork server and the workers forked from it)."""
     return sum("multiprocessing.forkserver" in command for command in seen.values())
@@ -130,11 +139,11 @@ def test_fetch_leaves_no_process_behind(tmp_path, env, web):
 def test_fetch_ended_by_sigterm_leaves_no_worker_behind(tmp_path, env, web):
     """SIGTERM while a page is being read: the command dies at once (nothing of ours runs), and
     the workers it started find their app gone and end themselves."""
-    web.page_delay = 5.0
+    web.page_delay = 60.0  # read while the test looks (it ends sooner)
     proc = start(["fetch", web.page_url(web.manifest[0]["file"])], env, tmp_path)
     seen: dict[int, str] = {}
     try:
-        watch(proc, seen, time.monotonic() + 2.0)  # the fork server and the workers the fetcher warms up
+        watch_for_workers(proc, seen)  # the fork server and the workers the fetcher warms up
         assert proc.poll() is None, "the page is still being read"
         assert workers(seen) >= 2, f"the fork server and at least one worker: {seen}"
         proc.send_signal(signal.SIGTERM)
@@ -146,11 +155,11 @@ def test_fetch_ended_by_sigterm_leaves_no_worker_behind(tmp_path, env, web):
 
 def test_fetch_killed_leaves_no_worker_behind(tmp_path, env, web):
     """SIGKILL: nothing of the app runs, and its workers, finding it gone, end themselves."""
-    web.page_delay = 5.0
+    web.page_delay = 60.0  # read while the test looks (it ends sooner)
     proc = start(["fetch", web.page_url(web.manifest[0]["file"])], env, tmp_path)
     seen: dict[int, str] = {}
     try:
-        watch(proc, seen, time.monotonic() + 2.0)
+        watch_for_workers(proc, seen)
         assert workers(seen) >= 2, seen
         proc.kill()
         proc.wait(timeout=10)
