@@ -75,13 +75,15 @@ class HistoryTab:
         panel = self.panel
         gr.on(None, self.rows, inputs=None, outputs=[self.table, self.empty], **PRIVATE)
         self.refresh_btn.click(self.rows, None, [self.table, self.empty], **PRIVATE)
-        panel.settles(self.table.select(self.on_select, None, [self.run_id, *panel.outputs()], **STREAM))
-        panel.settles(gr.on([self.open_btn.click, self.run_id.submit], self.on_open, self.run_id, panel.outputs(),
+        streamed = panel.stream_outputs()  # (what a stream names: RunPanel.stream_outputs)
+        panel.settles(self.table.select(self.on_select, None, [self.run_id, *streamed], **STREAM))
+        panel.settles(gr.on([self.open_btn.click, self.run_id.submit], self.on_open, self.run_id, streamed,
                             **STREAM))
         shown = [*panel.outputs(), *self.controls()]
-        replay = self.replay_btn.click(self.on_replay, [self.run_id, self.speed], shown, **REPLAY)
-        play = self.play_btn.click(self.on_play, [self.run_id, self.replaying, self.position, self.speed], shown,
-                                   **REPLAY)
+        replay = self.replay_btn.click(self.on_replay, [self.run_id, self.speed], [*streamed, *self.controls()],
+                                       **REPLAY)
+        play = self.play_btn.click(self.on_play, [self.run_id, self.replaying, self.position, self.speed],
+                                   [*streamed, *self.controls()], **REPLAY)
         playing = [replay, play]
         for played in playing:  # played to its end: the whole run, with its article
             panel.settles(played, inputs=self.replaying, outputs=shown, fn=self.played)
@@ -171,7 +173,7 @@ class HistoryTab:
         view.replayed = True
         yield self.control_values(run_id, start, len(events), playing=True)
         async for update in self.panel.follow(timed(schedule), view, live=False):
-            yield {**update, self.position: gr.Slider(value=len(view.events))}
+            yield {**update, self.position: len(view.events)}
 
     def played(self, run_id: str) -> dict:
         """A replay played to its end (``RunPanel.settles``): the run as stored, its article shown,

@@ -50,9 +50,10 @@ STOP_WAIT = 3.0  # seconds Stop waits for the cancelled run to record its status
 PRIVATE = {"api_visibility": "private"}
 # following a run: not limited by the queue (core.live.LiveRuns bounds the runs themselves)
 STREAM = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": None}
-# the settled panel after a stream (RunPanel.settles): one at a time, in the order they were asked
-# (two step actions in a row: the first's settle, run late, showed version 1 after the second's showed 2)
-SETTLE = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": 1}
+# the settled panel after a stream (RunPanel.settles): one at a time, every panel's in one line, in the
+# order they were asked: a settle run late put back what a later one showed (two step actions in a row:
+# version 1 after version 2; a Continue's settle after the next run was opened: its Continue hidden)
+SETTLE = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": 1, "concurrency_id": "rat-settle"}
 OPEN_LATEST = 8  # runs going on or stopped that the Writer offers to open
 
 DRAFT_HELP = ("One step per paragraph: separate steps with a blank line. Edit, reorder, delete or add "
@@ -250,11 +251,20 @@ class RunPanel:
         return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
                 self.result_box, *self.text.parts(), self.draft_cards, *([self.stop] if self.stop is not None else [])]
 
+    def stream_outputs(self) -> list:
+        """What a stream that follows a run updates (``follow``): the view and its three panels,
+        the editor's and the article's boxes (hidden while it goes on) and Stop; the rest is set
+        as it settles (``settles``). Each output an update leaves out costs Gradio a component
+        built anew (its gr.skip() is read as a change of none of its props): with the panel's 27
+        outputs a render took 7.4 ms of the server's CPU, with these 7 under 1 ms (issue 41)."""
+        return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.result_box,
+                *([self.stop] if self.stop is not None else [])]
+
     def wire(self):
         """Bind the panel's own events; returns the Continue event (for a Stop button's cancels)."""
         checked = self.continue_btn.click(self.check_continue, [self.state, self.editor], None, **PRIVATE)
         budget = [self.budget] if self.budget is not None else []
-        cont = checked.success(self.on_continue, [self.state, self.editor, *budget], self.outputs(), **STREAM)
+        cont = checked.success(self.on_continue, [self.state, self.editor, *budget], self.stream_outputs(), **STREAM)
         self.settles(cont)
         a = self.text
         for box in (a.undo, a.take):  # the article and the step cards
@@ -263,8 +273,8 @@ class RunPanel:
         a.restore_btn.click(self.on_restore, [self.state, a.version_pick], self.outputs(), **PRIVATE)
         a.wire(self.state)
         # "multiple": an action asked while another runs is sent, and waits on the server for its turn
-        acted = self.act_go.click(self.on_step_action, [self.state, self.act_cmd, a.undo, a.take], self.outputs(),
-                                  trigger_mode="multiple", **STREAM)
+        acted = self.act_go.click(self.on_step_action, [self.state, self.act_cmd, a.undo, a.take],
+                                  self.stream_outputs(), trigger_mode="multiple", **STREAM)
         self.settles(acted)
         return cont
 
@@ -276,8 +286,8 @@ class RunPanel:
             out[self.progress] = run_html.progress_html(view, status)
         if DRAFT in panels:
             out[self.draft] = run_html.draft_html(view)
-        if STEPS in panels:
-            out[self.steps] = self.steps_out(view)
+        if STEPS in panels:  # (no step actions on a frame: their buttons work once the panel settles)
+            out[self.steps] = self.steps_out(view, actions=False)
         return out
 
     def status(self, view: RunView) -> str:
@@ -323,12 +333,13 @@ class RunPanel:
                                                       unchecked=shown.article.unchecked),
                 self.steps: self.steps_out(view, shown.edit, shown), **self.text.shown(view, shown)}
 
-    def frame(self, view: RunView) -> dict:
-        """The run as far as ``view`` goes, with no editor and no article: a run being followed, or
-        a replay's frame (paused, stepped, sought)."""
+    def frame(self, view: RunView, *, downloads: bool = True) -> dict:
+        """The run as far as ``view`` goes, with no editor and no article: a run being followed
+        (``downloads`` False: of ``stream_outputs`` only), or a replay's frame (paused, stepped,
+        sought)."""
         out = self.render(view, ALL_PANELS)
         out.update({self.editor_box: gr.Group(visible=False), self.result_box: gr.Column(visible=False),
-                    **self.text._downloads_off(visible=False)})
+                    **(self.text._downloads_off(visible=False) if downloads else {})})
         if self.stop is not None:
             out[self.stop] = gr.Button(interactive=True)
         return out
@@ -338,7 +349,7 @@ class RunPanel:
         """Render a stream of events into this panel as they arrive: streamed tokens at most
         every TOKEN_INTERVAL seconds, anything else at once; then the settled panel. A live
         run's failure is also shown as a warning."""
-        yield self.frame(view)
+        yield self.frame(view, downloads=False)
         dirty: set[str] = set()
         last = 0.0
         try:
@@ -448,17 +459,18 @@ class RunPanel:
             await asyncio.sleep(0.05)
         return self.settle(runview.fold(self.store.events(view.run_id)))
 
-    def steps_out(self, view: RunView, edit: Edit = NO_EDIT, shown: Shown | None = None) -> str:
+    def steps_out(self, view: RunView, edit: Edit = NO_EDIT, shown: Shown | None = None, *,
+                  actions: bool = True) -> str:
         """The step cards, with the actions of a finished rat or rat-step run (``ui.step_actions``);
         with the version ``shown``, the marks in their revisions numbered as that article numbers
         the pages (a presenter's card said [9] of the page the article calls [4])."""
-        actions = step_actions.card_actions(view, edit.undone, edit.taken, panel=self.act_id)
+        buttons = step_actions.card_actions(view, edit.undone, edit.taken, panel=self.act_id) if actions else None
         marks = None
         if shown is not None:
             order = Attribution(shown.cited).order()
             labels = SourceBook.from_events(view.events).numbers()  # what the model was shown: its marks' meaning
             marks = {label: order[url] for url, label in labels.items() if url in order}
-        return run_html.steps_html(view, edit.undone, edit.taken, actions=actions, marks=marks)
+        return run_html.steps_html(view, edit.undone, edit.taken, actions=buttons, marks=marks)
 
     async def on_step_action(self, view: RunView | None, command: str, undone: list[int] | None,
                              taken: list[int] | None):
@@ -635,7 +647,6 @@ class WriterTab:
                 self.model = gr.HTML(model_html(s), js_on_load=None)
                 # the run this browser last started or opened: shown again after a reload
                 self.last_run = gr.BrowserState("", storage_key="rat-studio-last-run", secret="rat-studio")
-                self.inputs_due = gr.State("")  # a stored run just opened: its Run inputs, set as it settles
                 with gr.Row(equal_height=True, visible=False) as self.others:
                     self.other_runs = gr.Dropdown([], label="Runs going on or stopped", scale=3,
                                                   elem_classes="rat-other-runs")
@@ -647,23 +658,26 @@ class WriterTab:
     def wire(self) -> None:
         panel = self.panel
         gr.on(None, self.on_load, inputs=None, outputs=[self.model, *self.run_settings.models.values()], **PRIVATE)
-        opened_outputs = [*self.run_inputs(), *panel.outputs(), self.inputs_due]
-        # on page load only: gr.on(None, ...) with inputs also runs on every change of them, and
+        # a run reopened or opened: its Run inputs first (an event of its own: a stream names only
+        # what it streams, RunPanel.stream_outputs), then the run, live or stored, then settled.
+        # On page load only: gr.on(None, ...) with inputs also runs on every change of them, and
         # Run's new last_run then had a second stream follow the same run in the same page
-        reopened = Context.root_block.load(self.on_reload, inputs=self.last_run, outputs=opened_outputs, **STREAM)
-        panel.settles(reopened, inputs=[panel.state, self.inputs_due], outputs=opened_outputs, fn=self.on_opened)
+        inputs_set = Context.root_block.load(self.inputs_of, self.last_run, self.run_inputs(), **SETTLE)
+        reopened = inputs_set.then(self.on_reload, self.last_run, panel.stream_outputs(), **STREAM)
+        panel.settles(reopened)
         listed = [self.others, self.other_runs]
         gr.on([self.other_runs.focus], self.other_choices, None, listed, **PRIVATE)
         gr.on(None, self.other_choices, None, listed, **PRIVATE)
-        opened = self.open_btn.click(self.on_open, self.other_runs, [self.last_run, *opened_outputs], **STREAM)
-        panel.settles(opened, inputs=[panel.state, self.inputs_due], outputs=opened_outputs, fn=self.on_opened)
+        picked = self.open_btn.click(self.on_pick, self.other_runs, [self.last_run, *self.run_inputs()], **SETTLE)
+        opened = picked.success(self.on_open, self.other_runs, panel.stream_outputs(), **STREAM)
+        panel.settles(opened)
 
         self.method.change(method_info, self.method, self.method_info, **PRIVATE)
         self.run_settings.wire(self.method)
         chosen = self.run_settings.components()
         checked = self.run_btn.click(self.check_run, [self.task, self.method, *chosen], None, **PRIVATE)
         run = checked.success(self.on_run, [self.task, self.method, self.search, self.draft_only, *chosen],
-                              [self.last_run, *panel.outputs()], **STREAM)
+                              [self.last_run, *panel.stream_outputs()], **STREAM)
         panel.settles(run)
         cont = panel.wire()
         stop_running(self.stop_btn, panel, [run, cont])
@@ -698,39 +712,34 @@ class WriterTab:
                 update, remembered = {self.last_run: view.run_id, **update}, True
             yield update
 
+    def known(self, run_id: str) -> bool:
+        try:
+            return bool(run_id) and self.store.get_run(run_id) is not None
+        except RatStudioError:
+            return False
+
+    def inputs_of(self, last_run: str) -> dict:
+        """The page (re)opened: the Run inputs as the run this browser last started or opened ran."""
+        return self.run_as_it_ran(last_run) if self.known(last_run) else {self.task: gr.skip()}
+
     async def on_reload(self, last_run: str):
         """The page (re)opened: the run this browser last started or opened, live when it is
         still going on (the run is the server's: a reload never stopped it)."""
-        try:
-            known = bool(last_run) and self.store.get_run(last_run) is not None
-        except RatStudioError:
-            known = False
-        if not known:  # nothing to show: leave the panel as it is (yielding nothing would blank it, and
-            yield {self.panel.state: gr.skip()}  # an empty dict is read as one value, not as no update)
+        if not self.known(last_run):  # nothing to show: leave the panel as it is (yielding nothing would blank
+            yield {self.panel.state: gr.skip()}  # it, and an empty dict is read as one value, not as no update)
             return
-        async for update in self.opening(last_run):
+        async for update in self.panel.open(last_run):
             yield update
 
-    async def on_open(self, run_id: str):
+    def on_pick(self, run_id: str) -> dict:
+        """Open clicked: the run remembered for a reload, the Run inputs as it ran."""
         if not run_id:
             raise gr.Error("Pick a run in the list first.")
-        async for update in self.opening(run_id):
-            yield {self.last_run: run_id, **update}
+        return {self.last_run: run_id, **self.run_as_it_ran(run_id)}
 
-    async def opening(self, run_id: str):
-        """``RunPanel.open`` with the Run inputs set as the run ran: at once for a run going on
-        (followed live), else by the settling event after the stream (``on_opened``), as the
-        values a person edits never end a stream (``RunPanel.settles``)."""
-        live, first = self.live.is_live(run_id), True
+    async def on_open(self, run_id: str):
         async for update in self.panel.open(run_id):
-            if first:
-                update = {**(self.run_as_it_ran(run_id) if live else {self.inputs_due: run_id}), **update}
             yield update
-            first = False
-
-    def on_opened(self, view: RunView | None, due: str) -> dict:
-        """The settled panel after an open or a reload, with the Run inputs of a stored run."""
-        return {**self.panel.on_settled(view), **(self.run_as_it_ran(due) if due else {}), self.inputs_due: ""}
 
     def run_inputs(self) -> list:
         """What Run reads: the task, method, search and the Run settings."""

@@ -101,7 +101,7 @@ def test_what_runs_on_page_load_runs_on_nothing_else(tmp_path):
     wired = app_module.build(settings)
     demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms)
     on_load = [block for block in demo.fns.values() if any(event == "load" for _, event in block.targets)]
-    assert any(getattr(block.fn, "__name__", "") == "on_reload" for block in on_load)
+    assert any(getattr(block.fn, "__name__", "") == "inputs_of" for block in on_load)  # then on_reload
     mixed = {getattr(block.fn, "__name__", ""): block.targets for block in on_load
              if any(event != "load" for _, event in block.targets)}
     assert not mixed, mixed
