@@ -88,7 +88,7 @@ def number(history) -> int:
 
 def test_a_replay_is_paused_stepped_and_sought_from_the_stage(sized_page, llm, app, page_timeout=TIMEOUT):  # noqa: F811
     llm.reply(RatAuthor(draft_steps(4)))
-    llm.latency = 0.25  # stored time stamps far apart: the replay takes a while
+    llm.latency = 0.5  # stored time stamps far apart: the replay takes a while (a step about a second on the stage)
     run_id = run_now(app, "rat", "A stored run about Mercurial and Python 3.")
     llm.latency = 0.0
     events = app.store.events(run_id)
