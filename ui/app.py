@@ -27,6 +27,7 @@ from common.settings import Settings
 from core.clients import Clients
 from core.live import LiveRuns
 from core.runner import Runner
+from core.text import language
 from ui import arena, history, leaderboard, mcp_tools, server, writer
 
 TITLE = "RAT Studio"
@@ -124,6 +125,8 @@ def serve(settings: Settings, store, clients: Clients, runner: Runner, rooms: Ar
     served = server.start(server.server_app(doors, whole, alone, css=css(), shares=shares), settings.host,
                           port or settings.port, settings.trusted_proxies)
     rooms.results.warm_up(leaderboard.BOOTSTRAP)  # once the port answers: the first page does not wait for it
+    if not settings.arena_only:
+        language.warm_up()  # the task language's model, before the first run needs it
     return served
 
 

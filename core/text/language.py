@@ -21,6 +21,7 @@ model writes in the language it is asked in. Languages are named in English by B
 from __future__ import annotations
 
 import functools
+import threading
 
 import regex
 from babel import Locale, UnknownLocaleError
@@ -58,6 +59,12 @@ def detect(text: str) -> str | None:
             return "ja" if len(_HIRAGANA.findall(text)) >= HIRAGANA_SHARE * found else "zh"
     code, confidence = _identifier().classify(text)
     return code if confidence >= MIN_CONFIDENCE else None
+
+
+def warm_up() -> None:
+    """Load the identifier's model now, in a thread of its own (about a second of CPU): a server
+    calls it as it starts, so its first task does not wait for the model."""
+    threading.Thread(target=_identifier, name="language-model", daemon=True).start()
 
 
 @functools.cache
