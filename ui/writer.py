@@ -347,8 +347,8 @@ class RunPanel:
     async def follow(self, events: AsyncIterator[Event | Timed], view: RunView, *,
                      live: bool = True) -> AsyncIterator[dict]:
         """Render a stream of events into this panel as they arrive: streamed tokens at most
-        every TOKEN_INTERVAL seconds, anything else at once; then the settled panel. A live
-        run's failure is also shown as a warning."""
+        every TOKEN_INTERVAL seconds, anything else at once (the settled panel comes after, from
+        ``settles``). A live run's failure is also shown as a warning."""
         yield self.frame(view, downloads=False)
         dirty: set[str] = set()
         last = 0.0
