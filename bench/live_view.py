@@ -28,6 +28,7 @@ stand-in model (0 --tps: full speed).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import socket
@@ -161,8 +162,9 @@ def in_browser(url: str, proc: subprocess.Popen, db: Path, task: str, timeout: f
 
 
 def reload_mid_run(url: str, task: str, steps: int, timeout: float) -> float:
-    """Seconds from a reload of the Writer, with the run at step 3 (of ``steps``), to the page
-    showing the step the run is at (or Done): the run is the server's, and the page joins it."""
+    """Seconds from a reload of the Writer, with the run at step 3 (of ``steps``) or later, to the
+    page showing the step the run is at (or Done): the run is the server's, and the page joins it.
+    NaN when the run was over before the page showed step 3 (a model at full speed)."""
     with chromium() as browser:
         page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
         page.set_default_timeout(timeout * 1000)
@@ -171,10 +173,13 @@ def reload_mid_run(url: str, task: str, steps: int, timeout: float) -> float:
         writer.get_by_text("the model server answers").wait_for()
         writer.get_by_label("Task").fill(task)
         writer.get_by_role("button", name="Run", exact=True).click()
-        writer.locator(".rat-progress").get_by_text("Step 3 of").wait_for()
+        later = "|".join(str(k) for k in range(3, steps + 1))
+        line = writer.locator(".rat-progress").get_by_text(re.compile(rf"^(Step ({later}) of|Done)"))
+        line.wait_for()
+        if line.inner_text().startswith("Done"):  # a model at full speed: over before a reload
+            return math.nan
         started = time.monotonic()
         page.reload()
-        later = "|".join(str(k) for k in range(3, steps + 1))
         page.locator("#rat-tab-writer .rat-progress").get_by_text(re.compile(rf"^(Step ({later}) of|Done)")).wait_for()
         took = time.monotonic() - started
         page.locator("#rat-tab-writer .rat-progress").get_by_text(re.compile("^Done")).wait_for()
