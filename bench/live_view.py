@@ -130,20 +130,26 @@ def latest_run(db: Path) -> str:
         return con.execute("select id from runs order by created desc limit 1").fetchone()[0]
 
 
+def writer_with_task(browser, url: str, task: str, timeout: float):
+    """(page, Writer tab) at 1366x768, the model server answering, rat-step chosen, ``task`` typed."""
+    page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
+    page.set_default_timeout(timeout * 1000)
+    page.goto(url)
+    writer = page.locator("#rat-tab-writer")
+    writer.get_by_text("the model server answers").wait_for()
+    method = writer.get_by_label("Method")
+    if not method.input_value().startswith("rat-step"):
+        raise SystemExit(f"error: the Writer's method is {method.input_value()!r}, not rat-step")
+    writer.get_by_label("Task").fill(task)
+    return page, writer
+
+
 def in_browser(url: str, proc: subprocess.Popen, db: Path, task: str, timeout: float,
                profile: str = "") -> tuple[float, float]:
     """(final->done s, app CPU s) of one run started in the Writer with Present on; with
     ``profile``, py-spy samples the app meanwhile and writes its collapsed stacks there."""
     with chromium() as browser:
-        page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-        page.set_default_timeout(timeout * 1000)
-        page.goto(url)
-        writer = page.locator("#rat-tab-writer")
-        writer.get_by_text("the model server answers").wait_for()
-        method = writer.get_by_label("Method")
-        if not method.input_value().startswith("rat-step"):
-            raise SystemExit(f"error: the Writer's method is {method.input_value()!r}, not rat-step")
-        writer.get_by_label("Task").fill(task)
+        page, writer = writer_with_task(browser, url, task, timeout)
         page.evaluate(WATCH)
         spy = subprocess.Popen(["py-spy", "record", "-p", str(proc.pid), "-f", "raw", "-o", profile, "-r", "200"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if profile else None
@@ -166,12 +172,7 @@ def reload_mid_run(url: str, task: str, steps: int, timeout: float) -> float:
     page showing the step the run is at (or Done): the run is the server's, and the page joins it.
     NaN when the run was over before the page showed step 3 (a model at full speed)."""
     with chromium() as browser:
-        page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
-        page.set_default_timeout(timeout * 1000)
-        page.goto(url)
-        writer = page.locator("#rat-tab-writer")
-        writer.get_by_text("the model server answers").wait_for()
-        writer.get_by_label("Task").fill(task)
+        page, writer = writer_with_task(browser, url, task, timeout)
         writer.get_by_role("button", name="Run", exact=True).click()
         later = "|".join(str(k) for k in range(3, steps + 1))
         line = writer.locator(".rat-progress").get_by_text(re.compile(rf"^(Step ({later}) of|Done)"))
