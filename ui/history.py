@@ -178,9 +178,9 @@ class HistoryTab:
     def played(self, run_id: str) -> dict:
         """A replay played to its end (``RunPanel.settles``): the run as stored, its article shown,
         the position at the end."""
-        total = len(self.store.events(run_id))
-        return {**self.panel.settle(self.view_of(run_id)),
-                **self.control_values(run_id, total, total, playing=False)}
+        view = self.view_of(run_id)
+        total = len(view.events)
+        return {**self.panel.settle(view), **self.control_values(run_id, total, total, playing=False)}
 
     def frame_at(self, run_id: str, position: float) -> dict:
         """The replayed run as it stood after its first ``position`` events, shown at once

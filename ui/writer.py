@@ -410,28 +410,20 @@ class RunPanel:
             self.versions.add(view.run_id, join_steps(draft), action="draft")
         run = self.store.get_run(view.run_id)
         providers = providers_for(self.runner.settings, run.settings.get("search"))
-        pending, stored = self.authoring.pending_redo(view.run_id), len(self.store.events(view.run_id))
+        pending, stored = self.authoring.pending_redo(view.run_id), len(view.events)
         events = self.live.resume(view.run_id, draft=draft, providers=providers,
                                   budget_tokens=int(budget) if budget and budget > 0 else None, timed=True)
         if pending is None:
             async for update in self.follow(events, view):
                 yield update
             return
-        seen, saved = 0, False
-
-        async def counted():  # how many came: more than were stored, and the resume went on under this tab
-            nonlocal seen
-            async with aclosing(events):
-                async for item in events:
-                    seen += 1
-                    yield item
-
+        saved = False
         try:
-            async for update in self.follow(counted(), view):
+            async for update in self.follow(events, view):
                 yield update
             saved = self._save_redo(view.run_id, pending.action)
-        finally:
-            if not saved and seen > stored:  # the tab went away mid-run: saved when the run ends, on the server
+        finally:  # the tab went away with the resume going on under it: saved when the run ends, on the server
+            if not saved and len(view.events) > stored:
                 await self._save_later(view.run_id, pending.action)
 
     async def open(self, run_id: str, view: RunView | None = None):
