@@ -125,19 +125,19 @@ class HistoryTab:
         view.run_id, view.method, view.task = run_id, run.method, run.task
         return view
 
-    async def on_open(self, run_id: str):
+    async def on_open(self, run_id: str, page: gr.Request | None = None):
         """The run as stored, or live when it is going on."""
         view = self.view_of(run_id)
-        async for update in self.panel.open(view.run_id, view):
+        async for update in self.panel.open(view.run_id, view, page):
             yield update
 
-    async def on_select(self, evt: gr.SelectData):
+    async def on_select(self, evt: gr.SelectData, page: gr.Request | None = None):
         row = evt.row_value or []
         if not row:
             yield {self.run_id: gr.skip()}  # yielding nothing would blank the panel; {} is read as a value
             return
         run_id = str(row[0])
-        async for update in self.on_open(run_id):
+        async for update in self.on_open(run_id, page):
             yield {self.run_id: run_id, **update}
 
     # -- replay -----------------------------------------------------------------------------------
@@ -148,20 +148,21 @@ class HistoryTab:
         return {self.replaying: run_id, self.position: gr.Slider(maximum=max(total, 1), value=position),
                 self.play_btn: gr.Button(visible=not playing), self.pause_btn: gr.Button(visible=playing)}
 
-    async def on_replay(self, run_id: str, speed: float):
+    async def on_replay(self, run_id: str, speed: float, page: gr.Request | None = None):
         """Replay the run from its start."""
         view = self.view_of(run_id)  # checks the id
-        async for update in self.play(view.run_id, 0, speed):
+        async for update in self.play(view.run_id, 0, speed, page):
             yield update
 
-    async def on_play(self, run_id: str, replaying: str, position: float, speed: float):
+    async def on_play(self, run_id: str, replaying: str, position: float, speed: float,
+                      page: gr.Request | None = None):
         """Play on from where the replay stands (from the start for another run, or at its end)."""
         view = self.view_of(run_id or replaying)  # checks the id
         start = int(position or 0) if view.run_id == replaying else 0
-        async for update in self.play(view.run_id, start, speed):
+        async for update in self.play(view.run_id, start, speed, page):
             yield update
 
-    async def play(self, run_id: str, start: int, speed: float):
+    async def play(self, run_id: str, start: int, speed: float, page: gr.Request | None = None):
         """The run's events from ``start`` on, paced as they happened (``runview.replay_schedule``),
         after the run as it stood at ``start``; the position moves with them."""
         store = self.store
@@ -172,7 +173,7 @@ class HistoryTab:
         view = runview.fold(events[:start])
         view.replayed = True
         yield self.control_values(run_id, start, len(events), playing=True)
-        async for update in self.panel.follow(timed(schedule), view, live=False):
+        async for update in self.panel.follow(timed(schedule), view, live=False, page=page):
             yield {**update, self.position: len(view.events)}
 
     def played(self, run_id: str) -> dict:

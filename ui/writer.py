@@ -64,6 +64,29 @@ STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUM
 
 
 # -- helpers (no gradio state) --------------------------------------------------------------------
+class Hold:
+    """One stream's hold on a page's panel (``RunPanel.shows``): taken as it starts, lost when a
+    newer stream takes the panel."""
+
+    def __init__(self, holders: dict, key: object) -> None:
+        self.holders, self.key, self.token = holders, key, object()
+        holders[key] = self.token
+
+    def __bool__(self) -> bool:
+        return self.holders.get(self.key) is self.token
+
+    def check(self) -> None:
+        """Raises an error the page does not show (and that starts no settling event) once a newer
+        stream has the panel."""
+        if not self:
+            raise gr.Error("A newer stream shows in this panel.", visible=False, print_exception=False)
+
+    def release(self) -> None:
+        """The stream ended: the panel is no stream's now (unless a newer one has it)."""
+        if self:
+            del self.holders[self.key]
+
+
 def search_choices(settings: Settings) -> list[tuple[str, str]]:
     """The configured search providers, each on its own, and (with several) all of them in order."""
     providers = list(settings.search.providers)
@@ -201,6 +224,7 @@ class RunPanel:
                                  box_id=f"{self.act_id}-article")
         self._redos: set[asyncio.Task] = set()  # redos whose tab went away, saved as versions when they end
         self._acting: dict[str, asyncio.Lock] = {}  # run id -> its step actions, one at a time (queued)
+        self._shown: dict[object, object] = {}  # page -> the stream its panel shows now (``shows``)
         self.stop: gr.Button | None = None  # the tab's Stop, when it has one: enabled only while a run goes on
         self.budget: gr.Number | None = None  # the tab's Token budget, when it has one: Continue's new budget
 
@@ -279,9 +303,10 @@ class RunPanel:
         return cont
 
     # -- rendering --------------------------------------------------------------------------------
-    def render(self, view: RunView, panels: Iterable[str], status: str = "") -> dict:
+    def render(self, view: RunView, panels: Iterable[str], status: str = "", *, state: bool = True) -> dict:
+        """``panels`` of ``view``, and (``state``) the view as the page's state."""
         panels = set(panels)
-        out: dict = {self.state: view}
+        out: dict = {self.state: view} if state else {}
         if PROGRESS in panels:
             out[self.progress] = run_html.progress_html(view, status)
         if DRAFT in panels:
@@ -344,29 +369,48 @@ class RunPanel:
             out[self.stop] = gr.Button(interactive=True)
         return out
 
+    def shows(self, page: gr.Request | None) -> Hold:
+        """The stream calling this is now the one ``page``'s panel shows: one panel, one run, the
+        one asked for last. A stream a newer one replaced went on yielding into the same panel
+        before: a run continued in History, then another opened, and the first one's frames put
+        its view back over the second's (its Continue gone). ``page`` None (a handler called
+        directly): a page of its own."""
+        key = page.session_hash if page is not None and page.session_hash else object()
+        return Hold(self._shown, key)
+
     async def follow(self, events: AsyncIterator[Event | Timed], view: RunView, *,
-                     live: bool = True) -> AsyncIterator[dict]:
+                     live: bool = True, page: gr.Request | None = None) -> AsyncIterator[dict]:
         """Render a stream of events into this panel as they arrive: streamed tokens at most
         every TOKEN_INTERVAL seconds, anything else at once (the settled panel comes after, from
-        ``settles``). A live run's failure is also shown as a warning."""
-        yield self.frame(view, downloads=False)
-        dirty: set[str] = set()
-        last = 0.0
+        ``settles``). A live run's failure is also shown as a warning.
+
+        The view is the page's state from the first update on (the later ones change it in place
+        and leave the state out), and the stream stops once a newer one has the panel
+        (``shows``): it ends in an error no one sees, so no settling event follows it; the run
+        goes on, on the server."""
+        hold = self.shows(page)
         try:
+            yield self.frame(view, downloads=False)
+            dirty: set[str] = set()
+            last = 0.0
             async with aclosing(events):
                 async for item in events:  # (a run joined late comes Timed: its times are its own)
                     event, at = (item.item, item.at) if isinstance(item, Timed) else (item, None)
                     dirty |= view.apply(event, at)
+                    hold.check()
                     if live and isinstance(event, Failed):
                         gr.Warning(for_browser(f"The run stopped: {event.error}"), title="Run failed")
                     now = time.monotonic()
                     if dirty and (not isinstance(event, TokenDelta) or now - last >= TOKEN_INTERVAL):
-                        yield self.render(view, dirty)
+                        yield self.render(view, dirty, state=False)
                         dirty, last = set(), now
+            hold.check()
+            if dirty:
+                yield self.render(view, dirty, state=False)
         except RatStudioError as exc:
             raise gr.Error(for_browser(str(exc))) from exc
-        if dirty:
-            yield self.render(view, dirty)
+        finally:
+            hold.release()
 
     def settles(self, stream, *, inputs=None, outputs=None, fn=None):
         """After ``stream`` (an event that follows a run) ends, the settled panel, as an event of
@@ -399,7 +443,8 @@ class RunPanel:
             raise gr.Error(str(exc)) from exc
         await require_llm(self.clients)
 
-    async def on_continue(self, view: RunView, text: str, budget: float | None = None):
+    async def on_continue(self, view: RunView, text: str, page: gr.Request | None = None,
+                          budget: float | None = None):
         """Go on with the run (with the author's edited draft when changed); ``budget``: the Token
         budget's value, the run's new budget (0 or empty: the run keeps its own). A run stopped
         part-way through a step action (a redo) finishes it, and its new text is saved as a
@@ -414,25 +459,26 @@ class RunPanel:
         events = self.live.resume(view.run_id, draft=draft, providers=providers,
                                   budget_tokens=int(budget) if budget and budget > 0 else None, timed=True)
         if pending is None:
-            async for update in self.follow(events, view):
+            async for update in self.follow(events, view, page=page):
                 yield update
             return
         saved = False
         try:
-            async for update in self.follow(events, view):
+            async for update in self.follow(events, view, page=page):
                 yield update
             saved = self._save_redo(view.run_id, pending.action)
         finally:  # the tab went away with the resume going on under it: saved when the run ends, on the server
             if not saved and len(view.events) > stored:
                 await self._save_later(view.run_id, pending.action)
 
-    async def open(self, run_id: str, view: RunView | None = None):
-        """Show a run: live when it is going on (what it did so far, then each event as it
-        happens), else as stored."""
+    async def open(self, run_id: str, view: RunView | None = None, page: gr.Request | None = None):
+        """Show a run in ``page``'s panel: live when it is going on (what it did so far, then each
+        event as it happens), else as stored."""
         if self.live.is_live(run_id):
-            async for update in self.follow(self.live.follow(run_id, timed=True), RunView()):
+            async for update in self.follow(self.live.follow(run_id, timed=True), RunView(), page=page):
                 yield update
         else:  # shown whole by the settling event after the stream (``settles``)
+            self.shows(page).release()  # (a stream that showed another run stops)
             yield {self.state: view or runview.fold(self.store.events(run_id))}
 
     async def on_stop(self, view: RunView | None) -> dict:
@@ -465,7 +511,7 @@ class RunPanel:
         return run_html.steps_html(view, edit.undone, edit.taken, actions=buttons, marks=marks)
 
     async def on_step_action(self, view: RunView | None, command: str, undone: list[int] | None,
-                             taken: list[int] | None):
+                             taken: list[int] | None, page: gr.Request | None = None):
         """A step card's button (``ui.step_actions``): Undo / Put back and Take / Drop change the
         article as the boxes above it do; Regenerate, Search again and ✕ (exclude a source) have
         the run do the step again (``LiveRuns.redo``), followed here, and the new text is saved as a
@@ -480,7 +526,7 @@ class RunPanel:
         if lock.locked():  # one action at a time on a run: this one waits for the one before, then runs
             yield {self.progress: "<div class='rat-progress'>Queued: this step action starts when the one "
                                   "before it has finished and been saved.</div>"}
-        async with lock, aclosing(self._step_action(view, cmd, undone, taken)) as updates:
+        async with lock, aclosing(self._step_action(view, cmd, undone, taken, page)) as updates:
             async for update in updates:
                 yield update
 
@@ -489,7 +535,8 @@ class RunPanel:
         next action waits for it)."""
         return bool(self.store.get_run(run_id).final_text)  # (the model's text, kept through every redo)
 
-    async def _step_action(self, view: RunView, cmd, undone: list[int] | None, taken: list[int] | None):
+    async def _step_action(self, view: RunView, cmd, undone: list[int] | None, taken: list[int] | None,
+                           page: gr.Request | None = None):
         """:meth:`on_step_action` once the run is this action's: only what the step does again is
         streamed (the run so far is shown as it stands, not replayed), and its text saved."""
         if view.final is None:  # asked while the action before ran: the run as that one left it
@@ -498,6 +545,7 @@ class RunPanel:
             chosen = {"undo": set(undone or []), "take": set(taken or [])}
             chosen[cmd.action] ^= {cmd.i}
             await self.on_undo(view, sorted(chosen["undo"]), sorted(chosen["take"]))
+            self.shows(page).release()
             yield {self.state: view}
             return
         redo = METHODS[view.method].redo if view.method in METHODS else None
@@ -517,7 +565,7 @@ class RunPanel:
                                 exclude=[cmd.url] if cmd.url else (), instruction=cmd.instruction, timed=True)
         redone, saved = runview.fold(stored), False
         try:
-            async for update in self.follow(_after(events, len(stored)), redone):
+            async for update in self.follow(_after(events, len(stored)), redone, page=page):
                 yield update
             saved = self._save_redo(view.run_id, cmd.action)
         finally:
@@ -693,13 +741,14 @@ class WriterTab:
             raise gr.Error(for_browser(str(exc))) from exc
         await require_llm(self.clients)
 
-    async def on_run(self, prompt: str, method: str, search: str, draft_only: bool, *chosen):
+    async def on_run(self, prompt: str, method: str, search: str, draft_only: bool, page: gr.Request | None,
+                     *chosen):
         """Start a run with the Run settings (``chosen``, as ``check_run`` checked them) and follow it."""
         events = self.live.start(method, Task(prompt), draft_only=bool(draft_only),
                                  providers=providers_for(self.settings, search),
                                  settings=self.run_settings.build(method, chosen), timed=True)
         view, remembered = RunView(), False
-        async for update in self.panel.follow(events, view):
+        async for update in self.panel.follow(events, view, page=page):
             if view.run_id and not remembered:  # a reload comes back to this run
                 update, remembered = {self.last_run: view.run_id, **update}, True
             yield update
@@ -714,13 +763,13 @@ class WriterTab:
         """The page (re)opened: the Run inputs as the run this browser last started or opened ran."""
         return self.run_as_it_ran(last_run) if self.known(last_run) else {self.task: gr.skip()}
 
-    async def on_reload(self, last_run: str):
+    async def on_reload(self, last_run: str, page: gr.Request | None = None):
         """The page (re)opened: the run this browser last started or opened, live when it is
         still going on (the run is the server's: a reload never stopped it)."""
         if not self.known(last_run):  # nothing to show: leave the panel as it is (yielding nothing would blank
             yield {self.panel.state: gr.skip()}  # it, and an empty dict is read as one value, not as no update)
             return
-        async for update in self.panel.open(last_run):
+        async for update in self.panel.open(last_run, page=page):
             yield update
 
     def on_pick(self, run_id: str) -> dict:
@@ -729,8 +778,8 @@ class WriterTab:
             raise gr.Error("Pick a run in the list first.")
         return {self.last_run: run_id, **self.run_as_it_ran(run_id)}
 
-    async def on_open(self, run_id: str):
-        async for update in self.panel.open(run_id):
+    async def on_open(self, run_id: str, page: gr.Request | None = None):
+        async for update in self.panel.open(run_id, page=page):
             yield update
 
     def run_inputs(self) -> list:

@@ -253,3 +253,49 @@ def test_a_backspace_and_a_paste_are_saved_and_the_servers_own_text_is_not_an_ed
     cited = writer.locator(".rat-cited-panel").last
     expect(cited).to_contain_text("作者粘贴的一句")
     writer_tests.screenshot(page, f"writer-pasted-read-{width}x{height}.png", top=cited)
+
+
+def test_a_run_opened_while_another_is_followed_stays_on_screen_as_that_one_goes_on(open_page, llm, app):
+    """One panel shows one run: the one asked for last. In History, a run was continued (its stream
+    following it), then another opened to continue too; the first run's stream went on yielding into
+    the same panel and put its own run back (its view, its Done, the editor hidden), so the second
+    run's Continue was gone (CI saw it in test_kill_browser). Now the stream a newer one replaced
+    stops showing, and its run goes on on the server."""
+    llm.reply(Gate(open_at_start=True))
+    page, writer = open_page()
+    ids = []
+    for k in (1, 2):
+        task = f"Describe how Python 3.1{k} changed the interpreter"
+        start(writer, task, draft_only=True)
+        wait_until(lambda t=task: [r.task for r in app.store.list_runs(limit=1)] == [t])
+        ids.append(app.store.list_runs(limit=1)[0].id)
+        wait_until(lambda: app.store.get_run(ids[-1]).status == RunStatus.DRAFT)
+    first, second = ids
+    gate = Gate()
+    llm.reply(gate)
+    page.get_by_role("tab", name="History").click()
+    history = page.locator("#rat-tab-history")
+    shown = history.locator(".rat-progress").first
+    cont = history.get_by_role("button", name="Continue")
+
+    def open_run(run_id: str) -> None:
+        history.get_by_label("Run", exact=True).fill(run_id)
+        history.get_by_role("button", name="Open", exact=True).click()
+        expect(cont).to_be_visible(timeout=TIMEOUT)
+
+    open_run(first)
+    cont.click()
+    expect(shown).to_contain_text(re.compile(r"Step 1 of 3"), timeout=TIMEOUT)
+    assert gate.held.wait(TIMEOUT / 1000), "the first run's revision reached the model"
+    open_run(second)
+    expect(shown).to_contain_text(re.compile(r"^Draft ready"), timeout=TIMEOUT)
+
+    gate.open.set()  # the first run goes on to its end, on the server
+    wait_until(lambda: app.store.get_run(first).status == RunStatus.DONE)
+    time.sleep(1.5)  # what its stream would still send has reached the page
+    expect(shown).to_contain_text(re.compile(r"^Draft ready"))
+    expect(cont).to_be_visible()
+    expect(page.locator(".toast-body")).to_have_count(0)  # the stream stopped says nothing on the page
+    cont.click()  # and the second run, the one on screen, is the one that goes on
+    expect(shown).to_contain_text(re.compile(r"^Done: 3 steps revised"), timeout=TIMEOUT)
+    assert app.store.get_run(second).status == RunStatus.DONE

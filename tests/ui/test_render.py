@@ -648,3 +648,43 @@ def test_why_a_revision_was_refused_or_skipped_names_the_writer_s_controls_not_f
     shown = run_html.revision_html(cut) + run_html.revision_html(skipped)
     assert "--" not in shown.replace("<!--", "")
     assert "raise Max tokens (Run settings)" in shown and "Min keep" in shown
+
+
+async def test_a_stream_stops_once_a_newer_one_has_its_pages_panel_and_not_another_pages(app):
+    """One panel, one run: the one a page asked for last (``RunPanel.shows``). A stream a newer
+    one replaced in the same page ends in an error the page does not show (so no settling event
+    follows it); a stream in another page goes on. Each stream sets the page's state once, then
+    changes that view in place."""
+    import asyncio
+    from types import SimpleNamespace
+
+    import gradio as gr
+
+    from ui.writer import RunPanel
+
+    def events(run_id: str, gate: asyncio.Event):
+        async def gen():
+            yield RunStarted(run_id=run_id, method="rat", task="t")
+            await gate.wait()
+            yield DraftReady(steps=("a", "b"))
+        return gen()
+
+    with gr.Blocks():
+        panel = RunPanel(app.runner, app.store, app.clients)
+        panel.layout()
+    here, there = SimpleNamespace(session_hash="here"), SimpleNamespace(session_hash="there")
+    gates = [asyncio.Event() for _ in range(3)]
+    first = panel.follow(events("r1", gates[0]), RunView(), live=False, page=here)
+    other = panel.follow(events("r3", gates[2]), RunView(), live=False, page=there)
+    assert panel.state in await anext(first) and panel.state in await anext(other)
+    newer = panel.follow(events("r2", gates[1]), RunView(), live=False, page=here)
+    assert panel.state in await anext(newer)
+    assert panel.state not in await anext(newer)  # RunStarted: the view changed in place
+    for gate in gates:
+        gate.set()
+    with pytest.raises(gr.Error) as stopped:
+        [u async for u in first]
+    assert stopped.value.visible is False and stopped.value.print_exception is False
+    assert [panel.draft in u for u in [u async for u in newer]] == [True]
+    assert any(panel.draft in u for u in [u async for u in other])
+    assert panel._shown == {}  # nothing held once the streams ended
