@@ -266,17 +266,17 @@ class Runner:
         first = RunStarted(run_id=run_id, method=method, task=task.prompt, resumed=resumed,
                            budget_tokens=settings.llm.budget_tokens)
         store(first)
-        yield first
-        if edited is not None:
-            store(edited)
-            yield edited
         ctx = None
         book = SourceBook.from_events(prior, settings.method.cite_threshold)  # Final's sources and marks
         redoing = any(isinstance(e, StepRedone) for e in prior)  # an author's step done again: its Final is a version
         beating = asyncio.get_running_loop().create_task(self._beat(run_id, owner))
         with self._driving_lock:
             self._driving.add(run_id)
-        try:
+        try:  # (from the first yield on: a reader that stops at RunStarted leaves the run interrupted, not running)
+            yield first
+            if edited is not None:
+                store(edited)
+                yield edited
             ctx = self._context(prior, providers, book, settings, task,
                                 spent=tally.prompt_tokens + tally.completion_tokens)
             if ctx.settings.context_tokens is None:  # what the server reports, else the default

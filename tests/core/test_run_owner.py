@@ -99,6 +99,30 @@ async def test_a_second_resume_of_a_live_run_is_refused_and_nothing_is_lost(app,
     assert run.llm_calls == len(of(stored, LLMCalled)), "the counters agree with the events"
 
 
+@pytest.mark.parametrize("read", [1, 2])
+async def test_a_continuation_closed_at_its_first_events_is_interrupted_and_goes_on_again(app, llm, read):
+    """A resume (with an edited draft: RunStarted, then the draft) or a redo whose reader stops at
+    its first events (Ctrl-C, a closed follower) leaves the run interrupted and free, not
+    "running" with no runner until its heartbeat goes stale (the claim and the first event came
+    before the clean-up was in place)."""
+    llm.reply(RatAuthor(draft_steps(3)))
+    drafted = await collect(app.runner.start("rat-step", TASK, draft_only=True))
+    run_id = drafted[0].run_id
+    resumed = app.runner.resume(run_id, draft=["Step one, edited.", "Step two, edited."])
+    for _ in range(read):
+        await resumed.__anext__()
+    await resumed.aclose()
+    assert app.store.get_run(run_id).status == RunStatus.INTERRUPTED
+    done = await collect(app.runner.resume(run_id))  # not refused as live
+    assert isinstance(done[-1], Final) and app.store.get_run(run_id).status == RunStatus.DONE
+    redone = app.runner.redo(run_id, 1, action="regenerate")
+    for _ in range(read):
+        await redone.__anext__()
+    await redone.aclose()
+    assert app.store.get_run(run_id).status == RunStatus.INTERRUPTED
+    assert isinstance((await collect(app.runner.resume(run_id)))[-1], Final)
+
+
 async def test_a_run_beats_while_it_waits_on_the_model(app, llm):
     runner = Runner(app.store, app.clients, app.settings, memory=app.runner.memory, heartbeat=0.05)
     llm.reply(RatAuthor(draft_steps(1)))
