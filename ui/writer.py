@@ -35,7 +35,7 @@ from core.authoring import Authoring, Edit, Shown
 from core.clients import Clients
 from core.live import LiveRuns, Timed
 from core.methods import METHODS, get_method
-from core.runner import Runner
+from core.runner import FINISHED, Runner
 from core.text.prompts import join_steps, split_steps
 from data.versions import LATEST, MODEL, Versions
 from ui import presenting, run_html, runview, share_view, step_actions
@@ -60,6 +60,9 @@ DRAFT_HELP = ("One step per paragraph: separate steps with a blank line. Edit, r
               "steps; Continue revises them in this order.")
 RESUME_HELP = ("Continue goes on after the last revised step. If you change the steps, revision starts "
                "over from step 1 with your steps (one per paragraph, separated by a blank line).")
+FINISHED_SINCE = ("Run {run} has finished since this page showed it (in another tab, or from the command line): "
+                  "Continue would replace its article, so nothing was changed. Open it again to read its article "
+                  "and change a step with the step's buttons, or start a new run.")
 STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP, "budget": RESUME_HELP}
 
 
@@ -437,10 +440,13 @@ class RunPanel:
             raise gr.Error("There is no run to continue: start one in the Writer or open one in History.")
         if view.steps and not split_steps(text or ""):
             raise gr.Error("The draft has no steps left: add at least one step (separate steps with a blank line).")
-        try:
-            self.store.get_run(view.run_id)
+        try:  # what resume refuses, before on_continue keeps the author's edited draft as a version
+            run = self.store.get_run(view.run_id)
+            if run.status in FINISHED:
+                raise gr.Error(FINISHED_SINCE.format(run=run.id))
+            self.runner.check_resume(run.id, providers=providers_for(self.runner.settings, run.settings.get("search")))
         except RatStudioError as exc:
-            raise gr.Error(str(exc)) from exc
+            raise gr.Error(for_browser(str(exc))) from exc
         await require_llm(self.clients)
 
     async def on_continue(self, view: RunView, text: str, page: gr.Request | None = None,

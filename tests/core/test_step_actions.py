@@ -217,6 +217,29 @@ async def test_the_writers_continue_finishes_a_stopped_redo_and_keeps_it_as_a_ve
     assert authoring.pending_redo(run_id) is None
 
 
+async def test_the_writers_continue_refuses_what_resume_refuses_before_it_keeps_the_draft(app, model):
+    """Continue on a page that still shows a run as stopped, which another tab has finished since:
+    refused by its check (``RunPanel.check_continue``, ``Runner.check_resume``) with the reason,
+    and the author's edited draft is not stored as a version of a run it cannot go on with."""
+    import gradio as gr
+
+    from core.text.prompts import join_steps
+    from data.versions import Versions
+    from ui.writer import RunPanel
+
+    drafted = await collect(app.runner.start("rat-step", TASK, draft_only=True))
+    run_id = drafted[0].run_id
+    stale = runview.fold(app.store.events(run_id))  # the page, as it showed the draft
+    await collect(app.runner.resume(run_id))  # finished in another tab
+    panel = RunPanel(app.runner, app.store, app.clients)
+    with gr.Blocks():
+        panel.layout()
+    with pytest.raises(gr.Error, match="has finished since this page showed it") as refused:
+        await panel.check_continue(stale, join_steps(["An edited first step.", *stale.steps[1:]]))
+    assert "python app.py" not in str(refused.value)  # the page names what to do on the page
+    assert Versions(app.store).list(run_id) == []
+
+
 async def test_redo_is_refused_for_a_run_it_does_not_fit(app, model):
     run_id = await finished(app, "rat-step")
     cases = [
