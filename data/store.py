@@ -573,7 +573,9 @@ class Store:
             payload = trail.compact(event, payload)
         try:
             with self.db.conn:
-                self.db.execute(
+                if self.dialect == sql.SQLITE:  # begun here: in a bare ``with conn:`` sqlite-utils 4 commits the
+                    self.db.conn.execute("begin immediate")  # insert at once (a kill then left the event
+                self.db.execute(                             # without its counters)
                     "insert into events (run_id, seq, type, payload, ts) values (?, ?, ?, ?, ?)",
                     [run_id, seq, event.type, _json(payload), now()],
                 )

@@ -78,6 +78,35 @@ def test_a_write_still_locked_is_one_typed_error_and_nothing_is_half_written(run
     assert [e.text for e in store.events(run_id)] == ["one", "two", "three"]
 
 
+def test_an_event_and_the_run_row_it_changes_land_together_or_not_at_all(tmp_path):
+    """A process killed (SIGKILL, the machine going down) between an event's insert and its run
+    row's update leaves neither: sqlite-utils 4 commits a statement that opened a transaction at
+    once, so inside ``with conn:`` the event was committed before the row's counters were written,
+    and a run killed right after a model call was resumed counting one call less than its events
+    (CI saw it in test_kill_browser)."""
+    path = tmp_path / "kill.db"
+    code = f"""
+import os
+import sqlite_utils.db
+from common.events import Note
+from data.store import Store
+store = Store({str(path)!r})
+run_id = store.create_run("rat", store.add_task("Write about owls."), {{}})
+store.append_event(run_id, 1, Note("one"), {{"llm_calls": 1}})
+update = sqlite_utils.db.Table.update
+def killed(self, *args, **kwargs):
+    if self.name == "runs":
+        os._exit(9)  # as SIGKILL: no clean-up of any kind
+    return update(self, *args, **kwargs)
+sqlite_utils.db.Table.update = killed
+store.append_event(run_id, 2, Note("two"), {{"llm_calls": 2}})
+"""
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60).returncode == 9
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("select seq from events").fetchall() == [(1,)]
+        assert conn.execute("select llm_calls from runs").fetchall() == [(1,)]
+
+
 def _fill(store: Store) -> None:
     """The disk is full, as sqlite sees it: the file may not grow by a page."""
     pages = store.db.execute("pragma page_count").fetchone()[0]
