@@ -314,8 +314,8 @@ class ArticlePanel:
         (``text``, with the ``chosen`` and ``taken`` steps) with or without them."""
         if view is None or view.final is None:
             return gr.skip()
-        view.export_notes = bool(notes)
-        return {self.state: view, **self.export_outputs(view, Edit.of(text, chosen, taken))}
+        view.export_notes = bool(notes)  # (the page's state is this view: changed in place, never set here)
+        return self.export_outputs(view, Edit.of(text, chosen, taken))
 
     # -- versions -----------------------------------------------------------------------------------
 

@@ -112,6 +112,8 @@ class RunView:
     replayed: bool = False  # a replay (History): the watcher's clock is not the run's, so no elapsed time or ETA
     export_notes: bool = False  # the author's choice: this run's exports end with its run notes (ui.export_view)
     _edits: tuple[int, Revisions] | None = field(default=None, repr=False, compare=False)
+    # the page's hold on its panel of the stream that shows this view (ui.writer.Hold); None: none
+    hold: object | None = field(default=None, repr=False, compare=False)
 
     def card(self, i: int) -> StepCard:
         if i not in self.cards:

@@ -68,26 +68,24 @@ STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUM
 
 # -- helpers (no gradio state) --------------------------------------------------------------------
 class Hold:
-    """One stream's hold on a page's panel (``RunPanel.shows``): taken as it starts, lost when a
-    newer stream takes the panel."""
+    """A stream's hold on a page's panel (``RunPanel.shows``): taken as it starts, lost when a
+    newer one takes the panel. The view the stream shows carries it (``RunView.hold``), so the
+    settling event after the stream can tell that it came too late."""
 
-    def __init__(self, holders: dict, key: object) -> None:
+    def __init__(self, holders: dict | None, key: object) -> None:
+        """``holders`` None: a page of its own (a handler called directly), held for good."""
         self.holders, self.key, self.token = holders, key, object()
-        holders[key] = self.token
+        if holders is not None:
+            holders[key] = self.token
 
     def __bool__(self) -> bool:
-        return self.holders.get(self.key) is self.token
+        return self.holders is None or self.holders.get(self.key) is self.token
 
     def check(self) -> None:
         """Raises an error the page does not show (and that starts no settling event) once a newer
         stream has the panel."""
         if not self:
             raise gr.Error("A newer stream shows in this panel.", visible=False, print_exception=False)
-
-    def release(self) -> None:
-        """The stream ended: the panel is no stream's now (unless a newer one has it)."""
-        if self:
-            del self.holders[self.key]
 
 
 def search_choices(settings: Settings) -> list[tuple[str, str]]:
@@ -227,13 +225,14 @@ class RunPanel:
                                  box_id=f"{self.act_id}-article")
         self._redos: set[asyncio.Task] = set()  # redos whose tab went away, saved as versions when they end
         self._acting: dict[str, asyncio.Lock] = {}  # run id -> its step actions, one at a time (queued)
-        self._shown: dict[object, object] = {}  # page -> the stream its panel shows now (``shows``)
+        self._shown: dict[str, object] = {}  # page -> the stream its panel shows now (``shows``; until it goes)
         self.stop: gr.Button | None = None  # the tab's Stop, when it has one: enabled only while a run goes on
         self.budget: gr.Number | None = None  # the tab's Token budget, when it has one: Continue's new budget
 
     def layout(self) -> None:
         empty = RunView()
         self.state = gr.State(None)  # this browser's RunView
+        Context.root_block.unload(self.page_gone)
         first = run_html.progress_html(empty)
         if self.hint:
             first = f"<div class='rat-progress'>{html.escape(self.hint)}</div>"
@@ -330,7 +329,7 @@ class RunPanel:
         """Every component, for a run that is not streaming: the editor when it can go on, the
         article when it is done."""
         status = self.status(view)
-        out = self.render(view, ALL_PANELS, status)
+        out = self.render(view, ALL_PANELS, status, state=False)  # (the state is set by the streams only)
         resumable = bool(view.method) and view.method in METHODS and METHODS[view.method].resumable
         can_continue = resumable and (status in ("draft", "interrupted", "budget")
                                       or status == "failed" and (view.failed is None or view.failed.resumable))
@@ -372,14 +371,19 @@ class RunPanel:
             out[self.stop] = gr.Button(interactive=True)
         return out
 
-    def shows(self, page: gr.Request | None) -> Hold:
-        """The stream calling this is now the one ``page``'s panel shows: one panel, one run, the
-        one asked for last. A stream a newer one replaced went on yielding into the same panel
-        before: a run continued in History, then another opened, and the first one's frames put
-        its view back over the second's (its Continue gone). ``page`` None (a handler called
-        directly): a page of its own."""
-        key = page.session_hash if page is not None and page.session_hash else object()
-        return Hold(self._shown, key)
+    def shows(self, page: gr.Request | None, view: RunView) -> Hold:
+        """``view`` is now what ``page``'s panel shows: one panel, one run, the one asked for last
+        (a stream, or a stored run opened). A stream a newer one replaced went on yielding into the
+        same panel before, and its settling event, finished late, put its run back: a run continued
+        in History, then another opened, and the first one's view came back over the second's (its
+        Continue gone). ``page`` None (a handler called directly): a page of its own."""
+        key = page.session_hash if page is not None else None
+        view.hold = Hold(self._shown if key else None, key)
+        return view.hold
+
+    def page_gone(self, page: gr.Request) -> None:
+        """The page was closed: no stream shows in it any more."""
+        self._shown.pop(page.session_hash, None)
 
     async def follow(self, events: AsyncIterator[Event | Timed], view: RunView, *,
                      live: bool = True, page: gr.Request | None = None) -> AsyncIterator[dict]:
@@ -388,10 +392,10 @@ class RunPanel:
         ``settles``). A live run's failure is also shown as a warning.
 
         The view is the page's state from the first update on (the later ones change it in place
-        and leave the state out), and the stream stops once a newer one has the panel
-        (``shows``): it ends in an error no one sees, so no settling event follows it; the run
-        goes on, on the server."""
-        hold = self.shows(page)
+        and leave the state out; nothing else sets it), and the stream stops once a newer one has
+        the panel (``shows``): it ends in an error no one sees, so no settling event follows it;
+        the run goes on, on the server."""
+        hold = self.shows(page, view)
         try:
             yield self.frame(view, downloads=False)
             dirty: set[str] = set()
@@ -412,8 +416,6 @@ class RunPanel:
                 yield self.render(view, dirty, state=False)
         except RatStudioError as exc:
             raise gr.Error(for_browser(str(exc))) from exc
-        finally:
-            hold.release()
 
     def settles(self, stream, *, inputs=None, outputs=None, fn=None):
         """After ``stream`` (an event that follows a run) ends, the settled panel, as an event of
@@ -427,10 +429,12 @@ class RunPanel:
                               outputs if outputs is not None else self.outputs(), **SETTLE)
 
     def on_settled(self, view: RunView | None) -> dict:
-        """The settled panel of the run a stream followed (nothing for a page with no run)."""
-        if view is None or not view.run_id:
+        """The settled panel of the run a stream followed; nothing for a page with no run, or once
+        a newer stream shows in the panel (it settles in its turn)."""
+        if view is None or not view.run_id or view.hold is not None and not view.hold:
             return {self.state: gr.skip()}
-        return self.settle(view)
+        out = self.settle(view)
+        return out if view.hold is None or view.hold else {self.state: gr.skip()}
 
     # -- handlers ---------------------------------------------------------------------------------
     async def check_continue(self, view: RunView | None, text: str) -> None:
@@ -484,8 +488,9 @@ class RunPanel:
             async for update in self.follow(self.live.follow(run_id, timed=True), RunView(), page=page):
                 yield update
         else:  # shown whole by the settling event after the stream (``settles``)
-            self.shows(page).release()  # (a stream that showed another run stops)
-            yield {self.state: view or runview.fold(self.store.events(run_id))}
+            view = view or runview.fold(self.store.events(run_id))
+            self.shows(page, view)  # (a stream that showed another run stops)
+            yield {self.state: view}
 
     async def on_stop(self, view: RunView | None) -> dict:
         """Stop the run (it goes on on the server until then, whoever follows it), then show it
@@ -501,7 +506,9 @@ class RunPanel:
         deadline = time.monotonic() + STOP_WAIT
         while self.status(view) == "running" and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
-        return self.settle(runview.fold(self.store.events(view.run_id)))
+        stored = runview.fold(self.store.events(view.run_id))
+        stored.hold = view.hold
+        return {self.state: stored, **self.settle(stored)}
 
     def steps_out(self, view: RunView, edit: Edit = NO_EDIT, shown: Shown | None = None, *,
                   actions: bool = True) -> str:
@@ -551,7 +558,7 @@ class RunPanel:
             chosen = {"undo": set(undone or []), "take": set(taken or [])}
             chosen[cmd.action] ^= {cmd.i}
             await self.on_undo(view, sorted(chosen["undo"]), sorted(chosen["take"]))
-            self.shows(page).release()
+            self.shows(page, view)
             yield {self.state: view}
             return
         redo = METHODS[view.method].redo if view.method in METHODS else None

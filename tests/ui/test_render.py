@@ -653,8 +653,9 @@ def test_why_a_revision_was_refused_or_skipped_names_the_writer_s_controls_not_f
 async def test_a_stream_stops_once_a_newer_one_has_its_pages_panel_and_not_another_pages(app):
     """One panel, one run: the one a page asked for last (``RunPanel.shows``). A stream a newer
     one replaced in the same page ends in an error the page does not show (so no settling event
-    follows it); a stream in another page goes on. Each stream sets the page's state once, then
-    changes that view in place."""
+    follows it), and a settling event that comes after all shows nothing; a stream in another page
+    goes on. Each stream sets the page's state once, then changes that view in place; the settled
+    panel does not set it."""
     import asyncio
     from types import SimpleNamespace
 
@@ -674,11 +675,12 @@ async def test_a_stream_stops_once_a_newer_one_has_its_pages_panel_and_not_anoth
         panel.layout()
     here, there = SimpleNamespace(session_hash="here"), SimpleNamespace(session_hash="there")
     gates = [asyncio.Event() for _ in range(3)]
-    first = panel.follow(events("r1", gates[0]), RunView(), live=False, page=here)
-    other = panel.follow(events("r3", gates[2]), RunView(), live=False, page=there)
-    assert panel.state in await anext(first) and panel.state in await anext(other)
-    newer = panel.follow(events("r2", gates[1]), RunView(), live=False, page=here)
-    assert panel.state in await anext(newer)
+    views = [RunView() for _ in range(3)]
+    first = panel.follow(events("r1", gates[0]), views[0], live=False, page=here)
+    other = panel.follow(events("r3", gates[2]), views[2], live=False, page=there)
+    assert (await anext(first))[panel.state] is views[0] and panel.state in await anext(other)
+    newer = panel.follow(events("r2", gates[1]), views[1], live=False, page=here)
+    assert (await anext(newer))[panel.state] is views[1]
     assert panel.state not in await anext(newer)  # RunStarted: the view changed in place
     for gate in gates:
         gate.set()
@@ -687,4 +689,9 @@ async def test_a_stream_stops_once_a_newer_one_has_its_pages_panel_and_not_anoth
     assert stopped.value.visible is False and stopped.value.print_exception is False
     assert [panel.draft in u for u in [u async for u in newer]] == [True]
     assert any(panel.draft in u for u in [u async for u in other])
-    assert panel._shown == {}  # nothing held once the streams ended
+    assert panel.on_settled(views[0]) == {panel.state: gr.skip()}  # too late: the page shows r2
+    settled = panel.on_settled(views[1])
+    assert panel.draft in settled and panel.state not in settled
+    panel.page_gone(here)
+    panel.page_gone(there)
+    assert panel._shown == {}
