@@ -291,18 +291,27 @@ class Throttle:
                     self.ledger.put(key, times)
 
 
+def password_hasher() -> PasswordHasher:
+    """Argon2id with OWASP's recommended parameters (19 MiB, 2 passes, 1 lane: about 19 ms of one
+    core a hash here). The library's defaults (64 MiB, 3 passes, 4 lanes: 150 ms of CPU) made 200
+    annotators logging in within 20 s ask 2.5 cores of hashing of a 2-core server: a login took
+    6-9 s and a first pair 6 s behind them (bench.arena_scale, issue 41). A hash made with other
+    parameters still verifies, and is made again with these at its account's next login."""
+    return PasswordHasher(time_cost=2, memory_cost=19 * 1024, parallelism=1)
+
+
 class Accounts:
     """The accounts in ``store``'s database. ``clock`` times the throttle and the caches (default:
     the wall clock for the throttle, whose failures every process shares, and a monotonic one for
     the caches); ``hasher``
-    hashes passwords (Argon2 with the library's defaults; tests pass cheaper parameters)."""
+    hashes passwords (``password_hasher``; tests pass cheaper parameters)."""
 
     def __init__(self, store: Store, *, clock: Callable[[], float] | None = None,
                  hasher: PasswordHasher | None = None, study_accounts_per_address: int = STUDY_ACCOUNTS_PER_ADDRESS):
         self.store = store
         self.study_accounts_per_address = study_accounts_per_address
         self.clock = clock or time.monotonic
-        self.hasher = hasher or PasswordHasher()
+        self.hasher = hasher or password_hasher()
         # failed tries are counted in the database, on the wall clock: every process on it counts them
         self.throttle = Throttle(clock or time.time, ledger=StoredFailures(store),
                                  free_by_kind={"account": ACCOUNT_FAILURES})

@@ -130,6 +130,25 @@ def test_the_password_is_stored_as_an_argon2_hash_only(accounts, store):
         assert PASSWORD not in dump, "the password itself is in the table"
 
 
+def test_a_hash_made_with_other_parameters_logs_in_and_is_made_again_with_the_apps(store):
+    """The app hashes with OWASP's Argon2id parameters (``password_hasher``: a crowd logging in at
+    once no longer waits behind 150 ms of CPU a login). An account hashed before, with the
+    library's heavier defaults, still logs in, and its hash is made anew with the app's."""
+    from argon2 import extract_parameters
+
+    from annotation.accounts import password_hasher
+
+    app_params = extract_parameters(password_hasher().hash(PASSWORD))
+    assert (app_params.memory_cost, app_params.time_cost, app_params.parallelism) == (19 * 1024, 2, 1)
+    accounts = Accounts(store)  # the app's own hasher
+    rows.add_account(store, "ana", password_hash=PasswordHasher().hash(PASSWORD))
+    old = extract_parameters(rows.get_account(store, "ana").password_hash)
+    assert old != app_params
+    assert accounts.session(accounts.login("ana", PASSWORD, None)).name == "ana"
+    assert extract_parameters(rows.get_account(store, "ana").password_hash) == app_params
+    assert accounts.session(accounts.login("ana", PASSWORD, None)).name == "ana"  # with the new hash
+
+
 @pytest.mark.parametrize("name, password, role, fix", [
     ("", PASSWORD, "annotator", "1 to 64 characters"),
     (" ana", PASSWORD, "annotator", "without spaces at its ends"),
