@@ -206,7 +206,9 @@ class StepRedone(Event):
     that stops half-way continues as any run does. Earlier revisions of the step stay in the events.
     "add" (``ADD``) puts a new step at position i, the author's one line (``instruction``) as its
     draft, then searches for it (``query`` when given) and revises it: the steps from i on move one
-    place down, for every event stored before it (``renumbered``)."""
+    place down, for every event stored before it (``renumbered``). "instruct-all" (``EVERY``, with
+    ``i`` 1) revises every step again with the author's ``instruction``, each beside its stored
+    passages: the instruction for the whole article."""
 
     i: int
     action: str
@@ -218,6 +220,8 @@ class StepRedone(Event):
 
 #: The StepRedone action that adds a step (a section the author asks for) at position ``i``.
 ADD = "add"
+#: The StepRedone action that revises every step with the author's one instruction (the whole article).
+EVERY = "instruct-all"
 
 
 def shifted(e: Event, at: int, thought: str = "") -> Event:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 import merge3
 
 from common.errors import EditConflict, RatStudioError, TaskError
-from common.events import ADD, Event, Final, StepRedone
+from common.events import ADD, EVERY, Event, Final, StepRedone
 from common.types import RunStatus
 from core.article.article import Article, unsourced_cause
 from core.article.attribution import Attribution
@@ -227,16 +227,21 @@ class Authoring:
         text = self._merged(run_id, revs, latest, revs.text(undone, taken), "undo or take that step")
         return self._save(run_id, revs, latest, text, undone, taken, "take" if taken else "undo")
 
-    def check_redo(self, run_id: str, i: int) -> None:
-        """Raises EditConflict when doing step ``i`` again would rewrite lines the author edited by
-        hand (nothing is done then); else nothing."""
+    def check_redo(self, run_id: str, i: int, *, every: bool = False) -> None:
+        """Raises EditConflict when doing step ``i`` again (``every``: every step, the whole
+        article's instruction) would rewrite lines the author edited by hand (nothing is done
+        then); else nothing."""
         revs, latest = self._state(run_id)
-        if latest is None or i > len(revs.steps):  # (a section added after the last step rewrites no line)
-            return
+        if latest is None or i > len(revs.steps) and not every:  # (a section added after the last step
+            return                                                # rewrites no line)
         undone, taken = set(latest.undone), set(latest.taken)
         base = revs.text(undone, taken)
         if latest.text == base:
             return
+        if every:  # every step's lines are rewritten: any edit of the author's is among them
+            raise EditConflict("You edited the article by hand, and revising the whole article would rewrite every "
+                               "paragraph: nothing was changed, so your edit is kept. Revise the steps you want one "
+                               f"by one, or restore the version before your edit (run {run_id}) and revise then.")
         touched = revs.text(undone - {i} if i in undone else undone | {i}, taken - {i})
         if merge_text(base, latest.text, touched) is None:
             raise EditConflict(_conflict(run_id, f"do step {i} again"))
@@ -255,7 +260,9 @@ class Authoring:
         latest = self.versions.latest(run_id)
         undone = set(latest.undone) - {asked.i} if latest else set()
         taken = set(latest.taken) - {asked.i} if latest else set()
-        if asked.action == ADD:  # the author's steps from the added one on moved one down
+        if asked.action == EVERY:  # every step revised anew: each one's new revision is the article's
+            undone, taken = set(), set()
+        elif asked.action == ADD:  # the author's steps from the added one on moved one down
             undone, taken = ({j + (j >= asked.i) for j in latest.undone} if latest else set(),
                              {j + (j >= asked.i) for j in latest.taken} if latest else set())
         undone, taken = revs.chosen(undone, taken)
@@ -266,6 +273,8 @@ class Authoring:
             merged = merge_text(before.text(latest.undone, latest.taken), latest.text, theirs)
             text = theirs if merged is None else merged
         action = action or asked.action
+        if action == EVERY:  # kept as a version revised at the author's instruction, the instruction with it
+            action = "instruct"
         return self._save(run_id, revs, latest, text, undone, taken, action,
                           instruction=asked.instruction or None if action in ("instruct", ADD) else None)
 

@@ -145,6 +145,40 @@ def test_redo_refuses_a_bad_instruction_in_one_line_naming_the_flag(app, llm, ca
     assert len(app.store.events(run_id)) == stored and not Authoring(app.store).versions.list(run_id)
 
 
+@pytest.mark.parametrize("method, kind", [("rat-step", "revise-step"), ("rat", "revise")])
+def test_an_instruction_alone_revises_the_whole_article_with_it(app, llm, capsys, method, kind):
+    """Issue 39, item 1, for the whole article: `redo RUN --instruction "…"` (no step) revises every
+    step again with the author's line in its revision prompt, beside the step's own passages (no
+    new search); the version is an "instruct" one that keeps the line, and its citations are true.
+    A hand edit it would rewrite is refused first, and the run is left as it was."""
+    author = QuotingAuthor(draft_steps(3))
+    llm.reply(author)
+    run_id = asyncio.run(collect(app.runner.start(method, TASK)))[0].run_id
+    said = "More formal, and one sentence shorter each."
+    queries, revisions = len(author.of_kind("query")), len(author.of_kind(kind))
+    capsys.readouterr()
+    assert run(app, "redo", run_id, "--instruction", said) == 0
+    assert "the whole article revised as instructed: version 1 (instruct" in capsys.readouterr().err
+    asked = author.of_kind(kind)[revisions:]
+    assert len(asked) == 3 and all(said in prompt for prompt in asked), "every step's revision saw the line"
+    assert len(author.of_kind("query")) == queries, "each step kept its passages: no new search"
+    notes = [e for e in app.store.events(run_id) if type(e).__name__ == "Note" and said in e.text]
+    assert sorted(e.i for e in notes) == [1, 2, 3]
+    authoring = Authoring(app.store)
+    (version,) = authoring.versions.list(run_id)
+    assert (version.action, version.instruction) == ("instruct", said)
+    assert check_article(authoring.article(run_id), author.quoted, "instruct-all") >= 0
+
+    edited = version.text.replace("\n\n", "\n\nAn author's own line.\n\n", 1)
+    authoring.edit(run_id, edited)
+    stored = len(app.store.events(run_id))
+    capsys.readouterr()
+    env = {"RAT_STUDIO_DB": str(app.settings.db_path)}
+    assert app_module.main(["redo", run_id, "--instruction", "shorter"], env=env) == 1
+    assert "revising the whole article would rewrite every paragraph" in capsys.readouterr().err
+    assert len(app.store.events(run_id)) == stored and authoring.versions.latest(run_id).text == edited
+
+
 def test_redo_add_after_adds_a_sourced_section_there_as_an_add_version(app, llm, capsys):
     """Issue 39's add a section: `redo RUN --add-after 2 --instruction "…"` puts a new step after
     step 2 with its own query, pages and revision; the version's action is "add" and keeps the line;
@@ -182,6 +216,8 @@ def test_redo_add_after_refuses_in_one_line_naming_the_flag(app, llm, capsys):
         (["redo", run_id, "--add-after", "2", "--instruction", " "], 2, "--add-after needs --instruction"),
         (["redo", run_id, "--add-after", "7", "--instruction", "more"], 1,
          "--add-after 7 --instruction: A section can go after step 0 to 3"),
+        (["redo", run_id], 2, "redo needs --step K, --add-after K, or --instruction TEXT alone"),
+        (["redo", run_id, "--instruction", "more", "--query", "pip"], 2, "--query and --exclude work on one step"),
     ]:
         capsys.readouterr()
         assert app_module.main(argv, env=env) == code, argv
@@ -189,7 +225,6 @@ def test_redo_add_after_refuses_in_one_line_naming_the_flag(app, llm, capsys):
         assert words in err and len(err.splitlines()) == 1, err
     for argv, words in [  # argparse's own refusals: exit code 2 and its usage line
         (["redo", run_id, "--add-after", "1", "--step", "2", "--instruction", "more"], "not allowed with"),
-        (["redo", run_id, "--instruction", "more"], "one of the arguments --step --add-after is required"),
     ]:
         capsys.readouterr()
         with pytest.raises(SystemExit) as exited:

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from common.events import (
     ADD,
+    EVERY,
     DraftReady,
     Event,
     Failed,
@@ -180,6 +181,13 @@ class RunView:
                 card = self.card(i)
                 card.thought = e.instruction
                 card.redone.append(e)
+                return set(ALL_PANELS)
+            case StepRedone(action=action) if action == EVERY:  # every step revised again, with its passages
+                for card in self.cards.values():
+                    if card.revised is not None:
+                        card.redone.append(e)
+                        card.revised = None
+                self.final = None
                 return set(ALL_PANELS)
             case StepRedone(i=i, action=action):  # the step's new retrieval and revision replace the old
                 card = self.card(i)

@@ -25,7 +25,7 @@ from datetime import datetime
 from functools import partial
 from urllib.parse import urlsplit
 
-from common.events import ADD
+from common.events import ADD, EVERY
 from core.article.edits import CUMULATIVE, PARAGRAPH
 from core.methods import METHODS
 from core.methods.base import AUTHOR_INSTRUCTION_CHARS, AUTHOR_QUERY_CHARS
@@ -34,7 +34,7 @@ from ui.escape import esc
 from ui.runview import RunView
 
 EDITS = ("undo", "take")  # done on the article's text: a new version, no model call
-REDOS = ("regenerate", "search", "exclude", "instruct", ADD)  # done by the model again: Runner.redo
+REDOS = ("regenerate", "search", "exclude", "instruct", ADD, EVERY)  # done by the model again: Runner.redo
 HELP = ("Each step's ↻ Regenerate, ⌕ Search again, ✎ Revise as I say and ✕ (beside a page, to leave that source "
         "out) do the step again; ＋ Section after writes a new step there from your one line, with its own search. "
         "Each saves the article as a new version. rat-step redoes only that paragraph; in rat each revision "
@@ -143,7 +143,8 @@ def redone_line(action: str, query: str, exclude: Iterable[str], at: str, instru
     what = {"regenerate": "regenerated", "search": f"searched again: “{query}”",
             "exclude": f"excluded {', '.join(site(u) for u in exclude)}",
             "instruct": f"revised as asked: “{short(instruction, SITE_CHARS)}”",
-            ADD: f"added by you: “{short(instruction, SITE_CHARS)}”"}.get(action, action)
+            ADD: f"added by you: “{short(instruction, SITE_CHARS)}”",
+            EVERY: f"revised with the whole article as asked: “{short(instruction, SITE_CHARS)}”"}.get(action, action)
     return f"{what} {clock(at)}".strip()
 
 

@@ -26,7 +26,7 @@ import gradio as gr
 from gradio.context import Context
 
 from common.errors import EditConflict, RatStudioError
-from common.events import Event, Failed, TokenDelta
+from common.events import EVERY, Event, Failed, TokenDelta
 from common.settings import Settings
 from common.types import Task
 from core.article.attribution import Attribution
@@ -35,6 +35,7 @@ from core.authoring import Authoring, Edit, Shown
 from core.clients import Clients
 from core.live import LiveRuns, Timed
 from core.methods import METHODS, get_method
+from core.methods.base import AUTHOR_INSTRUCTION_CHARS
 from core.runner import FINISHED, Runner
 from core.text.prompts import join_steps, split_steps
 from data.versions import LATEST, MODEL, Versions
@@ -268,6 +269,14 @@ class RunPanel:
             self.act_go = gr.Button("Do the step action", visible="hidden", elem_id=f"{self.act_id}-go",
                                     elem_classes="rat-act-hidden")
             gr.Markdown("#### Article")
+            # the author's one instruction for every step (rat, rat-step: ``step_actions.offered``)
+            with gr.Row(equal_height=True, visible=False, elem_classes="rat-revise-all") as self.all_row:
+                self.all_text = gr.Textbox(label="Revise the whole article as I say", scale=4,
+                                           placeholder="more formal, and one sentence shorter each",
+                                           max_length=AUTHOR_INSTRUCTION_CHARS,
+                                           info="Every step is revised again with this, beside its own passages; "
+                                                "the article is saved as a new version.")
+                self.all_btn = gr.Button("Revise the whole article", scale=1)
             self.text.layout()
             self.share = share_view.ShareBox(self.store, self.authoring)  # a read-only link (ui/share_view.py)
             self.share.layout()
@@ -275,7 +284,8 @@ class RunPanel:
 
     def outputs(self) -> list:
         return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
-                self.result_box, *self.text.parts(), self.draft_cards, *([self.stop] if self.stop is not None else [])]
+                self.result_box, self.all_row, *self.text.parts(), self.draft_cards,
+                *([self.stop] if self.stop is not None else [])]
 
     def stream_outputs(self) -> list:
         """What a stream that follows a run updates (``follow``): the view and its three panels,
@@ -302,6 +312,10 @@ class RunPanel:
         acted = self.act_go.click(self.on_step_action, [self.state, self.act_cmd, a.undo, a.take],
                                   self.stream_outputs(), trigger_mode="multiple", **STREAM)
         self.settles(acted)
+        asked = gr.on([self.all_btn.click, self.all_text.submit], self.on_revise_all,
+                      [self.state, self.all_text, a.undo, a.take], self.stream_outputs(), trigger_mode="multiple",
+                      **STREAM)
+        self.settles(asked)
         return cont
 
     # -- rendering --------------------------------------------------------------------------------
@@ -338,6 +352,7 @@ class RunPanel:
         out[self.draft_cards] = step_actions.draft_cards_html(view.steps)
         done = view.final is not None
         out[self.result_box] = gr.Column(visible=done)
+        out[self.all_row] = gr.Row(visible=step_actions.offered(view))
         # the author's latest version (``shown_version`` None), the model's text (0), or version N
         shown = None
         if done and view.run_id:
@@ -543,6 +558,17 @@ class RunPanel:
             async for update in updates:
                 yield update
 
+    async def on_revise_all(self, view: RunView | None, instruction: str, undone: list[int] | None,
+                            taken: list[int] | None, page: gr.Request | None = None):
+        """Revise the whole article as I say: every step done again with the author's one line
+        (``EVERY``), followed here as a step action is, and saved as a version."""
+        if not (instruction or "").strip():
+            raise gr.Error("Type in the box how the whole article should change first (for example: more formal, "
+                           "and one sentence shorter each).")
+        command = json.dumps({"action": EVERY, "i": 1, "instruction": instruction})
+        async for update in self.on_step_action(view, command, undone, taken, page):
+            yield update
+
     def _finished_once(self, run_id: str) -> bool:
         """Whether the run has a finished article (a step of it may be being done again now: the
         next action waits for it)."""
@@ -571,7 +597,7 @@ class RunPanel:
             raise gr.Error(str(exc)) from exc
         self.text.flush_save(view.run_id)  # the author's last typing is saved first, as its own version
         try:  # a hand edit the redo would rewrite: refused before anything runs
-            self.authoring.check_redo(view.run_id, cmd.i)
+            self.authoring.check_redo(view.run_id, cmd.i, every=cmd.action == EVERY)
         except EditConflict as exc:
             raise gr.Error(str(exc), title="Your edit is kept") from exc
         events = self.live.redo(view.run_id, cmd.i, action=cmd.action, query=cmd.query,

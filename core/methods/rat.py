@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator, Iterable
 from common.errors import TaskError
 from common.events import (
     ADD,
+    EVERY,
     DraftReady,
     Event,
     Final,
@@ -119,6 +120,11 @@ def redo_request(events: list[Event], i: int, *, action: str, query: str = "",
         raise TaskError(f"Unknown step action {action!r}: use one of {', '.join(REDO_NOTES)}.")
     state = _State.from_prior(events)
     n = len(state.steps or ())
+    if action == EVERY:  # the whole article: every step, once all of them are revised
+        i, query, exclude = 1, "", ()
+        if n and state.done < n:
+            raise TaskError("The run has steps not yet revised: press Continue to finish it before revising the "
+                            "whole article.")
     if action == ADD and n and state.done >= n and not 1 <= i <= n + 1:
         raise TaskError(f"A section can go after step 0 to {n} (--add-after K): the run has {n} steps, "
                         f"not {i - 1}.")
@@ -138,7 +144,7 @@ def redo_request(events: list[Event], i: int, *, action: str, query: str = "",
     if action == "exclude" and not exclude:
         raise TaskError("Pick a page to exclude: press ✕ beside it in the step's card.")
     instruction = " ".join(instruction.split())
-    if action == "instruct" and not instruction:
+    if action in ("instruct", EVERY) and not instruction:
         raise TaskError("Type what the revision should do first (--instruction TEXT): the instruction is empty.")
     if action == ADD and not instruction:
         raise TaskError("Say in one line what the new section should cover first (--instruction TEXT): it is empty.")
@@ -147,7 +153,7 @@ def redo_request(events: list[Event], i: int, *, action: str, query: str = "",
                         f"{AUTHOR_INSTRUCTION_CHARS} (--instruction).")
     return StepRedone(i=i, action=action, query=query if action in ("search", "instruct", ADD) else "",
                       exclude=exclude if action == "exclude" else (),
-                      instruction=instruction if action in ("instruct", ADD) else "")
+                      instruction=instruction if action in ("instruct", ADD, EVERY) else "")
 
 
 REDO_NOTES = {
@@ -156,6 +162,7 @@ REDO_NOTES = {
     "exclude": "Left out at the author's request: {pages}. Searched again with the step's query and revised.",
     "instruct": "Revised at the author's instruction: {instruction}",
     ADD: "Added by the author: {instruction}",
+    EVERY: "Revised with the whole article at the author's instruction: {instruction}",
 }
 
 
@@ -164,14 +171,15 @@ async def _redo(task: Task, ctx: MethodContext, state: _State, redo: StepRedone,
     """The author's redo of step ``redo.i``: that step as asked, then (rat) every later revised
     step revised again on top of it, with its own stored passages. A redo that stopped half-way
     goes on after the last step it revised (``state.redone``)."""
-    last = state.done if not step_scope else redo.i
+    every = redo.action == EVERY  # each step as the author's instruction asks, not only the first
+    last = state.done if not step_scope or every else redo.i
     for j in range(redo.i, last + 1):
         if j in state.redone:
             continue
         if not step_scope:  # the answer so far: as it stood after step j-1 (already redone, for j > i)
             state.article = state.articles.get(j - 1, "")
         yield StepStarted(i=j, thought=state.steps[j - 1], n=len(state.steps))
-        if j == redo.i:
+        if j == redo.i or every:
             pages = ", ".join(redo.exclude)
             yield Note(i=j, text=REDO_NOTES[redo.action].format(query=redo.query, pages=pages,
                                                                 instruction=redo.instruction))
@@ -179,7 +187,7 @@ async def _redo(task: Task, ctx: MethodContext, state: _State, redo: StepRedone,
             yield Note(i=j, text=f"Revised again on top of step {redo.i}'s new revision, with the passages "
                                  "it was shown before.")
         async for ev in _step(task, ctx, state, j, step_scope=step_scope,
-                              redo=redo.action if j == redo.i else "regenerate"):
+                              redo="instruct" if every else redo.action if j == redo.i else "regenerate"):
             yield ev
 
 

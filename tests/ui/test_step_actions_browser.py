@@ -426,3 +426,34 @@ def test_revise_as_i_say_and_add_a_section_from_the_cards(open_page, llm, app, w
     fresh = open_in_history(again, run_id)
     expect(fresh.locator("#rat-step-3 .rat-redone")).to_contain_text(f"added by you: “{topic}”")
     expect(fresh.locator("#rat-step-2 .rat-redone")).to_contain_text("revised as asked")
+
+
+@pytest.mark.parametrize("width, height", [(1366, 768)])
+def test_revise_the_whole_article_as_i_say(open_page, llm, app, width, height):
+    """Issue 39, item 1, for the whole article in the Writer: the box above the article takes the
+    author's one line; every step is revised again with it (each card says so), the article is
+    saved as an "instruct" version that keeps the line; an empty box is refused by name."""
+    run_id, author = finished_run(app, llm, "Whole article: a short history of Python 3.")
+    page, _ = open_page()
+    page.set_viewport_size({"width": width, "height": height})
+    panel = open_in_history(page, run_id)
+    box = panel.get_by_label("Revise the whole article as I say")
+    expect(box).to_be_visible()
+    go = panel.get_by_role("button", name="Revise the whole article")
+    go.click()  # nothing typed
+    expect(page.get_by_text(re.compile("Type in the box how the whole article should change"))).to_be_visible(
+        timeout=TIMEOUT)
+    said = "More formal, and name the years."
+    box.fill(said)
+    go.click()
+    for i in (1, 2, 3):
+        expect(panel.locator(f"#rat-step-{i} .rat-redone")).to_contain_text(
+            f"revised with the whole article as asked: “{said}”", timeout=TIMEOUT)
+    expect(panel.locator(".rat-progress")).to_contain_text("Done: 3 steps revised", timeout=TIMEOUT)
+    expect(panel.get_by_label(re.compile("^Versions"))).to_have_value(re.compile(r"instruct"), timeout=TIMEOUT)
+    latest = Versions(app.store).latest(run_id)
+    assert (latest.action, latest.instruction) == ("instruct", said)
+    asked = [r["messages"][-1]["content"] for r in llm.requests[-3:]]
+    assert all(said in prompt for prompt in asked), "each step's revision was asked with the author's line"
+    assert [(e.i, e.action) for e in app.store.events(run_id) if isinstance(e, StepRedone)] == [(1, "instruct-all")]
+    shared.screenshot(page, f"writer-revise-all-{width}x{height}.png", top=box)

@@ -11,7 +11,8 @@
     python app.py versions RUN_ID      the author's versions of a run's article
     python app.py redo RUN_ID --step K do a step of a finished run again (--query Q, --exclude URL,
                                        --instruction TEXT); --add-after K --instruction TEXT adds
-                                       a section after step K
+                                       a section after step K; --instruction TEXT alone revises
+                                       the whole article
     python app.py undo RUN_ID --step K undo a step's revision (--put-back: use it again)
 
 A RUN_ID may be a unique prefix of the id, of at least 4 characters (``ui.cli.RUN_ID_ARGS``).
@@ -113,7 +114,7 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
                        epilog="exit codes: 0 done (a new version); 1 the redo failed or clashes with a hand edit; "
                               "2 a bad flag")
     p.add_argument("run_id", help="the run's id, or a unique prefix of it (at least 4 characters)")
-    where = p.add_mutually_exclusive_group(required=True)
+    where = p.add_mutually_exclusive_group()  # neither: --instruction alone revises the whole article
     where.add_argument("--step", type=int, metavar="K", help="the step to do again (1 is the first)")
     where.add_argument("--add-after", type=int, metavar="K", help="add a section after step K (0: before the "
                        "first) from the one line of --instruction: its own query, pages and revision")
@@ -123,7 +124,7 @@ def add_commands(sub: argparse._SubParsersAction, common: list[argparse.Argument
     how.add_argument("--exclude", metavar="URL", help="leave this page out of the step and revise it again")
     p.add_argument("--instruction", metavar="TEXT", help="revise the step as this one line asks (\"shorter, and "
                    "name the release date\"), beside the step's passages; with --query, beside the pages of a new "
-                   "search instead")
+                   "search instead; alone (no --step), every step of the whole article, each beside its passages")
     p.add_argument("--out", help=OUT_HELP)
     p.set_defaults(func=cmd_redo)
     p = sub.add_parser("undo", parents=common, help="undo the revision of a step of a finished run (the step's "
@@ -506,6 +507,8 @@ def cmd_redo(args, app) -> int:
     add_after = getattr(args, "add_after", None)
     if add_after is not None:
         return _add_section(args, app, add_after, instruction)
+    if args.step is None:
+        return _revise_all(args, app, instruction)
     flags = f"--step {args.step}" + (" --instruction" if instruction is not None else "")
     if instruction is not None and not instruction.strip():
         raise ConfigError("--instruction is empty: say in one line how the step should change "
@@ -524,6 +527,27 @@ def cmd_redo(args, app) -> int:
     if version is None:
         raise RatStudioError(_not_done(app, args.run_id, f"Step {args.step}", "done again"))
     return _print_version(args, app, version, _redone_what(args.step, action))
+
+
+def _revise_all(args, app, instruction: str | None) -> int:
+    """``redo RUN --instruction TEXT`` with no step: every step revised again as the author's line
+    asks, each beside its stored passages, kept as an ``instruct`` version; print it."""
+    from common.errors import ConfigError, RatStudioError
+    from common.events import EVERY
+
+    if instruction is None or not instruction.strip():
+        raise ConfigError("redo needs --step K, --add-after K, or --instruction TEXT alone for the whole article "
+                          "(`--instruction \"more formal, and shorter\"`).")
+    if args.query is not None or args.exclude:
+        raise ConfigError("--query and --exclude work on one step: add --step K, or leave them out to revise the "
+                          "whole article with --instruction.")
+    app.authoring.check_redo(args.run_id, 1, every=True)  # a clash with a hand edit: refused before anything runs
+    _follow_redo(app.runner.redo(args.run_id, 1, action=EVERY, instruction=instruction,
+                                 budget_tokens=getattr(args, "budget_tokens", None)), "--instruction")
+    version = app.authoring.redone(args.run_id, EVERY)
+    if version is None:
+        raise RatStudioError(_not_done(app, args.run_id, "The whole article", "revised"))
+    return _print_version(args, app, version, "the whole article revised as instructed")
 
 
 def _add_section(args, app, after: int, instruction: str | None) -> int:
