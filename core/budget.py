@@ -141,6 +141,18 @@ def upper_bound(prices: Mapping[str, tuple[float, float]], budget: int, models: 
     return budget * max(max(p) for p in known if p is not None) / 1_000_000
 
 
+def cost_before(prices: Mapping[str, tuple[float, float]], budget: int | None, models: set[str]) -> str:
+    """What a run with a token ``budget`` and ``models`` can cost at ``prices``, said before it
+    starts (the command line's line, the Writer's Run settings): "budget: 20,000 tokens, ≈ $0.04
+    at most"; "" without a budget or prices."""
+    if budget is None or not prices:
+        return ""
+    most = upper_bound(prices, budget, models)
+    if most is None:
+        return f"budget: {budget:,} tokens (no price in --prices for {', '.join(sorted(models))})"
+    return f"budget: {budget:,} tokens, {dollars(most)} at most"
+
+
 def dollars(amount: float) -> str:
     """"≈ $0.012": two significant digits below a dollar, cents above."""
     if amount >= 1:

@@ -12,6 +12,7 @@ from common.events import PageRead, SearchDone, StepRevised
 from common.types import Passage
 from core.article.article import CUT, unsourced_cause
 from core.article.citations import Cited, citation_line, renumber_marks
+from core.budget import dollars
 from core.text.oneline import short
 from ui.controls import for_browser
 from ui.diff import changed, diff_html
@@ -110,9 +111,10 @@ def clock(seconds: float) -> str:
 
 
 def progress_html(view: RunView, status: str = "", now: float | None = None, *, shown: Cited | None = None,
-                  unchecked: Sequence[str] | None = None) -> str:
+                  unchecked: Sequence[str] | None = None, cost: float | None = None) -> str:
     """The progress line (``progress_text``; ``shown``: as there) with the run's time (``timing``;
-    ``now``: as there) and its counts of calls, tokens and pages."""
+    ``now``: as there) and its counts of calls, tokens (and ``cost``, in dollars, with --prices)
+    and pages."""
     kind = ("rat-failed" if view.failed else "rat-unsourced" if view.final and status == "unsourced"
             else "rat-done" if view.final else "")
     stats = ""
@@ -121,6 +123,7 @@ def progress_html(view: RunView, status: str = "", now: float | None = None, *, 
         pages = sum(1 for c in view.cards.values() for p in c.pages if p.status == "ok")
         calls = view.llm_calls
         spent = f"{tokens:,} / {view.budget_tokens:,} tokens" if view.budget_tokens else f"{tokens:,} tokens"
+        spent += f" · {dollars(cost)}" if cost is not None else ""
         stats = (f"<span class='rat-stats'>{calls} LLM call{'s' if calls != 1 else ''} · {spent} · "
                  f"{pages} page{'s' if pages != 1 else ''} read</span>")
     times = timing(view, status, now)

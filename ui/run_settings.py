@@ -19,6 +19,7 @@ import gradio as gr
 
 from common.errors import ConfigError
 from common.settings import MIN_CONTEXT_TOKENS, SETTINGS, Settings
+from core.budget import cost_before
 from core.methods import METHODS
 from core.methods.base import Param
 from core.text import language
@@ -168,8 +169,10 @@ def _language(value: Any, server: Settings) -> str:
 def summary(settings: Settings) -> str:
     """The folded accordion's one line: "Run settings · gpt-4o-mini · k 5 · max tokens: the server's"."""
     limit = settings.llm.max_tokens
+    cost = cost_before(settings.prices, settings.llm.budget_tokens,
+                       {settings.llm.model, *settings.llm.role_models.values()})  # (with --prices and a budget)
     return (f"{RUN_SETTINGS} · {settings.llm.model} · k {settings.method.k} · max tokens: "
-            f"{limit if limit is not None else ROWS['--max-tokens'].shown_default}")
+            f"{limit if limit is not None else ROWS['--max-tokens'].shown_default}" + (f" · {cost}" if cost else ""))
 
 
 # -- the controls ---------------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from common.types import Task
 from core.article.attribution import Attribution
 from core.article.sources import SourceBook
 from core.authoring import Authoring, Edit, Shown
+from core.budget import run_cost
 from core.clients import Clients
 from core.live import LiveRuns, Timed
 from core.methods import METHODS, get_method
@@ -319,12 +320,14 @@ class RunPanel:
         return cont
 
     # -- rendering --------------------------------------------------------------------------------
-    def render(self, view: RunView, panels: Iterable[str], status: str = "", *, state: bool = True) -> dict:
-        """``panels`` of ``view``, and (``state``) the view as the page's state."""
+    def render(self, view: RunView, panels: Iterable[str], status: str = "", *, state: bool = True,
+               cost: float | None = None) -> dict:
+        """``panels`` of ``view``, and (``state``) the view as the page's state; ``cost``: the
+        run's, in dollars (``cost``), for its progress line."""
         panels = set(panels)
         out: dict = {self.state: view} if state else {}
         if PROGRESS in panels:
-            out[self.progress] = run_html.progress_html(view, status)
+            out[self.progress] = run_html.progress_html(view, status, cost=cost)
         if DRAFT in panels:
             out[self.draft] = run_html.draft_html(view)
         if STEPS in panels:  # (no step actions on a frame: their buttons work once the panel settles)
@@ -339,11 +342,24 @@ class RunPanel:
         except RatStudioError:
             return ""
 
+    def cost(self, view: RunView) -> float | None:
+        """The run's cost in dollars so far, by the server's --prices (None without them, or for a
+        model they do not price)."""
+        prices = self.runner.settings.prices
+        if not prices or not view.run_id:
+            return None
+        try:
+            run = self.store.get_run(view.run_id)
+        except RatStudioError:
+            return None
+        return run_cost(prices, run.tokens_by_role, run.settings)
+
     def settle(self, view: RunView, shown_version: int | None = None) -> dict:
         """Every component, for a run that is not streaming: the editor when it can go on, the
         article when it is done."""
         status = self.status(view)
-        out = self.render(view, ALL_PANELS, status, state=False)  # (the state is set by the streams only)
+        out = self.render(view, ALL_PANELS, status, state=False,  # (the state is set by the streams only)
+                          cost=self.cost(view))
         resumable = bool(view.method) and view.method in METHODS and METHODS[view.method].resumable
         can_continue = resumable and (status in ("draft", "interrupted", "budget")
                                       or status == "failed" and (view.failed is None or view.failed.resumable))
@@ -372,7 +388,7 @@ class RunPanel:
         """A stored version (or the model's text) as it reads: the article, and the progress line
         and step cards that go with it (its marks numbered as the article numbers them)."""
         return {self.progress: run_html.progress_html(view, self.status(view), shown=shown.cited,
-                                                      unchecked=shown.article.unchecked),
+                                                      unchecked=shown.article.unchecked, cost=self.cost(view)),
                 self.steps: self.steps_out(view, shown.edit, shown), **self.text.shown(view, shown)}
 
     def frame(self, view: RunView, *, downloads: bool = True) -> dict:

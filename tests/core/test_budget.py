@@ -183,6 +183,39 @@ def test_a_run_with_prices_says_its_cost_before_and_after(cli, env, llm, tmp_pat
 
 
 # -- the Writer -----------------------------------------------------------------------------------
+async def test_the_writer_says_a_budgets_most_before_run_and_the_runs_cost_after(app, llm, tmp_path):
+    """Issue 39, item 3, in the Writer: with --prices, the Run settings' line says the most the
+    Token budget can cost (as the command line says it before a run), following the budget typed;
+    a run's progress line says its cost once it has settled."""
+    import gradio as gr
+
+    from ui.run_settings import RunSettings
+    from ui.writer import RunPanel
+
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"fake-model": {"input": 1, "output": 2}}))
+    priced = replace(app.settings, prices=read_prices(path))
+    controls = RunSettings(priced)
+    with gr.Blocks():
+        controls.layout("rat-step")
+    values = [None] * len(controls.names)
+    assert "≈ $" not in controls.on_change(*values).label, "no budget: nothing to say"
+    values[controls.names.index("--budget-tokens")] = 100_000
+    assert controls.on_change(*values).label.endswith(" · budget: 100,000 tokens, ≈ $0.20 at most")
+    values[controls.names.index("--budget-tokens")] = 5_000
+    assert controls.on_change(*values).label.endswith("budget: 5,000 tokens, ≈ $0.010 at most")
+
+    llm.reply(RatAuthor(draft_steps(2)))
+    events = await collect(app.runner.start("rat-step", Task(TASK)))
+    run = app.store.get_run(events[0].run_id)
+    cost = run_cost(priced.prices, run.tokens_by_role, run.settings)
+    assert cost and cost > 0
+    app.runner.settings = priced  # the server's --prices (this test's app only)
+    panel = RunPanel(app.runner, app.store, app.clients)
+    with gr.Blocks():
+        panel.layout()
+    line = panel.settle(fold(app.store.events(run.id)))[panel.progress]
+    assert f"{run.prompt_tokens + run.completion_tokens:,} tokens · {dollars(cost)} · " in line, line
 async def test_the_writer_continues_a_run_stopped_at_its_budget_with_the_token_budget_s_value(app, llm):
     import gradio as gr
 

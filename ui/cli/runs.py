@@ -167,16 +167,10 @@ def cmd_run(args, app) -> int:
 
 def cost_before(settings) -> str:
     """The line said before a run with a budget and a price table: the most it can cost, else ""."""
-    from core.budget import dollars, upper_bound
+    from core import budget
 
-    budget = settings.llm.budget_tokens
-    if budget is None or not settings.prices:
-        return ""
     models = {settings.llm.model, *settings.llm.role_models.values()}
-    most = upper_bound(settings.prices, budget, models)
-    if most is None:
-        return f"budget: {budget:,} tokens (no price in --prices for {', '.join(sorted(models))})"
-    return f"budget: {budget:,} tokens, {dollars(most)} at most"
+    return budget.cost_before(settings.prices, settings.llm.budget_tokens, models)
 
 
 def cmd_resume(args, app) -> int:
