@@ -42,12 +42,20 @@ class Queued:
 
 
 @dataclass(frozen=True)
+class CaughtUp:
+    """Not an event of the run (never stored): a follower was given what the run did before it
+    joined (a resumed or redone run's stored events, or a late joiner's), and what comes next
+    happens live. Given as a ``Timed`` when following ``timed``: a page folds what came before it
+    into one rendering, not one per event."""
+
+
+@dataclass(frozen=True)
 class Timed:
     """An item of a followed run with ``at``, when it happened (epoch seconds; None: not known),
     as ``LiveRuns.follow(..., timed=True)`` gives them: a follower that joins late times the run
     and its steps from these, not from when it was shown them."""
 
-    item: Event | Queued
+    item: Event | Queued | CaughtUp
     at: float | None
 
 
@@ -216,6 +224,8 @@ class LiveRuns:
                 yield Timed(queued, time.time()) if timed else queued
             for item, at in seen:
                 yield Timed(item, at) if timed else item
+            if timed:
+                yield Timed(CaughtUp(), time.time())
             while not ended:
                 item, at = await queue.get()
                 if item is _END:

@@ -33,7 +33,7 @@ from common.events import (
 )
 from common.types import Passage
 from core.article.edits import Revisions
-from core.live import Queued
+from core.live import CaughtUp, Queued
 from core.text.prompts import join_steps
 
 DRAFT, STEPS, PROGRESS = "draft", "steps", "progress"  # the panels an event can change
@@ -123,7 +123,10 @@ class RunView:
 
     def apply(self, e: Event, at: float | None = None) -> set[str]:
         """Fold one event in; returns the panels it changed (``DRAFT``, ``STEPS``, ``PROGRESS``).
-        ``at``: when it happened (``time.time()``, the default: now), for the run's and steps' times."""
+        ``at``: when it happened (``time.time()``, the default: now), for the run's and steps' times.
+        A ``CaughtUp`` (the end of what a follower was given of the past) changes nothing."""
+        if isinstance(e, CaughtUp):
+            return set()
         if e.persist:
             self.events.append(e)
         match e:

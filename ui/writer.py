@@ -34,7 +34,7 @@ from core.article.sources import SourceBook
 from core.authoring import Authoring, Edit, Shown
 from core.budget import run_cost
 from core.clients import Clients
-from core.live import LiveRuns, Timed
+from core.live import CaughtUp, LiveRuns, Timed
 from core.methods import METHODS, get_method
 from core.methods.base import AUTHOR_INSTRUCTION_CHARS
 from core.runner import FINISHED, Runner
@@ -420,7 +420,10 @@ class RunPanel:
                      live: bool = True, page: gr.Request | None = None) -> AsyncIterator[dict]:
         """Render a stream of events into this panel as they arrive: streamed tokens at most
         every TOKEN_INTERVAL seconds, anything else at once (the settled panel comes after, from
-        ``settles``). A live run's failure is also shown as a warning.
+        ``settles``). A live run's failure is also shown as a warning. ``live``: a run's own
+        events (``LiveRuns``, timed), which begin with what it did before this page joined it:
+        folded in as one rendering at its ``CaughtUp`` (a reload of a long run rendered each of its
+        events in turn, and warned again of failures long resumed).
 
         The view is the page's state from the first update on (the later ones change it in place
         and leave the state out; nothing else sets it), and the stream stops once a newer one has
@@ -431,11 +434,15 @@ class RunPanel:
             yield self.frame(view, downloads=False)
             dirty: set[str] = set()
             last = 0.0
+            catching_up = live
             async with aclosing(events):
                 async for item in events:  # (a run joined late comes Timed: its times are its own)
                     event, at = (item.item, item.at) if isinstance(item, Timed) else (item, None)
                     dirty |= view.apply(event, at)
+                    catching_up = catching_up and not isinstance(event, CaughtUp)
                     hold.check()
+                    if catching_up:
+                        continue
                     if live and isinstance(event, Failed):
                         gr.Warning(for_browser(f"The run stopped: {event.error}"), title="Run failed")
                     now = time.monotonic()

@@ -695,3 +695,34 @@ async def test_a_stream_stops_once_a_newer_one_has_its_pages_panel_and_not_anoth
     panel.page_gone(here)
     panel.page_gone(there)
     assert panel._shown == {}
+
+
+async def test_a_page_joining_a_run_late_shows_what_it_did_so_far_as_one_rendering(app, monkeypatch):
+    """Issue 41, item 2: a reload or a late viewer gets the run as it stands in one rendering (at
+    ``CaughtUp``), then each event live; before, each of a long run's past events was rendered
+    in turn, and a failure long since continued was warned of again."""
+    import gradio as gr
+
+    from core.live import CaughtUp, Timed
+    from ui.writer import RunPanel
+
+    past = [RunStarted(run_id="r", method="rat", task="t"), DraftReady(steps=tuple(f"s{k}" for k in range(1, 21)))]
+    for k in range(1, 21):
+        past += [StepStarted(i=k, thought=f"s{k}", n=20), QueryMade(i=k, query=f"q{k}")]
+    past.append(Failed(error="the server went away", resumable=True))
+
+    async def joined():
+        for e in past:
+            yield Timed(e, 1.0)
+        yield Timed(CaughtUp(), 2.0)
+        yield Timed(StepStarted(i=21, thought="s21", n=21), 3.0)
+
+    warned = []
+    with gr.Blocks():
+        panel = RunPanel(app.runner, app.store, app.clients)
+        panel.layout()
+    monkeypatch.setattr(gr, "Warning", lambda *a, **k: warned.append(a))
+    updates = [u async for u in panel.follow(joined(), RunView())]
+    assert len(updates) == 3, "the empty frame, the run as it stood, the live event"
+    assert "s20" in updates[1][panel.draft] and "q20" in updates[1][panel.steps]
+    assert warned == [], "a failure of the past is not warned of again"
