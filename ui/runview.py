@@ -116,6 +116,11 @@ class RunView:
     # the page's hold on its panel of the stream that shows this view (ui.writer.Hold); None: none
     hold: object | None = field(default=None, repr=False, compare=False)
 
+    @property
+    def shown_here(self) -> bool:
+        """Whether this view is still what its page's panel shows (True without a hold)."""
+        return self.hold is None or bool(self.hold)
+
     def card(self, i: int) -> StepCard:
         if i not in self.cards:
             self.cards[i] = StepCard(i)

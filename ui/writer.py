@@ -39,6 +39,7 @@ from core.methods import METHODS, get_method
 from core.methods.base import AUTHOR_INSTRUCTION_CHARS
 from core.runner import FINISHED, Runner
 from core.text.prompts import join_steps, split_steps
+from data.store import RunRow
 from data.versions import LATEST, MODEL, Versions
 from ui import presenting, run_html, runview, share_view, step_actions
 from ui.article_panel import NO_EDIT, ArticlePanel
@@ -334,32 +335,32 @@ class RunPanel:
             out[self.steps] = self.steps_out(view, actions=False)
         return out
 
-    def status(self, view: RunView) -> str:
+    def row(self, view: RunView) -> RunRow | None:
+        """The run's stored row (None for a page with no run, or a run not stored)."""
         if not view.run_id:
-            return ""
+            return None
         try:
-            return self.store.get_run(view.run_id).status
+            return self.store.get_run(view.run_id)
         except RatStudioError:
-            return ""
+            return None
 
-    def cost(self, view: RunView) -> float | None:
+    def status(self, view: RunView) -> str:
+        row = self.row(view)
+        return row.status if row is not None else ""
+
+    def cost(self, row: RunRow | None) -> float | None:
         """The run's cost in dollars so far, by the server's --prices (None without them, or for a
         model they do not price)."""
         prices = self.runner.settings.prices
-        if not prices or not view.run_id:
-            return None
-        try:
-            run = self.store.get_run(view.run_id)
-        except RatStudioError:
-            return None
-        return run_cost(prices, run.tokens_by_role, run.settings)
+        return run_cost(prices, row.tokens_by_role, row.settings) if prices and row is not None else None
 
     def settle(self, view: RunView, shown_version: int | None = None) -> dict:
         """Every component, for a run that is not streaming: the editor when it can go on, the
         article when it is done."""
-        status = self.status(view)
+        row = self.row(view)
+        status = row.status if row is not None else ""
         out = self.render(view, ALL_PANELS, status, state=False,  # (the state is set by the streams only)
-                          cost=self.cost(view))
+                          cost=self.cost(row))
         resumable = bool(view.method) and view.method in METHODS and METHODS[view.method].resumable
         can_continue = resumable and (status in ("draft", "interrupted", "budget")
                                       or status == "failed" and (view.failed is None or view.failed.resumable))
@@ -376,7 +377,7 @@ class RunPanel:
             which = LATEST if shown_version is None else MODEL if shown_version == 0 else shown_version
             shown = self.authoring.shown(view.run_id, which)
         if shown is not None:
-            out.update(self.shown_outputs(view, shown))
+            out.update(self.shown_outputs(view, shown, row))
         else:
             out.update(self.text.unfinished(view))
         out[self.text.notes] = view.export_notes
@@ -384,11 +385,13 @@ class RunPanel:
             out[self.stop] = gr.Button(interactive=bool(view.run_id) and self.live.is_live(view.run_id))
         return out
 
-    def shown_outputs(self, view: RunView, shown: Shown) -> dict:
+    def shown_outputs(self, view: RunView, shown: Shown, row: RunRow | None = None) -> dict:
         """A stored version (or the model's text) as it reads: the article, and the progress line
-        and step cards that go with it (its marks numbered as the article numbers them)."""
-        return {self.progress: run_html.progress_html(view, self.status(view), shown=shown.cited,
-                                                      unchecked=shown.article.unchecked, cost=self.cost(view)),
+        and step cards that go with it (its marks numbered as the article numbers them); ``row``:
+        the run's, when the caller has read it."""
+        row = row or self.row(view)
+        return {self.progress: run_html.progress_html(view, row.status if row is not None else "", shown=shown.cited,
+                                                      unchecked=shown.article.unchecked, cost=self.cost(row)),
                 self.steps: self.steps_out(view, shown.edit, shown), **self.text.shown(view, shown)}
 
     def frame(self, view: RunView, *, downloads: bool = True) -> dict:
@@ -468,11 +471,12 @@ class RunPanel:
 
     def on_settled(self, view: RunView | None) -> dict:
         """The settled panel of the run a stream followed; nothing for a page with no run, or once
-        a newer stream shows in the panel (it settles in its turn)."""
-        if view is None or not view.run_id or view.hold is not None and not view.hold:
+        a newer stream shows in the panel (it settles in its turn: asked again after the settle is
+        made, which may have taken a while)."""
+        if view is None or not view.run_id or not view.shown_here:
             return {self.state: gr.skip()}
         out = self.settle(view)
-        return out if view.hold is None or view.hold else {self.state: gr.skip()}
+        return out if view.shown_here else {self.state: gr.skip()}
 
     # -- handlers ---------------------------------------------------------------------------------
     async def check_continue(self, view: RunView | None, text: str) -> None:
