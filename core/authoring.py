@@ -262,15 +262,13 @@ class Authoring:
         taken = set(latest.taken) - {asked.i} if latest else set()
         if asked.action == EVERY:  # every step revised anew: each one's new revision is the article's
             undone, taken = set(), set()
-        elif asked.action == ADD:  # the author's steps from the added one on moved one down
-            undone, taken = ({j + (j >= asked.i) for j in latest.undone} if latest else set(),
-                             {j + (j >= asked.i) for j in latest.taken} if latest else set())
         undone, taken = revs.chosen(undone, taken)
         theirs = revs.text(undone, taken)
         text = theirs
-        if latest is not None:
-            before = Revisions.from_events(before_last_redo(events))
-            merged = merge_text(before.text(latest.undone, latest.taken), latest.text, theirs)
+        if latest is not None:  # (its steps read in the run's numbering now, the added section's included:
+            before = Revisions.from_events(before_last_redo(events))  # before it, those after it were one up)
+            was = (lambda steps: [j - (j > asked.i) for j in steps]) if asked.action == ADD else list
+            merged = merge_text(before.text(was(latest.undone), was(latest.taken)), latest.text, theirs)
             text = theirs if merged is None else merged
         action = action or asked.action
         if action == EVERY:  # kept as a version revised at the author's instruction, the instruction with it

@@ -591,3 +591,13 @@ def m025_version_add() -> tuple[Step, ...]:
     table, *made_on_it = versions(VERSION_ACTIONS, ("attribution text", "instruction text"))
     return (ChangeCheck(table, "action", tuple(made_on_it), order="run_id, n"),)
 
+
+
+@migration
+def m026_version_numbering() -> tuple[Step, ...]:
+    """The numbering a version's ``undone`` and ``taken`` steps are written in (issue 39): a section
+    the author adds moves the steps after it one down, so a version keeps ``steps_added``, how many
+    sections the run had been given when it was made; ``data.versions`` reads its steps in the run's
+    numbering now. None for versions made before it (their numbering is told from the times of
+    the run's added sections)."""
+    return (AddColumn("versions", "steps_added integer"),)

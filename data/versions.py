@@ -14,6 +14,12 @@ version holds the draft steps the author continued with (joined by blank lines):
 run's history, not its article, so :meth:`Versions.latest` passes over it (the article is the
 model's text the revision made of that draft, until the author changes it).
 
+A version's ``undone`` and ``taken`` are read in the run's numbering now: a section the author
+added (a StepRedone ``ADD``) after the version was made moves the steps from its place on one
+down, in the version as in the run's events (``common.events.renumbered``). A version keeps how
+many sections had been added when it was made (``steps_added``, m026), so it reads the same
+whatever is added later; one made before m026 is placed among the additions by its time.
+
 Versions are append-only, in the schema itself: nothing here updates or deletes one, and the
 database refuses it from anyone else. Saving what the latest version already holds adds nothing
 (an autosave that fires twice leaves one version).
@@ -33,6 +39,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from common.errors import RunNotFound, StoreError, VersionNotFound
+from common.events import ADD
 from data.schema import VERSION_ACTIONS
 from data.store import Store, now, write_transaction
 
@@ -99,7 +106,8 @@ class Versions:
         with write_transaction(self.store.db, f"store a version of run {run_id}") as conn:
             if conn.execute("select 1 from runs where id = ?", [run_id]).fetchone() is None:
                 raise _no_run(self.store, run_id)
-            latest = _newest(conn, run_id)
+            adds = _adds(conn, run_id)
+            latest = _newest(conn, run_id, adds)
             if latest is not None and (latest.text, latest.undone, latest.taken, latest.attribution) == \
                     (text, undone, taken, attribution):
                 return latest
@@ -109,9 +117,9 @@ class Versions:
             stamp = now()
             cur = conn.execute(
                 "insert into versions (run_id, n, text, undone, taken, action, restored_from, created, attribution, "
-                "instruction) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "instruction, steps_added) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [run_id, n, text, json.dumps(undone), json.dumps(taken), action, restored_from, stamp, attribution,
-                 instruction],
+                 instruction, len(adds)],
             )
         return VersionRow(cur.lastrowid, run_id, n, text, undone, taken, action, restored_from, stamp, attribution,
                           instruction)
@@ -129,14 +137,16 @@ class Versions:
     def list(self, run_id: str) -> list[VersionRow]:
         """Every version of the run, oldest first ([] for none, and for an unknown run)."""
         rows = self.store.db.execute(f"select {_COLUMNS} from versions where run_id = ? order by n", [run_id])
-        return [_row(r) for r in rows.fetchall()]
+        rows = rows.fetchall()
+        adds = _adds(self.store.db, run_id) if rows else []
+        return [_row(r, adds) for r in rows]
 
     def latest(self, run_id: str) -> VersionRow | None:
         """The run's newest version of its article (a ``draft`` version is not one); None when the
         author has saved none (its text is the model's)."""
         row = self.store.db.execute(f"select {_COLUMNS} from versions where run_id = ? and action != 'draft' "
                                     "order by n desc limit 1", [run_id]).fetchone()
-        return _row(row) if row else None
+        return _row(row, _adds(self.store.db, run_id)) if row else None
 
     def get(self, run_id: str, n: int | str) -> VersionRow:
         """Version ``n`` of the run (a number, or its digits). Raises VersionNotFound, whose message
@@ -146,7 +156,7 @@ class Versions:
             row = self.store.db.execute(f"select {_COLUMNS} from versions where run_id = ? and n = ?",
                                         [run_id, number]).fetchone()
             if row is not None:
-                return _row(row)
+                return _row(row, _adds(self.store.db, run_id))
         if self.store.db.execute("select 1 from runs where id = ?", [run_id]).fetchone() is None:
             raise _no_run(self.store, run_id)
         count = self.store.db.execute("select max(n) from versions where run_id = ?", [run_id]).fetchone()[0] or 0
@@ -164,20 +174,49 @@ class Versions:
 
 
 # -- inside ---------------------------------------------------------------------------------------
-_COLUMNS = "id, run_id, n, text, undone, taken, action, restored_from, created, attribution, instruction"
+_COLUMNS = ("id, run_id, n, text, undone, taken, action, restored_from, created, attribution, instruction, "
+            "steps_added")
 
 
-def _newest(conn: sqlite3.Connection, run_id: str) -> VersionRow | None:
+@dataclass(frozen=True)
+class _Add:
+    """A section the author added to a run: at step ``at``, stored at time ``ts``."""
+
+    at: int
+    ts: str
+
+
+def _adds(conn: sqlite3.Connection, run_id: str) -> list[_Add]:
+    """The sections added to the run so far, in the order they were asked for."""
+    rows = conn.execute("select payload, ts from events where run_id = ? and type = 'StepRedone' order by seq",
+                        [run_id]).fetchall()
+    asked = [(json.loads(payload), ts) for payload, ts in rows]
+    return [_Add(int(p["i"]), ts) for p, ts in asked if p.get("action") == ADD]
+
+
+def _newest(conn: sqlite3.Connection, run_id: str, adds: list[_Add]) -> VersionRow | None:
     """The run's newest version of any kind (the next number follows it)."""
     row = conn.execute(f"select {_COLUMNS} from versions where run_id = ? order by n desc limit 1",
                        [run_id]).fetchone()
-    return _row(row) if row else None
+    return _row(row, adds) if row else None
 
 
-def _row(row: tuple) -> VersionRow:
-    id_, run_id, n, text, undone, taken, action, restored_from, created, attribution, instruction = row
-    return VersionRow(id_, run_id, n, text, _steps(json.loads(undone)), _steps(json.loads(taken)), action,
-                      restored_from, created, attribution, instruction)
+def _row(row: tuple, adds: list[_Add]) -> VersionRow:
+    """A stored row as a VersionRow, its steps numbered as the run (whose added sections are
+    ``adds``) numbers them now."""
+    id_, run_id, n, text, undone, taken, action, restored_from, created, attribution, instruction, added = row
+    if added is None:  # made before m026: before the sections added after it was made
+        added = sum(1 for a in adds if a.ts <= created)
+    return VersionRow(id_, run_id, n, text, _now(json.loads(undone), adds[added:]),
+                      _now(json.loads(taken), adds[added:]), action, restored_from, created, attribution, instruction)
+
+
+def _now(steps: Iterable[int], later: list[_Add]) -> tuple[int, ...]:
+    """``steps`` as numbered once the sections ``later`` are added, in turn."""
+    steps = _steps(steps)
+    for add in later:
+        steps = tuple(j + (j >= add.at) for j in steps)
+    return steps
 
 
 def _steps(steps: Iterable[int]) -> tuple[int, ...]:

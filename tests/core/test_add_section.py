@@ -6,6 +6,8 @@ and the Writer's view alike."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from common.errors import TaskError
@@ -125,6 +127,45 @@ async def test_the_authors_undone_steps_move_with_an_added_section_and_edits_sta
     paragraphs = version.text.split("\n\n")
     assert "My own words." in paragraphs[0] and paragraphs[1].startswith(LINE)
     assert paragraphs[3] == draft_steps(4)[2], "step 4 (was 3) still reads as drafted"
+
+
+async def test_a_version_made_before_a_section_was_added_names_its_steps_as_the_run_numbers_them_now(app, model):
+    authoring = Authoring(app.store)
+    run_id = await finished(app, "rat-step")
+    model_text = Revisions.from_events(app.store.events(run_id)).text()
+    first = authoring.choose(run_id, [3])  # version 1: step 3's revision undone
+    await collect(app.runner.redo(run_id, 2, action=ADD, instruction=LINE))  # a new step 2: step 3 is now 4
+    authoring.redone(run_id)
+    authoring.choose(run_id, [])  # version 3: every revision kept
+    old = authoring.shown(run_id, 1)
+    assert (old.text, old.undone) == (first.text, (4,)), "the same step, ticked as the boxes number it now"
+    assert authoring.versions.get(run_id, 1).undone == (4,)
+    assert [v.undone for v in authoring.versions.list(run_id)] == [(4,), (4,), ()]
+    restored = authoring.restore(run_id, 1)
+    assert (restored.text, restored.undone) == (first.text, (4,))
+    redone = authoring.choose(run_id, [])  # the restored article without the added section, step 4 revised again
+    assert redone.text == model_text and redone.undone == ()
+    authoring.choose(run_id, [4])
+    await collect(app.runner.redo(run_id, 1, action=ADD, instruction="An opening word"))
+    assert [v.undone for v in authoring.versions.list(run_id)] == [(5,), (5,), (), (5,), (), (5,)], \
+        "a second add moves them again"
+
+
+async def test_a_version_stored_before_versions_kept_their_numbering_is_placed_by_its_time(app, model):
+    authoring = Authoring(app.store)
+    run_id = await finished(app, "rat-step")
+    authoring.choose(run_id, [3])
+    await collect(app.runner.redo(run_id, 2, action=ADD, instruction=LINE))
+    authoring.redone(run_id)
+    # as a database written before m026 holds them: no steps_added (a new table lets the column be null)
+    app.store.db.execute("create temporary table legacy as select * from versions")
+    rows = app.store.db.execute("select n, undone, steps_added from legacy order by n").fetchall()
+    assert [(n, json.loads(u), added) for n, u, added in rows] == [(1, [3], 0), (2, [4], 1)]
+    from data import versions as versions_module
+    adds = versions_module._adds(app.store.db, run_id)
+    read = [versions_module._row((*r[:-1], None), adds) for r in app.store.db.execute(
+        f"select {versions_module._COLUMNS} from versions where run_id = ? order by n", [run_id]).fetchall()]
+    assert [v.undone for v in read] == [(4,), (4,)]
 
 
 @pytest.mark.parametrize("asked, problem", [
