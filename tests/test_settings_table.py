@@ -193,6 +193,13 @@ def test_help_lists_every_flag_with_its_variable_and_default():
             assert s.env in text
 
 
+def test_every_commands_help_prints_its_percent_signs_once():
+    """argparse formats an argument's help with %, not a description or an epilog: a "%%" written
+    in those is printed as it is."""
+    for name, parser in leaf_parsers(build_parser()):
+        assert "%%" not in parser.format_help(), name
+
+
 def test_defaults_come_from_the_dataclasses():
     assert ROW["--k"].default == MethodSettings.k and ROW["--model"].default == LLMSettings.model
     assert ROW["--port"].default == Settings.port and ROW["--llm-timeout"].default == LLMSettings.timeout

@@ -87,7 +87,7 @@ def add_commands(subparsers: argparse._SubParsersAction, parents: list[argparse.
                                      "prompt: the judge role (--judge-model) scores both 0-10 on each criterion of "
                                      "each of four dimensions (one call per dimension); per task the relative score "
                                      "target / (target + reference) of the weighted totals; per method its mean "
-                                     "with a 95%% bootstrap interval. Criteria: the bench's criteria.jsonl "
+                                     "with a 95% bootstrap interval. Criteria: the bench's criteria.jsonl "
                                      "(--criteria), else written by the judge once per task and kept in a file "
                                      "(--criteria-out; default beside the database). Unreadable replies are named "
                                      "and left out. Scores are not stored.")
