@@ -53,10 +53,13 @@ class CaughtUp:
 class Timed:
     """An item of a followed run with ``at``, when it happened (epoch seconds; None: not known),
     as ``LiveRuns.follow(..., timed=True)`` gives them: a follower that joins late times the run
-    and its steps from these, not from when it was shown them."""
+    and its steps from these, not from when it was shown them. ``more``: others were already
+    waiting (the follower fell behind the run): a follower that shows the run may show them all
+    at once, so that under load its batches grow rather than its backlog."""
 
     item: Event | Queued | CaughtUp
     at: float | None
+    more: bool = False  # more of the run's items were waiting for this follower as it was given this one
 
 
 @dataclass(eq=False)
@@ -230,7 +233,7 @@ class LiveRuns:
                 item, at = await queue.get()
                 if item is _END:
                     break
-                yield Timed(item, at) if timed else item
+                yield Timed(item, at, more=not queue.empty()) if timed else item
             if live.error is not None:
                 raise live.error
         finally:

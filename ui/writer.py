@@ -426,7 +426,9 @@ class RunPanel:
         ``settles``). A live run's failure is also shown as a warning. ``live``: a run's own
         events (``LiveRuns``, timed), which begin with what it did before this page joined it:
         folded in as one rendering at its ``CaughtUp`` (a reload of a long run rendered each of its
-        events in turn, and warned again of failures long resumed).
+        events in turn, and warned again of failures long resumed). Events that were already
+        waiting when one came (``Timed.more``: this page fell behind the run) are shown with the
+        last of them, in one rendering: under load the batches grow, not the backlog.
 
         The view is the page's state from the first update on (the later ones change it in place
         and leave the state out; nothing else sets it), and the stream stops once a newer one has
@@ -436,22 +438,27 @@ class RunPanel:
         try:
             yield self.frame(view, downloads=False)
             dirty: set[str] = set()
-            last = 0.0
+            last, urgent = 0.0, False  # urgent: an event other than a streamed token waits to be shown
             catching_up = live
             async with aclosing(events):
                 async for item in events:  # (a run joined late comes Timed: its times are its own)
                     event, at = (item.item, item.at) if isinstance(item, Timed) else (item, None)
                     dirty |= view.apply(event, at)
+                    urgent = urgent or not isinstance(event, TokenDelta)
                     catching_up = catching_up and not isinstance(event, CaughtUp)
                     hold.check()
                     if catching_up:
                         continue
                     if live and isinstance(event, Failed):
                         gr.Warning(for_browser(f"The run stopped: {event.error}"), title="Run failed")
+                    if isinstance(item, Timed) and item.more:  # fallen behind the run: shown with what waits
+                        continue
                     now = time.monotonic()
-                    if dirty and (not isinstance(event, TokenDelta) or now - last >= TOKEN_INTERVAL):
+                    if dirty and (urgent or now - last >= TOKEN_INTERVAL):
                         yield self.render(view, dirty, state=False)
-                        dirty, last = set(), now
+                        dirty, last, urgent = set(), now, False
+                    elif not dirty:  # nothing of it shows
+                        urgent = False
             hold.check()
             if dirty:
                 yield self.render(view, dirty, state=False)

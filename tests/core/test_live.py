@@ -292,3 +292,23 @@ async def _until(events, kind):
         yield t
         if isinstance(t.item, kind):
             return
+
+
+async def test_a_follower_that_fell_behind_is_told_which_events_were_already_waiting(app, llm):
+    """Issue 41, item 1: a page busy showing one event finds the next ones waiting; each comes with
+    ``more`` while another waits behind it, so the page shows them all in one rendering."""
+    gate = Gate()
+    llm.reply(gate)
+    live = LiveRuns(app.runner)
+    following = live.start("rat", TASK, timed=True)
+    await anext(following)  # the run has started; this follower reads nothing more for a while
+    await wait_for(gate.held.is_set, "the first revision")
+    await asyncio.sleep(0.3)
+    backlog = []
+    while not backlog or backlog[-1].more:
+        backlog.append(await asyncio.wait_for(anext(following), WAIT))
+    assert len(backlog) >= 3 and all(t.more for t in backlog[:-1]) and not backlog[-1].more
+    assert any(isinstance(t.item, DraftReady) for t in backlog), "what the run did while the follower was away"
+    gate.open.set()
+    rest = [t async for t in following]
+    assert isinstance(rest[-1].item, Final) and not rest[-1].more

@@ -726,3 +726,33 @@ async def test_a_page_joining_a_run_late_shows_what_it_did_so_far_as_one_renderi
     assert len(updates) == 3, "the empty frame, the run as it stood, the live event"
     assert "s20" in updates[1][panel.draft] and "q20" in updates[1][panel.steps]
     assert warned == [], "a failure of the past is not warned of again"
+
+
+async def test_events_that_were_waiting_are_shown_in_one_rendering_with_the_last_of_them(app):
+    """Issue 41, item 1: under load the batches grow, not the backlog: the events a page finds
+    waiting (``Timed.more``) are rendered once, with the last of them; a batch that holds more than
+    streamed tokens is shown at once, even when it ends in one."""
+    import gradio as gr
+
+    from core.live import CaughtUp, Timed
+    from ui.writer import RunPanel
+
+    steps = tuple(f"s{k}" for k in range(1, 6))
+    waiting = [StepStarted(i=k, thought=f"s{k}", n=5) for k in range(1, 6)]
+
+    async def behind():
+        yield Timed(RunStarted(run_id="r", method="rat", task="t"), 1.0)
+        yield Timed(CaughtUp(), 1.0)
+        yield Timed(DraftReady(steps=steps), 2.0)
+        for k, e in enumerate(waiting):
+            yield Timed(e, 3.0 + k, more=k < len(waiting) - 1)
+        yield Timed(QueryMade(i=5, query="q5"), 9.0, more=True)
+        yield Timed(TokenDelta(role="revise", text="x", i=5), 9.5)
+
+    with gr.Blocks():
+        panel = RunPanel(app.runner, app.store, app.clients)
+        panel.layout()
+    updates = [u async for u in panel.follow(behind(), RunView())]
+    assert len(updates) == 5, "the empty frame, the run joined, the draft, the five steps, the query and token"
+    assert "s5" in updates[3][panel.steps] and "q5" not in updates[3][panel.steps]
+    assert "q5" in updates[4][panel.steps]
