@@ -26,7 +26,7 @@ import gradio as gr
 from gradio.context import Context
 
 from common.errors import EditConflict, RatStudioError
-from common.events import EVERY, Event, Failed, TokenDelta
+from common.events import Event, Failed, TokenDelta
 from common.settings import Settings
 from common.types import Task
 from core.article.attribution import Attribution
@@ -46,6 +46,7 @@ from ui.article_panel import NO_EDIT, ArticlePanel
 from ui.controls import control, for_browser
 from ui.run_settings import RunSettings
 from ui.runview import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
+from ui.step_acting import StepActing
 
 CHAIN = "__chain__"  # the search choice "every configured provider, in order"
 TOKEN_INTERVAL = 0.1  # seconds between renders caused by streamed tokens alone (~10 a second)
@@ -211,8 +212,8 @@ async def require_llm(clients: Clients) -> None:
 # -- the run panel --------------------------------------------------------------------------------
 class RunPanel:
     """The view of one run (live, stored or replayed): its progress, draft and step cards, the
-    draft editor and Continue, the step actions, Stop; and, once it is done, its article
-    (``ArticlePanel``: boxes, text, sources, versions, output)."""
+    draft editor and Continue, Stop; the step actions done in it (``StepActing``); and, once it
+    is done, its article (``ArticlePanel``: boxes, text, sources, versions, output)."""
 
     def __init__(self, runner: Runner, store, clients: Clients, *, live: LiveRuns | None = None, hint: str = ""):
         """``live``: the server's runs, which the panel continues and follows (one for the whole
@@ -226,8 +227,7 @@ class RunPanel:
         # the article, once the run is done; cited as the runner cites a run's Final
         self.text = ArticlePanel(store, self.authoring, runner.settings.method.cite_threshold,
                                  box_id=f"{self.act_id}-article")
-        self._redos: set[asyncio.Task] = set()  # redos whose tab went away, saved as versions when they end
-        self._acting: dict[str, asyncio.Lock] = {}  # run id -> its step actions, one at a time (queued)
+        self.acting = StepActing(self)  # the step actions: done again, one at a time, each saved as a version
         self._shown: dict[str, object] = {}  # page -> the stream its panel shows now (``shows``; until it goes)
         self.stop: gr.Button | None = None  # the tab's Stop, when it has one: enabled only while a run goes on
         self.budget: gr.Number | None = None  # the tab's Token budget, when it has one: Continue's new budget
@@ -311,10 +311,10 @@ class RunPanel:
         a.restore_btn.click(self.on_restore, [self.state, a.version_pick], self.outputs(), **PRIVATE)
         a.wire(self.state)
         # "multiple": an action asked while another runs is sent, and waits on the server for its turn
-        acted = self.act_go.click(self.on_step_action, [self.state, self.act_cmd, a.undo, a.take],
+        acted = self.act_go.click(self.acting.on_step_action, [self.state, self.act_cmd, a.undo, a.take],
                                   self.stream_outputs(), trigger_mode="multiple", **STREAM)
         self.settles(acted)
-        asked = gr.on([self.all_btn.click, self.all_text.submit], self.on_revise_all,
+        asked = gr.on([self.all_btn.click, self.all_text.submit], self.acting.on_revise_all,
                       [self.state, self.all_text, a.undo, a.take], self.stream_outputs(), trigger_mode="multiple",
                       **STREAM)
         self.settles(asked)
@@ -525,10 +525,10 @@ class RunPanel:
         try:
             async for update in self.follow(events, view, page=page):
                 yield update
-            saved = self._save_redo(view.run_id, pending.action)
+            saved = self.acting.save_redo(view.run_id, pending.action)
         finally:  # the tab went away with the resume going on under it: saved when the run ends, on the server
             if not saved and len(view.events) > stored:
-                await self._save_later(view.run_id, pending.action)
+                await self.acting.save_later(view.run_id, pending.action)
 
     async def open(self, run_id: str, view: RunView | None = None, page: gr.Request | None = None):
         """Show a run in ``page``'s panel: live when it is going on (what it did so far, then each
@@ -572,100 +572,6 @@ class RunPanel:
             marks = {label: order[url] for url, label in labels.items() if url in order}
         return run_html.steps_html(view, edit.undone, edit.taken, actions=buttons, marks=marks)
 
-    async def on_step_action(self, view: RunView | None, command: str, undone: list[int] | None,
-                             taken: list[int] | None, page: gr.Request | None = None):
-        """A step card's button (``ui.step_actions``): Undo / Put back and Take / Drop change the
-        article as the boxes above it do; Regenerate, Search again and ✕ (exclude a source) have
-        the run do the step again (``LiveRuns.redo``), followed here, and the new text is saved as a
-        version. Raises gr.Error for a command that does not fit the run."""
-        if view is None or not view.run_id or view.final is None and not self._finished_once(view.run_id):
-            raise gr.Error("Open a finished run first: the step actions work on a run's finished article.")
-        try:
-            cmd = step_actions.parse_command(command)
-        except ValueError as exc:
-            raise gr.Error(str(exc)) from exc
-        lock = self._acting.setdefault(view.run_id, asyncio.Lock())
-        if lock.locked():  # one action at a time on a run: this one waits for the one before, then runs
-            yield {self.progress: "<div class='rat-progress'>Queued: this step action starts when the one "
-                                  "before it has finished and been saved.</div>"}
-        async with lock, aclosing(self._step_action(view, cmd, undone, taken, page)) as updates:
-            async for update in updates:
-                yield update
-
-    async def on_revise_all(self, view: RunView | None, instruction: str, undone: list[int] | None,
-                            taken: list[int] | None, page: gr.Request | None = None):
-        """Revise the whole article as I say: every step done again with the author's one line
-        (``EVERY``), followed here as a step action is, and saved as a version."""
-        if not (instruction or "").strip():
-            raise gr.Error("Type in the box how the whole article should change first (for example: more formal, "
-                           "and one sentence shorter each).")
-        command = json.dumps({"action": EVERY, "i": 1, "instruction": instruction})
-        async for update in self.on_step_action(view, command, undone, taken, page):
-            yield update
-
-    def _finished_once(self, run_id: str) -> bool:
-        """Whether the run has a finished article (a step of it may be being done again now: the
-        next action waits for it)."""
-        return bool(self.store.get_run(run_id).final_text)  # (the model's text, kept through every redo)
-
-    async def _step_action(self, view: RunView, cmd, undone: list[int] | None, taken: list[int] | None,
-                           page: gr.Request | None = None):
-        """:meth:`on_step_action` once the run is this action's: only what the step does again is
-        streamed (the run so far is shown as it stands, not replayed), and its text saved."""
-        if view.final is None:  # asked while the action before ran: the run as that one left it
-            view = runview.fold(self.store.events(view.run_id))
-        if cmd.action in step_actions.EDITS:  # the version is made here, and shown by the settling event
-            chosen = {"undo": set(undone or []), "take": set(taken or [])}
-            chosen[cmd.action] ^= {cmd.i}
-            await self.on_undo(view, sorted(chosen["undo"]), sorted(chosen["take"]))
-            self.shows(page, view)
-            yield {self.state: view}
-            return
-        redo = METHODS[view.method].redo if view.method in METHODS else None
-        if redo is None:
-            raise gr.Error(f"The method {view.method!r} cannot redo a step: start a new run instead.")
-        stored = self.store.events(view.run_id)  # the run as it stands now (an action before may have changed it)
-        try:  # refused before anything is shown or stored
-            redo(stored, cmd.i, action=cmd.action, query=cmd.query, exclude=[cmd.url], instruction=cmd.instruction)
-        except RatStudioError as exc:
-            raise gr.Error(str(exc)) from exc
-        self.text.flush_save(view.run_id)  # the author's last typing is saved first, as its own version
-        try:  # a hand edit the redo would rewrite: refused before anything runs
-            self.authoring.check_redo(view.run_id, cmd.i, every=cmd.action == EVERY)
-        except EditConflict as exc:
-            raise gr.Error(str(exc), title="Your edit is kept") from exc
-        events = self.live.redo(view.run_id, cmd.i, action=cmd.action, query=cmd.query,
-                                exclude=[cmd.url] if cmd.url else (), instruction=cmd.instruction, timed=True)
-        redone, saved = runview.fold(stored), False
-        try:
-            async for update in self.follow(_after(events, len(stored)), redone, page=page):
-                yield update
-            saved = self._save_redo(view.run_id, cmd.action)
-        finally:
-            if not saved and len(redone.events) > len(stored):  # the tab went away mid-redo: saved when the
-                # run ends, on the server
-                await self._save_later(view.run_id, cmd.action)
-
-    def _save_redo(self, run_id: str, action: str) -> bool:
-        """Save a finished redo's text as a version (``action``); False when the run did not end
-        with a new Final after the author's request (it failed, or was stopped)."""
-        return self.authoring.redone(run_id, action) is not None
-
-    async def _save_later(self, run_id: str, action: str) -> None:
-        """:meth:`_save_when_done` in a task of the server's own, which a tab going away does not
-        cancel (the next action on the run waits for this save)."""
-        task = asyncio.get_running_loop().create_task(self._save_when_done(run_id, action))
-        self._redos.add(task)
-        task.add_done_callback(self._redos.discard)
-        await asyncio.shield(task)
-
-    async def _save_when_done(self, run_id: str, action: str) -> None:
-        """Follow a redo no tab follows any more to its end, then :meth:`_save_redo`."""
-        async with aclosing(self.live.follow(run_id)) as events:
-            async for _ in events:
-                pass
-        self._save_redo(run_id, action)
-
     async def on_undo(self, view: RunView | None, chosen: list[int], taken: list[int] | None = None) -> dict:
         """Undo or take revisions: the article is rebuilt, and the boxes show what the mode's
         rules made of the choice (in cumulative mode, everything after the first step chosen)."""
@@ -705,17 +611,6 @@ class RunPanel:
         except RatStudioError as exc:
             raise gr.Error(for_browser(str(exc))) from exc
         return self.settle(view)
-
-
-async def _after(events: AsyncIterator, skip: int) -> AsyncIterator:
-    """``events`` without the first ``skip`` (a followed run's stored events, already shown)."""
-    async with aclosing(events):
-        async for item in events:
-            if skip > 0:
-                skip -= 1
-                continue
-            yield item
-
 
 
 def stop_running(button: gr.Button, panel: RunPanel, events: list) -> None:
