@@ -20,10 +20,13 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.errors import BudgetExceeded, ConfigError
 from core.text.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from common.settings import Settings
 
 #: Tokens counted for a call's answer when its cap is higher or it has none: a long paragraph.
 ANSWER_ALLOWANCE = 512
@@ -141,12 +144,14 @@ def upper_bound(prices: Mapping[str, tuple[float, float]], budget: int, models: 
     return budget * max(max(p) for p in known if p is not None) / 1_000_000
 
 
-def cost_before(prices: Mapping[str, tuple[float, float]], budget: int | None, models: set[str]) -> str:
-    """What a run with a token ``budget`` and ``models`` can cost at ``prices``, said before it
-    starts (the command line's line, the Writer's Run settings): "budget: 20,000 tokens, ≈ $0.04
-    at most"; "" without a budget or prices."""
+def cost_before(settings: Settings) -> str:
+    """What a run with ``settings`` (its token budget, its models, the --prices table) can cost,
+    said before it starts (the command line's line, the Writer's Run settings): "budget: 20,000
+    tokens, ≈ $0.04 at most"; "" without a budget or prices."""
+    prices, budget = settings.prices, settings.llm.budget_tokens
     if budget is None or not prices:
         return ""
+    models = {settings.llm.model, *settings.llm.role_models.values()}
     most = upper_bound(prices, budget, models)
     if most is None:
         return f"budget: {budget:,} tokens (no price in --prices for {', '.join(sorted(models))})"

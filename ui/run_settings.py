@@ -169,8 +169,7 @@ def _language(value: Any, server: Settings) -> str:
 def summary(settings: Settings) -> str:
     """The folded accordion's one line: "Run settings · gpt-4o-mini · k 5 · max tokens: the server's"."""
     limit = settings.llm.max_tokens
-    cost = cost_before(settings.prices, settings.llm.budget_tokens,
-                       {settings.llm.model, *settings.llm.role_models.values()})  # (with --prices and a budget)
+    cost = cost_before(settings)  # (with --prices and a budget)
     return (f"{RUN_SETTINGS} · {settings.llm.model} · k {settings.method.k} · max tokens: "
             f"{limit if limit is not None else ROWS['--max-tokens'].shown_default}" + (f" · {cost}" if cost else ""))
 

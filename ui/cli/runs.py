@@ -159,18 +159,12 @@ def cmd_run(args, app) -> int:
     from common.types import Task
 
     task = Task(args.task, kind=args.kind)
+    from core.budget import cost_before
+
     estimate = cost_before(app.settings)
     if estimate:
         print(estimate, file=sys.stderr)
     return _follow_to_the_end(app.runner.start(args.method, task, draft_only=args.draft_only), args, app)
-
-
-def cost_before(settings) -> str:
-    """The line said before a run with a budget and a price table: the most it can cost, else ""."""
-    from core import budget
-
-    models = {settings.llm.model, *settings.llm.role_models.values()}
-    return budget.cost_before(settings.prices, settings.llm.budget_tokens, models)
 
 
 def cmd_resume(args, app) -> int:
