@@ -96,7 +96,8 @@ class StepActing:
         except EditConflict as exc:
             raise gr.Error(str(exc), title="Your edit is kept") from exc
         events = self.panel.live.redo(view.run_id, cmd.i, action=cmd.action, query=cmd.query,
-                                exclude=[cmd.url] if cmd.url else (), instruction=cmd.instruction, timed=True)
+                                      exclude=[cmd.url] if cmd.url else (), instruction=cmd.instruction,
+                                      timed=True)
         redone, saved = runview.fold(stored), False
         try:
             async for update in self.panel.follow(_after(events, len(stored)), redone, page=page):
