@@ -31,8 +31,9 @@ refused for with a 400 in OpenAI's words, as OpenAI's reasoning models refuse th
 Thinking: a reply's ``thinking`` is sent the way ``think`` says, as the servers of reasoning models
 send it (see ``THINK_STYLES``); :func:`with_thinking` gives every answer of a script the same.
 
-Records: ``requests``, ``paths``, and ``streams_done`` (streams sent to their end), so a test can
-check what the client saw before a stream ended without a stopwatch.
+Records: ``requests``, ``paths``, and ``streams_done`` (streams whose every chunk was sent, counted
+before the end marker goes out), so a test can check what the client saw before a stream ended
+without a stopwatch.
 
 Tokens are counted the simple way: every run of word characters and every punctuation mark is one
 token (``count_tokens``). Streamed chunks are whole words with their trailing whitespace.
@@ -399,10 +400,10 @@ class FakeLLM:
                     usage = chunk({}, usage=self._usage(body, reply))
                     usage["choices"] = []
                     self._event(usage)
+                with fake._lock:  # counted before the end is sent: a client that saw the end sees the count
+                    fake.streams_done += 1
                 self._write_chunk(b"data: [DONE]\n\n")
                 self._write_chunk(b"")
-                with fake._lock:
-                    fake.streams_done += 1
 
             def _event(self, data: dict) -> None:
                 self._write_chunk(b"data: " + json.dumps(data).encode() + b"\n\n")
