@@ -15,6 +15,8 @@ Prints, per run and as medians:
                 started by a small script that reads its own CPU after importing app and again
                 after ``app.main``)
   ratio         app cpu / cli cpu. Target: at most 1.5.
+  page KB       kilobytes the page received on Gradio's event stream (/queue/data, read with the
+                DevTools protocol) from the click on Run to Done: the run as the browser is sent it
   reload->step  seconds from a reload of the Writer (another run of the same task, at its step 3)
                 to the page showing the step the run is at. Target: at most 2 s.
 
@@ -144,16 +146,30 @@ def writer_with_task(browser, url: str, task: str, timeout: float):
     return page, writer
 
 
+def received(page) -> list[int]:
+    """A list that the page's bytes received on Gradio's event stream are added to (DevTools)."""
+    cdp = page.context.new_cdp_session(page)
+    streams, total = set(), [0]
+    cdp.on("Network.requestWillBeSent",
+           lambda e: streams.add(e["requestId"]) if "/queue/data" in e["request"]["url"] else None)
+    cdp.on("Network.dataReceived",
+           lambda e: total.__setitem__(0, total[0] + e["dataLength"]) if e["requestId"] in streams else None)
+    cdp.send("Network.enable")
+    return total
+
+
 def in_browser(url: str, proc: subprocess.Popen, db: Path, task: str, timeout: float,
-               profile: str = "") -> tuple[float, float]:
-    """(final->done s, app CPU s) of one run started in the Writer with Present on; with
-    ``profile``, py-spy samples the app meanwhile and writes its collapsed stacks there."""
+               profile: str = "") -> tuple[float, float, float]:
+    """(final->done s, app CPU s, KB the page received) of one run started in the Writer with
+    Present on; with ``profile``, py-spy samples the app meanwhile and writes its collapsed
+    stacks there."""
     with chromium() as browser:
         page, writer = writer_with_task(browser, url, task, timeout)
         page.evaluate(WATCH)
+        got = received(page)
         spy = subprocess.Popen(["py-spy", "record", "-p", str(proc.pid), "-f", "raw", "-o", profile, "-r", "200"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if profile else None
-        before = cpu_of(proc.pid)
+        before, got[0] = cpu_of(proc.pid), 0
         writer.get_by_role("button", name="Run", exact=True).click()
         # the run has begun (a page behind a fast run shows what waited at once: it may be done already)
         writer.locator(".rat-progress").get_by_text(re.compile(r"^(Step \d+ of|Done)")).first.wait_for()
@@ -161,11 +177,11 @@ def in_browser(url: str, proc: subprocess.Popen, db: Path, task: str, timeout: f
         page.wait_for_function("window.__done !== null", timeout=timeout * 1000)
         done = page.evaluate("window.__done") / 1000
         writer.get_by_text("The model's text").wait_for()  # the settled panel too
-        spent = cpu_of(proc.pid) - before
+        spent, kb = cpu_of(proc.pid) - before, got[0] / 1000
         if spy is not None:
             spy.send_signal(2)
             spy.wait(timeout=60)
-    return done - final_time(db, latest_run(db)), spent
+    return done - final_time(db, latest_run(db)), spent, kb
 
 
 def reload_mid_run(url: str, task: str, steps: int, timeout: float) -> float:
@@ -221,28 +237,30 @@ def main() -> None:
             pace = f"{args.latency:g} s / {args.tps:g} tokens/s" if args.tps else f"{args.latency:g} s / full speed"
             print(f"{args.runs} runs of {args.steps}-step rat-step, model {pace}, {args.busy} busy processes\n")
             heads = (("run", 3), ("final->done s", 15), ("app cpu s", 11), ("cli cpu s", 11), ("ratio", 7),
-                     ("reload->step s", 16))
+                     ("page KB", 9), ("reload->step s", 16))
             print("".join(f"{h:>{w}}" for h, w in heads))
             try:
                 for n in range(1, args.runs + 1):
                     task = f"Write a short history of Python 3 and its ecosystem (take {n}, {time.time():.0f})."
-                    lag, app_cpu = in_browser(url, proc, db, task, args.timeout, args.profile)
+                    lag, app_cpu, kb = in_browser(url, proc, db, task, args.timeout, args.profile)
                     cli_cpu = from_cli(llm, web, Path(tmp) / f"cli{n}.db", args.steps, task)
                     rejoin = reload_mid_run(url, task.replace("take", "reload"), args.steps, args.timeout)
-                    rows.append((lag, app_cpu, cli_cpu, app_cpu / cli_cpu, rejoin))
-                    print(f"{n:>3}{lag:>15.2f}{app_cpu:>11.2f}{cli_cpu:>11.2f}{app_cpu / cli_cpu:>7.2f}{rejoin:>16.2f}")
+                    rows.append((lag, app_cpu, cli_cpu, app_cpu / cli_cpu, kb, rejoin))
+                    print(f"{n:>3}{lag:>15.2f}{app_cpu:>11.2f}{cli_cpu:>11.2f}{app_cpu / cli_cpu:>7.2f}{kb:>9.0f}"
+                          f"{rejoin:>16.2f}")
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
     finally:
         for p in busy:
             p.kill()
-    worst_reload = max((r[4] for r in rows if not math.isnan(r[4])), default=math.nan)
+    worst_reload = max((r[5] for r in rows if not math.isnan(r[5])), default=math.nan)
     med = [statistics.median([x for x in col if not math.isnan(x)] or [math.nan]) for col in zip(*rows, strict=True)]
-    print(f"med{med[0]:>15.2f}{med[1]:>11.2f}{med[2]:>11.2f}{med[3]:>7.2f}{med[4]:>16.2f}")
+    print(f"med{med[0]:>15.2f}{med[1]:>11.2f}{med[2]:>11.2f}{med[3]:>7.2f}{med[4]:>9.0f}{med[5]:>16.2f}")
     print(f"\nfinal->done: median {med[0]:.2f} s, worst {max(r[0] for r in rows):.2f} s (target <= 2 s); "
           f"app/cli CPU: median {med[3]:.2f}x, worst {max(r[3] for r in rows):.2f}x (target <= 1.5x); "
-          f"reload mid-run -> its step shown: median {med[4]:.2f} s, worst {worst_reload:.2f} s "
+          f"the page received {med[4]:.0f} KB a run (median); "
+          f"reload mid-run -> its step shown: median {med[5]:.2f} s, worst {worst_reload:.2f} s "
           "(target <= 2 s)")
 
 

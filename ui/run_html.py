@@ -1,6 +1,13 @@
 """A run's view (``ui.runview.RunView``) as HTML, as pure functions: the progress line, the
 draft (left) and a card per step (right) with its query, search, pages, passages and the
-revision's diff. Everything that came from the web or from a model is escaped (``ui.escape``)."""
+revision's diff. Everything that came from the web or from a model is escaped (``ui.escape``).
+
+The draft and the steps come as fragments too (``draft_parts``, ``steps_parts``: the HTML is
+their concatenation), the text a model is streaming a fragment of its own: the Writer sends a
+panel as its list of fragments, and Gradio sends a stream's outputs as edits of what it sent last
+(``gradio.utils.diff``), so the browser gets the card that changed, not the panel again, and a
+step's streamed tokens as the text they add (escaping is per character, so a longer text's
+escaped form begins with the shorter one's)."""
 
 from __future__ import annotations
 
@@ -136,24 +143,57 @@ def progress_html(view: RunView, status: str = "", now: float | None = None, *, 
 def thinking_html(thoughts: Sequence[Thought], live: dict[str, str]) -> str:
     """A reasoning model's thinking, apart from its answer: each finished call's folded (open it
     to read), the one streaming now open with a caret."""
+    return "".join(thinking_parts(thoughts, live))
+
+
+def thinking_parts(thoughts: Sequence[Thought], live: dict[str, str]) -> list[str]:
+    """``thinking_html`` as fragments, the thinking being streamed one of its own."""
     parts = []
     for t in thoughts:
         tokens = f" · {t.tokens:,} tokens" if t.tokens else ""
         parts.append(f"<details class='rat-thinking'><summary>Thinking ({esc(t.role)}{tokens})</summary>"
                      f"<div class='rat-thinking-text'>{esc(t.text)}</div></details>")
     for role, text in live.items():
-        parts.append(f"<details class='rat-thinking' open><summary>Thinking ({esc(role)})…</summary>"
-                     f"<div class='rat-thinking-text'>{esc(text)}<span class='rat-caret'></span></div></details>")
-    return "".join(parts)
+        parts += streaming(f"<details class='rat-thinking' open><summary>Thinking ({esc(role)})…</summary>"
+                           "<div class='rat-thinking-text'>", text, "</div></details>")
+    return parts
+
+
+def streaming(before: str, text: str, after: str) -> list[str]:
+    """Text a model is writing, escaped, with a caret, as three fragments: the text its own, so
+    its next tokens change that fragment alone, and only by adding to it."""
+    return [before, esc(text), "<span class='rat-caret'></span>" + after]
+
+
+class Fragments(list):
+    """A piece of HTML as fragments: what ``add`` gives goes on the last fragment, what ``join``
+    gives keeps its own fragments (the text being streamed: ``streaming``), the rest joined on."""
+
+    def __init__(self) -> None:
+        super().__init__([""])
+
+    def add(self, html: str) -> None:
+        self[-1] += html
+
+    def join(self, parts: Sequence[str]) -> None:
+        if parts:
+            self[-1] += parts[0]
+            self.extend(parts[1:])
 
 
 def draft_html(view: RunView) -> str:
     """The step-by-step draft, numbered; while it streams, the text so far with a caret; above
     it, the thinking of a reasoning model's draft call, folded. The run's task rides along in an
     attribute (``task_data``), for presentation mode to show."""
+    return "".join(draft_parts(view))
+
+
+def draft_parts(view: RunView) -> list[str]:
+    """``draft_html`` as fragments: a step each, the text being streamed one of its own."""
     drafted = [t for t in view.thinking if t.role == "draft"]
-    return (task_data(view.task) + thinking_html(drafted, {r: t for r, t in view.thinking_live.items() if r == "draft"})
-            + _draft_list(view))
+    return [task_data(view.task),
+            *thinking_parts(drafted, {r: t for r, t in view.thinking_live.items() if r == "draft"}),
+            *_draft_list(view)]
 
 
 def task_data(task: str) -> str:
@@ -162,23 +202,22 @@ def task_data(task: str) -> str:
     return f"<span class='rat-task-data' data-task='{esc(task)}' hidden></span>" if task else ""
 
 
-def _draft_list(view: RunView) -> str:
+def _draft_list(view: RunView) -> list[str]:
     if not view.draft_ready:
         if not view.draft_live:
             if view.final is not None or view.cards:
-                return "<div class='rat-empty'>This method writes no step-by-step draft.</div>"
-            return "<div class='rat-empty'>The draft appears here as the model writes it.</div>"
+                return ["<div class='rat-empty'>This method writes no step-by-step draft.</div>"]
+            return ["<div class='rat-empty'>The draft appears here as the model writes it.</div>"]
         blocks = re.split(r"(?:\r?\n[ \t]*){2,}", view.draft_live.lstrip())
         items = [f"<li>{esc(b)}</li>" for b in blocks[:-1]]
-        items.append(f"<li>{esc(blocks[-1])}<span class='rat-caret'></span></li>")
-        return "<ol class='rat-draft rat-streaming'>" + "".join(items) + "</ol>"
+        return ["<ol class='rat-draft rat-streaming'>", *items, *streaming("<li>", blocks[-1], "</li>"), "</ol>"]
     items = []
     for n, step in enumerate(view.steps, start=1):
         card = view.cards.get(n)
         cls = "rat-current" if n == view.current and view.final is None else \
             "rat-done" if card and card.revised else ""
         items.append(f"<li class='{cls}' id='rat-draft-{n}'>{esc(step)}</li>")
-    return "<ol class='rat-draft'>" + "".join(items) + "</ol>"
+    return ["<ol class='rat-draft'>", *items, "</ol>"]
 
 
 # -- the steps (right) ----------------------------------------------------------------------------
@@ -264,10 +303,18 @@ def card_summary(card: StepCard) -> str:
 
 def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, taken: bool = False,
               whole: bool = False, actions: str = "", marks: Mapping[int, int] | None = None) -> str:
+    """``card_parts`` as one piece of HTML."""
+    return "".join(card_parts(card, n=n, current=current, undone=undone, taken=taken, whole=whole,
+                              actions=actions, marks=marks))
+
+
+def card_parts(card: StepCard, *, n: int, current: bool, undone: bool = False, taken: bool = False,
+               whole: bool = False, actions: str = "", marks: Mapping[int, int] | None = None) -> list[str]:
     """One step's card, a ``<details>`` whose summary is its header line (title, badge, and for a
     finished card a one-line summary; ``actions``, trusted HTML, at its end): open while the step
     is worked on (``current``) or unfinished, folded to that line once it is done. ``whole``: the
-    revision rewrote the answer so far (``rewrites_answer``), so only what changed is shown."""
+    revision rewrote the answer so far (``rewrites_answer``), so only what changed is shown. As
+    fragments (``Fragments``): a text being streamed is one of its own."""
     phase = "undone" if undone else card.phase
     badge = {"revised": "rat-revised", "undone": "rat-undone", "kept as drafted": "",
              "revision refused": "rat-refused"}.get(phase, "rat-working")
@@ -276,34 +323,37 @@ def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, ta
     cls = "rat-card rat-current" if current else "rat-card rat-folded" if folded else "rat-card"
     line = f"<span class='rat-card-line'>{card_summary(card)}</span>" if folded else ""
     actions = f"<span class='rat-actions'>{actions}</span>" if actions else ""
-    parts = [f"<details class='{cls}' id='rat-step-{card.i}'{'' if folded else ' open'}>",
-             f"<summary class='rat-card-head'><b>{title}</b><span class='rat-badge {badge}'>{esc(phase)}</span>"
-             f"{line}{actions}</summary><div class='rat-card-body'>"]
+    parts = Fragments()
+    parts.add(f"<details class='{cls}' id='rat-step-{card.i}'{'' if folded else ' open'}>"
+              f"<summary class='rat-card-head'><b>{title}</b><span class='rat-badge {badge}'>{esc(phase)}</span>"
+              f"{line}{actions}</summary><div class='rat-card-body'>")
     if card.thought:
-        parts.append(f"<div class='rat-thought'>{esc(short(card.thought, 240))}</div>")
-    parts.append(thinking_html(card.thinking, card.thinking_live))
+        parts.add(f"<div class='rat-thought'>{esc(short(card.thought, 240))}</div>")
+    parts.join(thinking_parts(card.thinking, card.thinking_live))
     if card.query:
-        parts.append(f"<div class='rat-row'><span class='rat-label'>Query</span><code class='rat-query'>"
-                     f"{esc(card.query)}</code></div>")
+        parts.add(f"<div class='rat-row'><span class='rat-label'>Query</span><code class='rat-query'>"
+                  f"{esc(card.query)}</code></div>")
     elif "query" in card.live:
-        parts.append(f"<div class='rat-row'><span class='rat-label'>Query</span><span class='rat-query'>"
-                     f"{esc(card.live['query'])}<span class='rat-caret'></span></span></div>")
-    parts += [search_html(s) for s in card.searches]
+        parts.join(streaming("<div class='rat-row'><span class='rat-label'>Query</span><span class='rat-query'>",
+                             card.live["query"], "</span></div>"))
+    for s in card.searches:
+        parts.add(search_html(s))
     if card.pages:
         titles = {r.url: r.title for s in card.searches for r in s.results}
-        parts.append("<div class='rat-label'>Pages</div><ul class='rat-pages'>"
-                     + "".join(page_html(p, titles.get(p.url, "")) for p in card.pages) + "</ul>")
-    parts.append(passages_html(card.passages))
-    parts += [f"<div class='rat-note rat-{esc(note.level)}'>{esc(for_browser(note.text))}</div>" for note in card.notes]
+        parts.add("<div class='rat-label'>Pages</div><ul class='rat-pages'>"
+                  + "".join(page_html(p, titles.get(p.url, "")) for p in card.pages) + "</ul>")
+    parts.add(passages_html(card.passages))
+    for note in card.notes:
+        parts.add(f"<div class='rat-note rat-{esc(note.level)}'>{esc(for_browser(note.text))}</div>")
     if card.revised is not None:
-        parts.append(revision_html(card.revised, undone=undone, taken=taken, whole=whole, marks=marks))
+        parts.add(revision_html(card.revised, undone=undone, taken=taken, whole=whole, marks=marks))
     else:
         for role, text in card.live.items():
             if role != "query":
-                parts.append(f"<div class='rat-label'>{esc(role.capitalize())}…</div>"
-                             f"<div class='rat-live'>{esc(text)}<span class='rat-caret'></span></div>")
-    parts.append("</div></details>")
-    return "".join(parts)
+                parts.join(streaming(f"<div class='rat-label'>{esc(role.capitalize())}…</div><div class='rat-live'>",
+                                     text, "</div>"))
+    parts.add("</div></details>")
+    return parts
 
 
 def rewrites_answer(view: RunView, i: int) -> bool:
@@ -318,29 +368,36 @@ def rewrites_answer(view: RunView, i: int) -> bool:
 
 def steps_html(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
                actions: Callable[[int], str] | None = None, marks: Mapping[int, int] | None = None) -> str:
+    """``steps_parts`` as one piece of HTML."""
+    return "".join(steps_parts(view, undone, taken, actions=actions, marks=marks))
+
+
+def steps_parts(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
+                actions: Callable[[int], str] | None = None, marks: Mapping[int, int] | None = None) -> list[str]:
     """A card per step: query, search, pages, passages and the revision's diff; the step being
     worked on is highlighted and open, the finished ones folded to one line. ``actions(i)``:
-    trusted HTML put in step i's header line (shown folded too); ``marks``: as ``revision_html``."""
+    trusted HTML put in step i's header line (shown folded too); ``marks``: as ``revision_html``.
+    A fragment each: a note, a card, the text being streamed."""
     undone, taken = set(undone), set(taken)
     thoughts = [t for t in view.thinking if t.role != "draft"]  # of calls in no step, but the draft's
     thinking = {r: t for r, t in view.thinking_live.items() if r != "draft"}
     if not view.cards and not view.live and not view.notes and not thoughts and not thinking and view.failed is None:
         wait = "Each step's search, pages and revision appear here."
-        return f"<div class='rat-empty'>{wait}</div>"
+        return [f"<div class='rat-empty'>{wait}</div>"]
     n = view.n or len(view.steps)
     out = [f"<div class='rat-note rat-{esc(note.level)}'>{esc(for_browser(note.text))}</div>" for note in view.notes]
-    out.append(thinking_html(thoughts, thinking))
+    out += thinking_parts(thoughts, thinking)
     for i, card in sorted(view.cards.items()):
-        out.append(card_html(card, n=n, current=i == view.current and view.final is None,
-                             undone=i in undone, taken=i in taken, whole=rewrites_answer(view, i),
-                             actions=actions(i) if actions else "", marks=marks))
+        out += card_parts(card, n=n, current=i == view.current and view.final is None,
+                          undone=i in undone, taken=i in taken, whole=rewrites_answer(view, i),
+                          actions=actions(i) if actions else "", marks=marks)
     for role, text in view.live.items():
         if role != "draft":
-            out.append(f"<div class='rat-card rat-current'><div class='rat-label'>{esc(role.capitalize())}…</div>"
-                       f"<div class='rat-live'>{esc(text)}<span class='rat-caret'></span></div></div>")
+            out += streaming(f"<div class='rat-card rat-current'><div class='rat-label'>{esc(role.capitalize())}…</div>"
+                             "<div class='rat-live'>", text, "</div></div>")
     if view.failed is not None:
         out.append(f"<div class='rat-card'><span class='rat-error'>{esc(view.failed.error)}</span></div>")
     todo = n - len(view.cards) if view.draft_ready and view.final is None and view.failed is None else 0
     if todo > 0 and view.cards:
         out.append(f"<div class='rat-empty'>{todo} more step{'s' if todo != 1 else ''} to go.</div>")
-    return "".join(out)
+    return out

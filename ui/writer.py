@@ -50,6 +50,10 @@ from ui.step_acting import StepActing
 
 CHAIN = "__chain__"  # the search choice "every configured provider, in order"
 TOKEN_INTERVAL = 0.1  # seconds between renders caused by streamed tokens alone (~10 a second)
+#: How the draft and the steps are drawn: their value is a list of fragments (``run_html.draft_parts``,
+#: ``steps_parts``), joined in the browser. A stream's outputs go as edits of the last value sent
+#: (``gradio.utils.diff``): of a list, the items that changed; of a fragment that grew, what it gained.
+JOINED = "${Array.isArray(value) ? value.join('') : (value ?? '')}"
 STOP_WAIT = 3.0  # seconds Stop waits for the cancelled run to record its status
 PRIVATE = {"api_visibility": "private"}
 # following a run: not limited by the queue (core.live.LiveRuns bounds the runs themselves)
@@ -210,6 +214,14 @@ async def require_llm(clients: Clients) -> None:
 
 
 # -- the run panel --------------------------------------------------------------------------------
+def whole(panels: dict, out: dict) -> dict:
+    """A stream's update ``out`` with every panel of ``panels`` (the last sent of each, kept up to
+    date here): Gradio sends an output as edits of the last value it sent, and one left out of an
+    update counts as a value, so the next update of it went whole (the steps panel, every token)."""
+    panels.update((c, out[c]) for c in panels if c in out)
+    return {**out, **panels}
+
+
 class RunPanel:
     """The view of one run (live, stored or replayed): its progress, draft and step cards, the
     draft editor and Continue, Stop; the step actions done in it (``StepActing``); and, once it
@@ -250,10 +262,12 @@ class RunPanel:
         with gr.Row(equal_height=False):
             with gr.Column(scale=2, min_width=300):
                 gr.Markdown("#### Draft")
-                self.draft = gr.HTML(run_html.draft_html(empty), js_on_load=None, elem_classes="rat-draft-panel")
+                self.draft = gr.HTML(run_html.draft_parts(empty), html_template=JOINED, js_on_load=None,
+                                     elem_classes="rat-draft-panel")
             with gr.Column(scale=3, min_width=360):
                 gr.Markdown("#### Search and revision, step by step")
-                self.steps = gr.HTML(run_html.steps_html(empty), js_on_load=None, elem_classes="rat-steps-panel")
+                self.steps = gr.HTML(run_html.steps_parts(empty), html_template=JOINED, js_on_load=None,
+                                     elem_classes="rat-steps-panel")
         with gr.Group(visible=False, elem_classes="rat-editor-box") as self.editor_box:
             # the draft as step cards, kept in step with the textbox below (ui/step_actions.py)
             self.draft_cards = gr.HTML(step_actions.draft_cards_html([]), js_on_load=step_actions.DRAFT_JS,
@@ -330,7 +344,7 @@ class RunPanel:
         if PROGRESS in panels:
             out[self.progress] = run_html.progress_html(view, status, cost=cost)
         if DRAFT in panels:
-            out[self.draft] = run_html.draft_html(view)
+            out[self.draft] = run_html.draft_parts(view)
         if STEPS in panels:  # (no step actions on a frame: their buttons work once the panel settles)
             out[self.steps] = self.steps_out(view, actions=False)
         return out
@@ -436,7 +450,9 @@ class RunPanel:
         the run goes on, on the server."""
         hold = self.shows(page, view)
         try:
-            yield self.frame(view, downloads=False)
+            first = self.frame(view, downloads=False)
+            panels = {c: first[c] for c in (self.progress, self.draft, self.steps)}
+            yield first
             dirty: set[str] = set()
             last, urgent = 0.0, False  # urgent: an event other than a streamed token waits to be shown
             catching_up = live
@@ -455,13 +471,13 @@ class RunPanel:
                         continue
                     now = time.monotonic()
                     if dirty and (urgent or now - last >= TOKEN_INTERVAL):
-                        yield self.render(view, dirty, state=False)
+                        yield whole(panels, self.render(view, dirty, state=False))
                         dirty, last, urgent = set(), now, False
                     elif not dirty:  # nothing of it shows
                         urgent = False
             hold.check()
             if dirty:
-                yield self.render(view, dirty, state=False)
+                yield whole(panels, self.render(view, dirty, state=False))
         except RatStudioError as exc:
             raise gr.Error(for_browser(str(exc))) from exc
 
@@ -560,17 +576,18 @@ class RunPanel:
         return {self.state: stored, **self.settle(stored)}
 
     def steps_out(self, view: RunView, edit: Edit = NO_EDIT, shown: Shown | None = None, *,
-                  actions: bool = True) -> str:
-        """The step cards, with the actions of a finished rat or rat-step run (``ui.step_actions``);
-        with the version ``shown``, the marks in their revisions numbered as that article numbers
-        the pages (a presenter's card said [9] of the page the article calls [4])."""
+                  actions: bool = True) -> list[str]:
+        """The step cards (as fragments: ``JOINED``), with the actions of a finished rat or rat-step
+        run (``ui.step_actions``); with the version ``shown``, the marks in their revisions numbered
+        as that article numbers the pages (a presenter's card said [9] of the page the article
+        calls [4])."""
         buttons = step_actions.card_actions(view, edit.undone, edit.taken, panel=self.act_id) if actions else None
         marks = None
         if shown is not None:
             order = Attribution(shown.cited).order()
             labels = SourceBook.from_events(view.events).numbers()  # what the model was shown: its marks' meaning
             marks = {label: order[url] for url, label in labels.items() if url in order}
-        return run_html.steps_html(view, edit.undone, edit.taken, actions=buttons, marks=marks)
+        return run_html.steps_parts(view, edit.undone, edit.taken, actions=buttons, marks=marks)
 
     async def on_undo(self, view: RunView | None, chosen: list[int], taken: list[int] | None = None) -> dict:
         """Undo or take revisions: the article is rebuilt, and the boxes show what the mode's

@@ -364,7 +364,7 @@ async def test_streamed_tokens_are_rendered_at_most_about_ten_times_a_second(app
     # the reset, RunStarted, the first token, at most a few more tokens, DraftReady, the settled panel
     assert len(updates) <= 8
     whole = fold([RunStarted(run_id="r", method="rat", task="t"), DraftReady(steps=("w0",))])
-    assert updates[-1][panel.draft] == run_html.draft_html(whole)
+    assert "".join(updates[-1][panel.draft]) == run_html.draft_html(whole)
 
 
 
@@ -724,7 +724,7 @@ async def test_a_page_joining_a_run_late_shows_what_it_did_so_far_as_one_renderi
     monkeypatch.setattr(gr, "Warning", lambda *a, **k: warned.append(a))
     updates = [u async for u in panel.follow(joined(), RunView())]
     assert len(updates) == 3, "the empty frame, the run as it stood, the live event"
-    assert "s20" in updates[1][panel.draft] and "q20" in updates[1][panel.steps]
+    assert "s20" in "".join(updates[1][panel.draft]) and "q20" in "".join(updates[1][panel.steps])
     assert warned == [], "a failure of the past is not warned of again"
 
 
@@ -754,5 +754,54 @@ async def test_events_that_were_waiting_are_shown_in_one_rendering_with_the_last
         panel.layout()
     updates = [u async for u in panel.follow(behind(), RunView())]
     assert len(updates) == 5, "the empty frame, the run joined, the draft, the five steps, the query and token"
-    assert "s5" in updates[3][panel.steps] and "q5" not in updates[3][panel.steps]
-    assert "q5" in updates[4][panel.steps]
+    assert "s5" in "".join(updates[3][panel.steps]) and "q5" not in "".join(updates[3][panel.steps])
+    assert "q5" in "".join(updates[4][panel.steps])
+
+
+async def test_a_followed_run_sends_the_browser_what_changed_not_the_panel_again(app, monkeypatch):
+    """Issue 41, item 1: a stream's outputs go to the browser as Gradio's edits of the last value
+    sent (``gradio.utils.diff``, what ``Blocks.handle_streaming_diffs`` sends); the draft and the
+    steps are lists of fragments, so a streamed token goes as the text it adds and a card's change
+    as that card. Before, each of these frames sent the whole steps panel again."""
+    import json
+
+    import gradio as gr
+    from gradio.utils import diff
+    from gradio_client.utils import apply_diff
+
+    from ui import writer
+
+    monkeypatch.setattr(writer, "TOKEN_INTERVAL", 0.0)  # a frame for every token: the most there can be
+    events = []
+    for e in rat_run(n=3):
+        if isinstance(e, LLMCalled) and e.role == "draft":
+            events += [TokenDelta(role="draft", text=w + " ") for w in "\n\n".join(STEPS).split(" ")]  # 12 tokens
+        if isinstance(e, LLMCalled) and e.role == "revise":
+            events += [TokenDelta(role="revise", text=f"word{k} <&> ", i=e.i) for k in range(20)]
+        events.append(e)
+
+    async def stream():
+        for e in events:
+            yield e
+
+    with gr.Blocks():
+        panel = writer.RunPanel(app.runner, app.store, app.clients)
+        panel.layout()
+    updates = [u async for u in panel.follow(stream(), RunView(), live=False)]
+    assert all(panel.steps in u and panel.draft in u for u in updates), "no panel left out: it would go whole next"
+    # every token but a call's first (it opens a card's text) and the draft's two that begin a step
+    for out, tokens in ((panel.steps, 3 * 19), (panel.draft, 12 - 1 - 2)):
+        sent = browser = updates[0][out]
+        whole = edited = appended = 0
+        for u in updates[1:]:
+            edits = diff(sent, u[out])
+            browser, sent = apply_diff(browser, edits), u[out]
+            assert browser == sent, "the browser's panel is the server's after every frame"
+            whole, edited = whole + len(json.dumps(sent)), edited + len(json.dumps(edits))
+            if edits and all(op == "append" for op, _, _ in edits):
+                appended += 1
+                assert len(edits) == 1 and len(edits[0][2]) <= len("word19 &lt;&amp;&gt; "), edits
+        assert appended >= tokens, f"{appended} frames sent a token as the text it adds, of {tokens}"
+        # (each event that changes a card sends that card: 36 KB of edits for 309 KB of steps panels here)
+        assert edited < whole / 5, f"{edited:,} bytes of edits for {whole:,} bytes of panels"
+    assert "".join(updates[-1][panel.steps]) == run_html.steps_html(fold(events))
