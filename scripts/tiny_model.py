@@ -124,10 +124,12 @@ class TinyModel:
 
 
 def start_tiny_model(*, port: int | None = None, n_ctx: int = N_CTX, n_threads: int | None = None,
-                     timeout: float = START_TIMEOUT, log: Path | None = None) -> TinyModel:
+                     timeout: float = START_TIMEOUT, log: Path | None = None, nice: int = 0) -> TinyModel:
     """Start ``python -m llama_cpp.server`` on the tiny model at 127.0.0.1:``port`` (a free one when
     None) and wait until GET /v1/models answers. ``n_threads``: threads for generation (default:
     every core). The server's output goes to ``log`` (default: a file in the temp folder).
+    ``nice``: how much lower its CPU priority is than ours (the tests: their browser and servers
+    wait on timeouts, the model's runs only take longer).
 
     Raises TinyModelError when a package or the model is missing (naming the pip command), or
     when the server exits or does not answer within ``timeout`` seconds (with its last log lines)."""
@@ -136,6 +138,8 @@ def start_tiny_model(*, port: int | None = None, n_ctx: int = N_CTX, n_threads: 
     tries = 1 if port else 3  # a free port can be taken between finding it and the server binding it
     for attempt in range(1, tries + 1):
         server = _launch(model_file, port or free_port(), n_ctx, n_threads or os.cpu_count() or 1, log)
+        if nice:  # its threads are made later, by this one, and inherit its priority
+            os.setpriority(os.PRIO_PROCESS, server.process.pid, os.getpriority(os.PRIO_PROCESS, 0) + nice)
         try:
             _wait_ready(server, timeout)
             return server

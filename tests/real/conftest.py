@@ -12,9 +12,10 @@ from tests.real.support import build_app, settings_for
 @pytest.fixture(scope="session")
 def tiny_model() -> TinyModel:
     """The server, started once for the session. A missing package fails the tests that need it,
-    with the pip command that installs it (`bash scripts/test.sh` does)."""
+    with the pip command that installs it (`bash scripts/test.sh` does). At a lower CPU priority:
+    on two cores it kept both busy, and a browser test beside it waited 20 s for a run to begin."""
     try:
-        model = start_tiny_model()
+        model = start_tiny_model(nice=10)
     except TinyModelError as exc:
         pytest.fail(str(exc), pytrace=False)
     with model:
