@@ -144,6 +144,9 @@ class Edit:
                    tuple(sorted({int(i) for i in taken or ()})))
 
 
+NO_EDIT = Edit()  # no text, nothing undone, nothing taken: a run with no article yet
+
+
 @dataclass(frozen=True)
 class Shown:
     """What a version shows: ``version`` (None: the model's own text), its ``text``, the steps it

@@ -26,7 +26,7 @@ from core.article import edits
 from core.article.article import Article
 from core.article.citations import Cited
 from core.article.pdf import PdfFontMissing
-from core.authoring import Authoring, Edit, Shown, attribute
+from core.authoring import NO_EDIT, Authoring, Edit, Shown, attribute
 from data.versions import LATEST, MODEL, VersionRow
 from ui import article_view, export_view
 from ui.runs_table import when
@@ -34,7 +34,6 @@ from ui.runview import RunView
 
 PRIVATE = {"api_visibility": "private"}
 EDIT = {**PRIVATE, "queue": False, "show_progress": "hidden", "trigger_mode": "always_last"}  # per keystroke
-NO_EDIT = Edit()  # a run with no article yet: nothing undone, nothing taken
 VIEW_READ, VIEW_EDIT = "Read", "Edit"  # the article's two views: with its marks, or its text to edit
 SAVE_AFTER = 1.0  # seconds after the author's last keystroke that the article is saved as a version
 UNDO_HELP = {
@@ -181,17 +180,17 @@ class ArticlePanel:
             made.success(None, None, None, js=CLICK_JS % json.dumps(self.files[fmt].elem_id), **PRIVATE)
 
     # -- rendering --------------------------------------------------------------------------------
-    def boxes(self, view: RunView, undone=(), taken=()) -> dict:
-        """The undo and take boxes of ``view``'s steps, ticked as ``undone`` and ``taken``."""
+    def boxes(self, view: RunView, edit: Edit = NO_EDIT) -> dict:
+        """The undo and take boxes of ``view``'s steps, ticked as ``edit`` has them."""
         choices, takeable = article_view.revert_choices(view), article_view.take_choices(view)
-        return {self.undo: gr.CheckboxGroup(choices=choices, value=list(undone), info=UNDO_HELP[view.edits.mode],
+        return {self.undo: gr.CheckboxGroup(choices=choices, value=list(edit.undone), info=UNDO_HELP[view.edits.mode],
                                             visible=bool(choices)),
-                self.take: gr.CheckboxGroup(choices=takeable, value=list(taken), visible=bool(takeable))}
+                self.take: gr.CheckboxGroup(choices=takeable, value=list(edit.taken), visible=bool(takeable))}
 
     def shown(self, view: RunView, shown: Shown) -> dict:
         """The article of a stored version (or the model's text) as it reads: its undo and take
         boxes, text, marks, sources, versions list and output."""
-        return {**self.boxes(view, shown.undone, shown.taken),
+        return {**self.boxes(view, shown.edit),
                 self.article: shown.text,
                 self.cited: article_view.cited_html(shown.cited),
                 self.sources: article_view.sources_html(shown.article),

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from common.events import PageRead, SearchDone, StepRevised
 from common.types import Passage
 from core.article.article import CUT, unsourced_cause
 from core.article.citations import Cited, citation_line, renumber_marks
+from core.authoring import NO_EDIT, Edit
 from core.budget import dollars
 from core.text.oneline import short
 from ui.controls import for_browser
@@ -366,19 +367,20 @@ def rewrites_answer(view: RunView, i: int) -> bool:
     return len(rev.before.strip()) > len(view.steps[i - 1].strip())
 
 
-def steps_html(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-               actions: Callable[[int], str] | None = None, marks: Mapping[int, int] | None = None) -> str:
+def steps_html(view: RunView, edit: Edit = NO_EDIT, *, actions: Callable[[int], str] | None = None,
+               marks: Mapping[int, int] | None = None) -> str:
     """``steps_parts`` as one piece of HTML."""
-    return "".join(steps_parts(view, undone, taken, actions=actions, marks=marks))
+    return "".join(steps_parts(view, edit, actions=actions, marks=marks))
 
 
-def steps_parts(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-                actions: Callable[[int], str] | None = None, marks: Mapping[int, int] | None = None) -> list[str]:
+def steps_parts(view: RunView, edit: Edit = NO_EDIT, *, actions: Callable[[int], str] | None = None,
+                marks: Mapping[int, int] | None = None) -> list[str]:
     """A card per step: query, search, pages, passages and the revision's diff; the step being
-    worked on is highlighted and open, the finished ones folded to one line. ``actions(i)``:
+    worked on is highlighted and open, the finished ones folded to one line; the author's ``edit``
+    says which revisions are undone and which taken (its text is not read). ``actions(i)``:
     trusted HTML put in step i's header line (shown folded too); ``marks``: as ``revision_html``.
     A fragment each: a note, a card, the text being streamed."""
-    undone, taken = set(undone), set(taken)
+    undone, taken = set(edit.undone), set(edit.taken)
     thoughts = [t for t in view.thinking if t.role != "draft"]  # of calls in no step, but the draft's
     thinking = {r: t for r, t in view.thinking_live.items() if r != "draft"}
     if not view.cards and not view.live and not view.notes and not thoughts and not thinking and view.failed is None:

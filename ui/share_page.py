@@ -230,7 +230,7 @@ def _settled(shared: Shared, view: RunView) -> dict:
     return {"progress": run_html.progress_html(view, str(shared.run.status), shown=shown.cited,
                                                unchecked=shown.article.unchecked),
             "draft": run_html.draft_html(view),
-            "steps": run_html.steps_html(view, shown.undone, shown.taken, marks=marks)}
+            "steps": run_html.steps_html(view, shown.edit, marks=marks)}
 
 
 def _seconds(stamps: Sequence[str]) -> list[float]:

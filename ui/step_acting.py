@@ -17,6 +17,7 @@ import gradio as gr
 
 from common.errors import EditConflict, RatStudioError
 from common.events import EVERY
+from core.authoring import Edit
 from core.methods import METHODS
 from ui import runview, step_actions
 from ui.runview import RunView
@@ -49,7 +50,7 @@ class StepActing:
         if lock.locked():  # one action at a time on a run: this one waits for the one before, then runs
             yield {self.panel.progress: "<div class='rat-progress'>Queued: this step action starts when the "
                                         "one before it has finished and been saved.</div>"}
-        async with lock, aclosing(self._step_action(view, cmd, undone, taken, page)) as updates:
+        async with lock, aclosing(self._step_action(view, cmd, Edit.of(None, undone, taken), page)) as updates:
             async for update in updates:
                 yield update
 
@@ -69,14 +70,14 @@ class StepActing:
         next action waits for it)."""
         return bool(self.panel.store.get_run(run_id).final_text)  # (the model's text, kept through every redo)
 
-    async def _step_action(self, view: RunView, cmd, undone: list[int] | None, taken: list[int] | None,
-                           page: gr.Request | None = None):
+    async def _step_action(self, view: RunView, cmd, edit: Edit, page: gr.Request | None = None):
         """:meth:`on_step_action` once the run is this action's: only what the step does again is
-        streamed (the run so far is shown as it stands, not replayed), and its text saved."""
+        streamed (the run so far is shown as it stands, not replayed), and its text saved. ``edit``:
+        the steps the page has undone and taken."""
         if view.final is None:  # asked while the action before ran: the run as that one left it
             view = runview.fold(self.panel.store.events(view.run_id))
         if cmd.action in step_actions.EDITS:  # the version is made here, and shown by the settling event
-            chosen = {"undo": set(undone or []), "take": set(taken or [])}
+            chosen = {"undo": set(edit.undone), "take": set(edit.taken)}
             chosen[cmd.action] ^= {cmd.i}
             await self.panel.on_undo(view, sorted(chosen["undo"]), sorted(chosen["take"]))
             self.panel.shows(page, view)

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from common.events import ADD, EVERY
 from core.article.edits import CUMULATIVE, PARAGRAPH
+from core.authoring import NO_EDIT, Edit
 from core.methods import METHODS
 from core.methods.base import AUTHOR_INSTRUCTION_CHARS, AUTHOR_QUERY_CHARS
 from core.text.oneline import short
@@ -82,23 +83,21 @@ def offered(view: RunView) -> bool:
     return bool(view.run_id) and view.final is not None and info is not None and info.redo is not None
 
 
-def card_actions(view: RunView, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-                 panel: str = "") -> Callable[[int], str] | None:
+def card_actions(view: RunView, edit: Edit = NO_EDIT, *, panel: str = "") -> Callable[[int], str] | None:
     """``ui.run_html.steps_html``'s ``actions`` for this view (None where none are offered)."""
     if not offered(view):
         return None
-    return partial(actions_html, view, undone=tuple(undone), taken=tuple(taken), panel=panel)
+    return partial(actions_html, view, edit=edit, panel=panel)
 
 
-def actions_html(view: RunView, i: int, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-                 panel: str = "") -> str:
+def actions_html(view: RunView, i: int, edit: Edit = NO_EDIT, *, panel: str = "") -> str:
     """Step i's buttons (data attributes: the action, the step, the panel whose hidden textbox
     gets the command) and what the author had done to it again; "" for a step with no revision
-    or a run that offers no actions. ``undone`` and ``taken``: the steps so in the article shown."""
+    or a run that offers no actions. ``edit``: the article shown, its steps undone and taken."""
     card = view.cards.get(i)
     if card is None or card.revised is None or not offered(view):
         return ""
-    undone, taken = set(undone), set(taken)
+    undone, taken = set(edit.undone), set(edit.taken)
     revs = view.edits
     buttons = []
     if i in revs.undoable():

@@ -31,7 +31,7 @@ from common.settings import Settings
 from common.types import Task
 from core.article.attribution import Attribution
 from core.article.sources import SourceBook
-from core.authoring import Authoring, Edit, Shown
+from core.authoring import NO_EDIT, Authoring, Edit, Shown
 from core.budget import run_cost
 from core.clients import Clients
 from core.live import CaughtUp, LiveRuns, Timed
@@ -42,7 +42,7 @@ from core.text.prompts import join_steps, split_steps
 from data.store import RunRow
 from data.versions import LATEST, MODEL, Versions
 from ui import presenting, run_html, runview, share_view, step_actions
-from ui.article_panel import NO_EDIT, ArticlePanel
+from ui.article_panel import ArticlePanel
 from ui.controls import control, for_browser
 from ui.run_settings import RunSettings
 from ui.runview import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
@@ -581,13 +581,13 @@ class RunPanel:
         run (``ui.step_actions``); with the version ``shown``, the marks in their revisions numbered
         as that article numbers the pages (a presenter's card said [9] of the page the article
         calls [4])."""
-        buttons = step_actions.card_actions(view, edit.undone, edit.taken, panel=self.act_id) if actions else None
+        buttons = step_actions.card_actions(view, edit, panel=self.act_id) if actions else None
         marks = None
         if shown is not None:
             order = Attribution(shown.cited).order()
             labels = SourceBook.from_events(view.events).numbers()  # what the model was shown: its marks' meaning
             marks = {label: order[url] for url, label in labels.items() if url in order}
-        return run_html.steps_parts(view, edit.undone, edit.taken, actions=buttons, marks=marks)
+        return run_html.steps_parts(view, edit, actions=buttons, marks=marks)
 
     async def on_undo(self, view: RunView | None, chosen: list[int], taken: list[int] | None = None) -> dict:
         """Undo or take revisions: the article is rebuilt, and the boxes show what the mode's

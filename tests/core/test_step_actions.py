@@ -21,6 +21,7 @@ from common.events import (
 )
 from common.types import Task
 from core.article.edits import CUMULATIVE, PARAGRAPH, Revisions
+from core.authoring import Edit
 from core.clients import Clients
 from tests.fakes.model import FakeModel
 from tests.fakes.scripts import RatAuthor, draft_steps
@@ -426,7 +427,7 @@ async def test_a_finished_cards_buttons_carry_their_command_and_escape_the_query
     assert "data-rat-act='undo'" in bar and ">Undo<" in bar
     assert "<script>" not in bar and "&lt;script&gt;x&lt;/script&gt; pip" in bar, "the query is escaped"
     assert "searched again: “&lt;script&gt;" in bar, "what was done again is listed"
-    assert ">Put back<" in step_actions.actions_html(view, 2, undone=[2], panel="p")
+    assert ">Put back<" in step_actions.actions_html(view, 2, Edit(undone=(2,)), panel="p")
     view.method = "cot"
     assert step_actions.actions_html(view, 2) == "" and step_actions.card_actions(view) is None
 

@@ -447,7 +447,7 @@ def test_a_refused_revision_shows_the_reply_and_can_be_taken_in_paragraph_mode()
     assert view.edits.text() == f"{STEPS[0]} [r1]\n\n{STEPS[1]}\n\n{STEPS[2]} [r3]"
     taken = view.edits.text([], [2])
     assert taken == f"{STEPS[0]} [r1]\n\n{STEPS[1]} [m2]\n\n{STEPS[2]} [r3]", "without the model's preamble"
-    assert "taken by hand" in run_html.steps_html(view, [], [2])
+    assert "taken by hand" in run_html.steps_html(view, Edit(taken=(2,)))
     assert [s.steps for s in view.edits.sources()] == [(1,), (3,)]
     assert [(s.url, s.steps) for s in view.edits.sources([], [2])] == [(url(1), (1,)), (url(2), (2,)),
                                                                               (url(3), (3,))]
