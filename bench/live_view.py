@@ -147,13 +147,20 @@ def writer_with_task(browser, url: str, task: str, timeout: float):
 
 
 def received(page) -> list[int]:
-    """A list that the page's bytes received on Gradio's event stream are added to (DevTools)."""
+    """A one-item list that counts the bytes the page receives on Gradio's event stream (DevTools)."""
     cdp = page.context.new_cdp_session(page)
     streams, total = set(), [0]
-    cdp.on("Network.requestWillBeSent",
-           lambda e: streams.add(e["requestId"]) if "/queue/data" in e["request"]["url"] else None)
-    cdp.on("Network.dataReceived",
-           lambda e: total.__setitem__(0, total[0] + e["dataLength"]) if e["requestId"] in streams else None)
+
+    def sent(e: dict) -> None:
+        if "/queue/data" in e["request"]["url"]:
+            streams.add(e["requestId"])
+
+    def got(e: dict) -> None:
+        if e["requestId"] in streams:
+            total[0] += e["dataLength"]
+
+    cdp.on("Network.requestWillBeSent", sent)
+    cdp.on("Network.dataReceived", got)
     cdp.send("Network.enable")
     return total
 

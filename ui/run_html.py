@@ -141,14 +141,9 @@ def progress_html(view: RunView, status: str = "", now: float | None = None, *, 
 
 
 # -- the draft (left) -----------------------------------------------------------------------------
-def thinking_html(thoughts: Sequence[Thought], live: dict[str, str]) -> str:
-    """A reasoning model's thinking, apart from its answer: each finished call's folded (open it
-    to read), the one streaming now open with a caret."""
-    return "".join(thinking_parts(thoughts, live))
-
-
 def thinking_parts(thoughts: Sequence[Thought], live: dict[str, str]) -> list[str]:
-    """``thinking_html`` as fragments, the thinking being streamed one of its own."""
+    """A reasoning model's thinking, apart from its answer: each finished call's folded (open it
+    to read), the one streaming now open with a caret (a fragment of its own)."""
     parts = []
     for t in thoughts:
         tokens = f" · {t.tokens:,} tokens" if t.tokens else ""
@@ -300,13 +295,6 @@ def card_summary(card: StepCard) -> str:
     if card.query:
         bits.append(f"“{short(card.query, 70)}”")
     return " · ".join(esc(b) for b in bits)
-
-
-def card_html(card: StepCard, *, n: int, current: bool, undone: bool = False, taken: bool = False,
-              whole: bool = False, actions: str = "", marks: Mapping[int, int] | None = None) -> str:
-    """``card_parts`` as one piece of HTML."""
-    return "".join(card_parts(card, n=n, current=current, undone=undone, taken=taken, whole=whole,
-                              actions=actions, marks=marks))
 
 
 def card_parts(card: StepCard, *, n: int, current: bool, undone: bool = False, taken: bool = False,

@@ -438,7 +438,7 @@ async def test_llm_check_says_what_to_fix(app, llm):
 # -- refused revisions ----------------------------------------------------------------------------
 def test_a_refused_revision_shows_the_reply_and_can_be_taken_in_paragraph_mode():
     view = fold(rat_run("rat-step", refused=frozenset({2})))
-    card = run_html.card_html(view.cards[2], n=3, current=False)
+    card = "".join(run_html.card_parts(view.cards[2], n=3, current=False))
     assert "revision refused" in card and "Kept as it stood: the model's revision talks about the task" in card
     assert f"{STEPS[1]} [m2]" in card, "the refused reply is shown"
     ((label, step),) = article_view.take_choices(view)
