@@ -58,6 +58,7 @@ class HistoryTab:
         self.empty = gr.Markdown(NO_RUNS, visible=False, elem_classes="rat-note")
         with gr.Row(equal_height=True):
             self.speed = gr.Slider(0.5, 10, value=2, step=0.5, label="Replay speed (×)", scale=3,
+                                   elem_classes="rat-replay-speed",
                                    info=f"Pauses longer than {MAX_GAP:g} s are shortened to {MAX_GAP:g} s.")
             self.replay_btn = gr.Button("Replay", variant="primary", scale=1)
             self.stop_btn = gr.Button("Stop", variant="stop", scale=1)
