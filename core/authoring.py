@@ -9,7 +9,7 @@ it reads the same forever; the model's own text is the run's first Final (:func:
 which no later action changes.
 
     authoring = Authoring(store)
-    authoring.edit(run_id, text)                 # the author's text, attributed
+    authoring.edit(run_id, Edit(text))           # the author's text, attributed
     authoring.choose(run_id, undone=[2])         # undo step 2's revision (taken=[3]: take a refused one)
     authoring.check_redo(run_id, 3)              # before a step is done again: would it lose an edit?
     authoring.redone(run_id)                     # after it: the new text, merged with the author's
@@ -118,14 +118,6 @@ def carry_marks(cited: Cited, previous: Attribution | None) -> Cited:
     return replace(cited, pieces=tuple(keep(p) for p in cited.pieces))
 
 
-def attribute(revs: Revisions, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-              threshold: float = CITE_THRESHOLD, previous: Attribution | None = None) -> Attribution:
-    """``text`` (with the ``undone`` and ``taken`` steps) attributed against the run's events
-    ``revs``, the marks of unchanged sentences carried from ``previous`` (:func:`carry_marks`)."""
-    cited, article = revs.cited_article("", text, undone, taken, threshold=threshold)
-    return Attribution.of(carry_marks(cited, previous), article.sources, article.unchecked, article.cut)
-
-
 @dataclass(frozen=True)
 class Edit:
     """The article as the author has it: its ``text``, and the steps whose revision they have
@@ -143,26 +135,46 @@ class Edit:
         return cls(text or "", tuple(sorted({int(i) for i in undone or ()})),
                    tuple(sorted({int(i) for i in taken or ()})))
 
+    def chosen_in(self, revs: Revisions) -> Edit:
+        """This edit with its choice of steps as the run's mode makes of it (``Revisions.chosen``:
+        in cumulative mode, every step after the first one chosen)."""
+        return Edit.of(self.text, *revs.chosen(self.undone, self.taken))
+
 
 NO_EDIT = Edit()  # no text, nothing undone, nothing taken: a run with no article yet
 
 
+def attribute(revs: Revisions, edit: Edit, *, threshold: float = CITE_THRESHOLD,
+              previous: Attribution | None = None) -> Attribution:
+    """The author's ``edit`` (its text, with its steps undone and taken as they stand: see
+    ``Edit.chosen_in``) attributed against the run's events ``revs``, the marks of unchanged
+    sentences carried from ``previous`` (:func:`carry_marks`)."""
+    cited, article = revs.cited_article("", edit.text, edit.undone, edit.taken, threshold=threshold)
+    return Attribution.of(carry_marks(cited, previous), article.sources, article.unchecked, article.cut)
+
+
 @dataclass(frozen=True)
 class Shown:
-    """What a version shows: ``version`` (None: the model's own text), its ``text``, the steps it
-    has ``undone`` and ``taken``, its marks (``cited``, in the readers' numbering) and its ``article``."""
+    """What a version shows: ``version`` (None: the model's own text), its ``edit`` (the text and
+    the steps it has undone and taken), its marks (``cited``, in the readers' numbering) and its
+    ``article``."""
 
     version: VersionRow | None
-    text: str
-    undone: tuple[int, ...]
-    taken: tuple[int, ...]
+    edit: Edit
     cited: Cited
     article: Article
 
     @property
-    def edit(self) -> Edit:
-        """The version as the author's article: its text and chosen steps."""
-        return Edit(self.text, tuple(self.undone), tuple(self.taken))
+    def text(self) -> str:
+        return self.edit.text
+
+    @property
+    def undone(self) -> tuple[int, ...]:
+        return self.edit.undone
+
+    @property
+    def taken(self) -> tuple[int, ...]:
+        return self.edit.taken
 
 
 class Authoring:
@@ -193,16 +205,16 @@ class Authoring:
             article = Article.from_events(run.task, model, unsourced=self._model_unsourced(run, events, final))
             cited = (Revisions.from_events(model).cited(final.text, threshold=self.threshold_of(run_id))
                      if final is not None else Cited())
-            return Shown(None, article.text, (), (), Attribution(cited).numbered(), article)
+            return Shown(None, Edit(article.text), Attribution(cited).numbered(), article)
+        stored = Edit.of(version.text, version.undone, version.taken)
         if version.attribution:
             attribution = Attribution.from_json(version.attribution)
         else:  # stored before versions kept their attribution: derived from the run's events
-            attribution = attribute(Revisions.from_events(events), version.text, version.undone, version.taken,
-                                    threshold=self.threshold_of(run_id))
+            attribution = attribute(Revisions.from_events(events), stored, threshold=self.threshold_of(run_id))
         cause = attribution.unsourced  # as it was when the version was made (None: not recorded then)
         article = Article.attributed(run.task, version.text, attribution,
                                      unsourced=self._unsourced_now(run, events) if cause is None else cause)
-        return Shown(version, version.text, version.undone, version.taken, attribution.numbered(), article)
+        return Shown(version, stored, attribution.numbered(), article)
 
     def article(self, run_id: str, which: int | str = LATEST) -> Article:
         return self.shown(run_id, which).article
@@ -211,11 +223,10 @@ class Authoring:
         return self.shown(run_id, MODEL).text
 
     # -- acting -------------------------------------------------------------------------------------
-    def edit(self, run_id: str, text: str, undone: Iterable[int] = (), taken: Iterable[int] = (), *,
-             action: str = "edit") -> VersionRow:
-        """The author's ``text`` (with the ``undone`` and ``taken`` steps) as the next version."""
+    def edit(self, run_id: str, edit: Edit, *, action: str = "edit") -> VersionRow:
+        """The author's ``edit`` (their text, with the steps they undid and took) as the next version."""
         revs, latest = self._state(run_id)
-        return self._save(run_id, revs, latest, text, undone, taken, action)
+        return self._save(run_id, revs, latest, edit, action)
 
     def choose(self, run_id: str, undone: Iterable[int] = (), taken: Iterable[int] = ()) -> VersionRow:
         """Undo the revisions of ``undone`` steps and take the refused ones of ``taken`` (each as the
@@ -228,7 +239,7 @@ class Authoring:
                             "the draft's steps): edit its text instead.")
         undone, taken = revs.chosen(undone, taken)
         text = self._merged(run_id, revs, latest, revs.text(undone, taken), "undo or take that step")
-        return self._save(run_id, revs, latest, text, undone, taken, "take" if taken else "undo")
+        return self._save(run_id, revs, latest, Edit.of(text, undone, taken), "take" if taken else "undo")
 
     def check_redo(self, run_id: str, i: int, *, every: bool = False) -> None:
         """Raises EditConflict when doing step ``i`` again (``every``: every step, the whole
@@ -276,7 +287,7 @@ class Authoring:
         action = action or asked.action
         if action == EVERY:  # kept as a version revised at the author's instruction, the instruction with it
             action = "instruct"
-        return self._save(run_id, revs, latest, text, undone, taken, action,
+        return self._save(run_id, revs, latest, Edit.of(text, undone, taken), action,
                           instruction=asked.instruction or None if action in ("instruct", ADD) else None)
 
     def pending_redo(self, run_id: str) -> StepRedone | None:
@@ -327,15 +338,15 @@ class Authoring:
         except RatStudioError:
             return None
 
-    def _save(self, run_id: str, revs: Revisions, latest: VersionRow | None, text: str, undone: Iterable[int],
-              taken: Iterable[int], action: str, *, instruction: str | None = None) -> VersionRow:
-        """``text`` as the next version, attributed against ``revs`` (the run's events as read) with
+    def _save(self, run_id: str, revs: Revisions, latest: VersionRow | None, edit: Edit, action: str, *,
+              instruction: str | None = None) -> VersionRow:
+        """``edit`` as the next version, attributed against ``revs`` (the run's events as read) with
         the marks of ``latest``'s unchanged sentences carried."""
-        undone, taken = revs.chosen(undone, taken)
-        attribution = attribute(revs, text, undone, taken, threshold=self.threshold_of(run_id),
+        edit = edit.chosen_in(revs)
+        attribution = attribute(revs, edit, threshold=self.threshold_of(run_id),
                                 previous=self.previous(run_id, latest=latest, events=revs.events))
         attribution = replace(attribution, unsourced=self._unsourced_now(self.store.get_run(run_id), revs.events))
-        return self.versions.add(run_id, text, undone=undone, taken=taken, action=action,
+        return self.versions.add(run_id, edit.text, undone=edit.undone, taken=edit.taken, action=action,
                                  attribution=attribution.to_json(), instruction=instruction)
 
     @staticmethod

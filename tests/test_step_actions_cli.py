@@ -16,7 +16,7 @@ import pytest
 import app as app_module
 from common.events import Final, StepRevised
 from common.types import Task
-from core.authoring import Authoring
+from core.authoring import Authoring, Edit
 from tests.core.test_truth import check_article
 from tests.fakes.scripts import QuotingAuthor, draft_steps
 from tests.helpers import collect, of
@@ -76,7 +76,7 @@ def test_undo_keeps_the_authors_hand_edit_elsewhere_and_refuses_one_it_would_los
     authoring = Authoring(app.store)
     paragraphs = events[-1].text.split("\n\n")
     mine = "Two sentences the author typed. They are hers."
-    authoring.edit(run_id, "\n\n".join([paragraphs[0] + " " + mine, *paragraphs[1:]]))
+    authoring.edit(run_id, Edit("\n\n".join([paragraphs[0] + " " + mine, *paragraphs[1:]])))
 
     assert run(app, "undo", run_id, "--step", "2") == 0
     undone = authoring.versions.latest(run_id)
@@ -88,7 +88,7 @@ def test_undo_keeps_the_authors_hand_edit_elsewhere_and_refuses_one_it_would_los
 
     edited = back.text.split("\n\n")
     edited[2] = edited[2].replace("Managing", "Handling")  # the author edits step 3's own paragraph
-    authoring.edit(run_id, "\n\n".join(edited))
+    authoring.edit(run_id, Edit("\n\n".join(edited)))
     count, stored = len(authoring.versions.list(run_id)), len(app.store.events(run_id))
     capsys.readouterr()
     code = app_module.main(["undo", run_id, "--step", "3"], env={"RAT_STUDIO_DB": str(app.settings.db_path)})
@@ -170,7 +170,7 @@ def test_an_instruction_alone_revises_the_whole_article_with_it(app, llm, capsys
     assert check_article(authoring.article(run_id), author.quoted, "instruct-all") >= 0
 
     edited = version.text.replace("\n\n", "\n\nAn author's own line.\n\n", 1)
-    authoring.edit(run_id, edited)
+    authoring.edit(run_id, Edit(edited))
     stored = len(app.store.events(run_id))
     capsys.readouterr()
     env = {"RAT_STUDIO_DB": str(app.settings.db_path)}
@@ -309,7 +309,8 @@ def test_resume_of_a_stopped_redo_keeps_its_text_as_the_redos_version(app, llm, 
     authoring = Authoring(app.store)
     mine = "A sentence the author typed."
     paragraphs = events[-1].text.split("\n\n")
-    authoring.edit(run_id, "\n\n".join([*paragraphs[:-1], paragraphs[-1] + " " + mine]))  # the last step's paragraph
+    # in the last step's paragraph
+    authoring.edit(run_id, Edit("\n\n".join([*paragraphs[:-1], paragraphs[-1] + " " + mine])))
     line = argv[-1]
     stopped = asyncio.run(collect(app.runner.redo(run_id, 2, action=action, instruction=line),
                                   stop_after=lambda ev: len(ev) > 2 and isinstance(ev[-2], StepRedone)))

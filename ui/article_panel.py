@@ -29,10 +29,10 @@ from core.article.pdf import PdfFontMissing
 from core.authoring import NO_EDIT, Authoring, Edit, Shown, attribute
 from data.versions import LATEST, MODEL, VersionRow
 from ui import article_view, export_view
+from ui.listeners import PRIVATE
 from ui.runs_table import when
 from ui.runview import RunView
 
-PRIVATE = {"api_visibility": "private"}
 EDIT = {**PRIVATE, "queue": False, "show_progress": "hidden", "trigger_mode": "always_last"}  # per keystroke
 VIEW_READ, VIEW_EDIT = "Read", "Edit"  # the article's two views: with its marks, or its text to edit
 SAVE_AFTER = 1.0  # seconds after the author's last keystroke that the article is saved as a version
@@ -278,9 +278,8 @@ class ArticlePanel:
     def live_article(self, view: RunView, edit: Edit) -> tuple[Cited, Article]:
         """``edit`` as the author has it now, attributed as saving it would attribute it (the marks
         of sentences the latest version held carried over: ``core.authoring.attribute``)."""
-        undone, taken = view.edits.chosen(edit.undone, edit.taken)
         previous = self.authoring.previous(view.run_id, events=view.events) if view.run_id else None
-        attribution = attribute(view.edits, edit.text, undone, taken, threshold=self.threshold_of(view),
+        attribution = attribute(view.edits, edit.chosen_in(view.edits), threshold=self.threshold_of(view),
                                 previous=previous)
         return attribution.numbered(), Article.attributed(view.task, edit.text, attribution)
 
@@ -326,7 +325,7 @@ class ArticlePanel:
 
         def save() -> None:
             self._saving.pop(run_id, None)
-            self.authoring.edit(run_id, edit.text, edit.undone, edit.taken)
+            self.authoring.edit(run_id, edit)
 
         self._saving[run_id] = (loop.call_later(SAVE_AFTER, save), save)
 

@@ -25,7 +25,7 @@ from common.events import (
     renumbered,
 )
 from core.article.edits import CUMULATIVE, PARAGRAPH, Revisions
-from core.authoring import Authoring
+from core.authoring import Authoring, Edit
 from core.clients import Clients
 from tests.core.test_step_actions import after, finished
 from tests.fakes.model import FakeModel
@@ -120,7 +120,7 @@ async def test_the_authors_undone_steps_move_with_an_added_section_and_edits_sta
     undone = authoring.choose(run_id, [3])
     assert undone.undone == (3,)
     edited = undone.text.replace(draft_steps(4)[0], draft_steps(4)[0] + " My own words.")
-    authoring.edit(run_id, edited, [3], [])
+    authoring.edit(run_id, Edit.of(edited, [3], []))
     await collect(app.runner.redo(run_id, 2, action=ADD, instruction=LINE))
     version = authoring.redone(run_id)
     assert version.undone == (4,), "the undone step is the same step, now number 4"

@@ -299,12 +299,12 @@ async def test_show_refuses_a_pdf_on_standard_output_naming_o(app, llm, capsys):
 async def test_the_writer_makes_the_shown_versions_pdf_and_html_when_clicked(app, llm, monkeypatch):
     import gradio as gr
 
-    from core.authoring import Authoring
+    from core.authoring import Authoring, Edit
     from ui import runview
     from ui.writer import RunPanel
 
     run_id, _ = await stored_run(app, llm)
-    Authoring(app.store).edit(run_id, "An author's own words about Python 3.\n\n猫头鹰在夜间捕猎。")
+    Authoring(app.store).edit(run_id, Edit("An author's own words about Python 3.\n\n猫头鹰在夜间捕猎。"))
     with gr.Blocks():
         panel = RunPanel(app.runner, app.store, app.clients)
         panel.layout()

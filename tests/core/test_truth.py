@@ -24,7 +24,7 @@ from common.errors import EditConflict
 from common.events import EVERY, Final, StepRevised, renumbered
 from common.types import Task
 from core.article.markdown import to_markdown
-from core.authoring import Authoring
+from core.authoring import Authoring, Edit
 from core.clients import Clients
 from core.text.segment import sentences
 from tests.fakes.model import FakeModel
@@ -110,7 +110,7 @@ async def scenario(app, method: str, moves: list[tuple[str, int, int]], author: 
                 k = rng.randrange(len(paragraphs))
                 paragraphs[k] = (paragraphs[k] + f" The author adds note {step} by hand." if rng.random() < 0.7
                                  else paragraphs[k].split(". ", 1)[-1])
-                authoring.edit(run_id, "\n\n".join(paragraphs), undone, latest.taken if latest else ())
+                authoring.edit(run_id, Edit.of("\n\n".join(paragraphs), undone, latest.taken if latest else ()))
             elif action == "undo":
                 authoring.choose(run_id, undone | {i}, latest.taken if latest else ())
             elif action == "put back":
