@@ -24,8 +24,8 @@ from core.methods import METHODS
 from core.methods.base import Param
 from core.text import language
 from ui.controls import RUN_SETTINGS, control, for_browser, label, param_label
+from ui.listeners import PRIVATE
 
-PRIVATE = {"api_visibility": "private"}
 ROWS = {row.flag: row for row in SETTINGS if row.flag}
 MODEL = "model"  # the name of the model control's value; a role's is "model:ROLE"
 LANGUAGE = "--language"

@@ -20,9 +20,9 @@ from core.authoring import Authoring
 from core.sharing import Sharing
 from data.versions import MODEL
 from ui.controls import for_browser
+from ui.listeners import PRIVATE
 from ui.runview import RunView
 
-PRIVATE = {"api_visibility": "private"}
 LINK_LABEL = "Share link (read only: anyone holding it can read this version and watch its replay, without a login)"
 HINT = "Share makes a secret link to the version on screen and its replay, for people without an account."
 

@@ -37,41 +37,27 @@ from core.clients import Clients
 from core.live import CaughtUp, LiveRuns, Timed
 from core.methods import METHODS, get_method
 from core.methods.base import AUTHOR_INSTRUCTION_CHARS
-from core.runner import FINISHED, Runner
-from core.text.prompts import join_steps, split_steps
+from core.runner import Runner
 from data.store import RunRow
 from data.versions import LATEST, MODEL, Versions
 from ui import presenting, run_html, runview, share_view, step_actions
 from ui.article_panel import ArticlePanel
 from ui.controls import control, for_browser
+from ui.draft_editor import DraftEditor
+from ui.listeners import PRIVATE, SETTLE, STREAM
+from ui.run_inputs import CHAIN, llm_check, providers_for, require_llm, search_choices
 from ui.run_settings import RunSettings
 from ui.runview import ALL_PANELS, DRAFT, PROGRESS, STEPS, RunView
 from ui.step_acting import StepActing
 
-CHAIN = "__chain__"  # the search choice "every configured provider, in order"
 TOKEN_INTERVAL = 0.1  # seconds between renders caused by streamed tokens alone (~10 a second)
 #: How the draft and the steps are drawn: their value is a list of fragments (``run_html.draft_parts``,
 #: ``steps_parts``), joined in the browser. A stream's outputs go as edits of the last value sent
 #: (``gradio.utils.diff``): of a list, the items that changed; of a fragment that grew, what it gained.
 JOINED = "${Array.isArray(value) ? value.join('') : (value ?? '')}"
 STOP_WAIT = 3.0  # seconds Stop waits for the cancelled run to record its status
-PRIVATE = {"api_visibility": "private"}
-# following a run: not limited by the queue (core.live.LiveRuns bounds the runs themselves)
-STREAM = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": None}
-# the settled panel after a stream (RunPanel.settles): one at a time, every panel's in one line, in the
-# order they were asked: a settle run late put back what a later one showed (two step actions in a row:
-# version 1 after version 2; a Continue's settle after the next run was opened: its Continue hidden)
-SETTLE = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": 1, "concurrency_id": "rat-settle"}
 OPEN_LATEST = 8  # runs going on or stopped that the Writer offers to open
 
-DRAFT_HELP = ("One step per paragraph: separate steps with a blank line. Edit, reorder, delete or add "
-              "steps; Continue revises them in this order.")
-RESUME_HELP = ("Continue goes on after the last revised step. If you change the steps, revision starts "
-               "over from step 1 with your steps (one per paragraph, separated by a blank line).")
-FINISHED_SINCE = ("Run {run} has finished since this page showed it (in another tab, or from the command line): "
-                  "Continue would replace its article, so nothing was changed. Open it again to read its article "
-                  "and change a step with the step's buttons, or start a new run.")
-STATUS_HINTS = {"draft": DRAFT_HELP, "interrupted": RESUME_HELP, "failed": RESUME_HELP, "budget": RESUME_HELP}
 
 
 # -- helpers (no gradio state) --------------------------------------------------------------------
@@ -94,27 +80,6 @@ class Hold:
         stream has the panel."""
         if not self:
             raise gr.Error("A newer stream shows in this panel.", visible=False, print_exception=False)
-
-
-def search_choices(settings: Settings) -> list[tuple[str, str]]:
-    """The configured search providers, each on its own, and (with several) all of them in order."""
-    providers = list(settings.search.providers)
-    choices = [(p, p) for p in providers]
-    if len(providers) > 1:
-        choices.insert(0, (f"all, in order: {' → '.join(providers)}", CHAIN))
-    return choices
-
-
-def providers_for(settings: Settings, providers: str | Sequence[str] | None) -> tuple[str, ...]:
-    """The search providers of a run: one configured provider, ``CHAIN`` (or None) for all of
-    them in order, or the list stored in a run's settings. Providers that are not configured
-    are ignored."""
-    configured = tuple(settings.search.providers)
-    if providers is None or providers == CHAIN:
-        wanted: tuple[str, ...] = configured
-    else:
-        wanted = (providers,) if isinstance(providers, str) else tuple(providers)
-    return tuple(p for p in wanted if p in configured) or configured
 
 
 SERVED_SHOWN = 6  # served models named in the model line
@@ -192,27 +157,6 @@ def model_html(settings: Settings, problem: str | None = None, served: Sequence[
     return f"<div class='rat-model'>{head}<br>{state}</div>"
 
 
-async def llm_check(clients: Clients) -> tuple[str, list[str]]:
-    """('' and the served models) when the model server answers, else (what to fix, [])."""
-    try:
-        llm = clients.llm()
-    except RatStudioError as exc:
-        return str(exc), []
-    try:
-        return "", await llm.check()
-    except RatStudioError as exc:
-        return str(exc), []
-    finally:
-        await llm.aclose()
-
-
-async def require_llm(clients: Clients) -> None:
-    """Raises gr.Error naming what to set when the model server cannot be used."""
-    problem, _ = await llm_check(clients)
-    if problem:
-        raise gr.Error(for_browser(problem), title="The model server is not ready")
-
-
 # -- the run panel --------------------------------------------------------------------------------
 def whole(panels: dict, out: dict) -> dict:
     """A stream's update ``out`` with every panel of ``panels`` (the last sent of each, kept up to
@@ -223,9 +167,10 @@ def whole(panels: dict, out: dict) -> dict:
 
 
 class RunPanel:
-    """The view of one run (live, stored or replayed): its progress, draft and step cards, the
-    draft editor and Continue, Stop; the step actions done in it (``StepActing``); and, once it
-    is done, its article (``ArticlePanel``: boxes, text, sources, versions, output)."""
+    """The view of one run (live, stored or replayed): its progress, draft and step cards, and
+    Stop, each followed as the run goes on (``follow``) and settled after; the draft of a run that
+    can go on, and Continue (``DraftEditor``); the step actions done in it (``StepActing``); and,
+    once it is done, its article (``ArticlePanel``: boxes, text, sources, versions, output)."""
 
     def __init__(self, runner: Runner, store, clients: Clients, *, live: LiveRuns | None = None, hint: str = ""):
         """``live``: the server's runs, which the panel continues and follows (one for the whole
@@ -240,6 +185,7 @@ class RunPanel:
         self.text = ArticlePanel(store, self.authoring, runner.settings.method.cite_threshold,
                                  box_id=f"{self.act_id}-article")
         self.acting = StepActing(self)  # the step actions: done again, one at a time, each saved as a version
+        self.drafting = DraftEditor(self)  # the draft of a run that can go on, and Continue
         self._shown: dict[str, object] = {}  # page -> the stream its panel shows now (``shows``; until it goes)
         self.stop: gr.Button | None = None  # the tab's Stop, when it has one: enabled only while a run goes on
         self.budget: gr.Number | None = None  # the tab's Token budget, when it has one: Continue's new budget
@@ -268,14 +214,7 @@ class RunPanel:
                 gr.Markdown("#### Search and revision, step by step")
                 self.steps = gr.HTML(run_html.steps_parts(empty), html_template=JOINED, js_on_load=None,
                                      elem_classes="rat-steps-panel")
-        with gr.Group(visible=False, elem_classes="rat-editor-box") as self.editor_box:
-            # the draft as step cards, kept in step with the textbox below (ui/step_actions.py)
-            self.draft_cards = gr.HTML(step_actions.draft_cards_html([]), js_on_load=step_actions.DRAFT_JS,
-                                       elem_classes="rat-draft-cards")
-            # right under the cards (the textbox below repeats them as text, for editing as text)
-            self.continue_btn = gr.Button("Continue", variant="primary")
-            self.editor = gr.Textbox(label="Draft steps", info=DRAFT_HELP, lines=8, max_lines=40,
-                                     elem_classes="rat-editor")
+        self.drafting.layout()
         with gr.Column(visible=False) as self.result_box:
             # the step cards' actions (ui/step_actions.py): the query row, and the command the cards send
             self.act_glue = gr.HTML(step_actions.glue_html(self.act_id), js_on_load=step_actions.GLUE_JS,
@@ -299,8 +238,8 @@ class RunPanel:
             self.share.wire(self.state, self.text.version_pick)
 
     def outputs(self) -> list:
-        return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.editor,
-                self.result_box, self.all_row, *self.text.parts(), self.draft_cards,
+        return [self.state, self.progress, self.draft, self.steps, *self.drafting.parts(),
+                self.result_box, self.all_row, *self.text.parts(),
                 *([self.stop] if self.stop is not None else [])]
 
     def stream_outputs(self) -> list:
@@ -309,15 +248,12 @@ class RunPanel:
         as it settles (``settles``). Each output an update leaves out costs Gradio a component
         built anew (its gr.skip() is read as a change of none of its props): with the panel's 27
         outputs a render took 7.4 ms of the server's CPU, with these 7 under 1 ms (issue 41)."""
-        return [self.state, self.progress, self.draft, self.steps, self.editor_box, self.result_box,
+        return [self.state, self.progress, self.draft, self.steps, self.drafting.box, self.result_box,
                 *([self.stop] if self.stop is not None else [])]
 
     def wire(self):
         """Bind the panel's own events; returns the Continue event (for a Stop button's cancels)."""
-        checked = self.continue_btn.click(self.check_continue, [self.state, self.editor], None, **PRIVATE)
-        budget = [self.budget] if self.budget is not None else []
-        cont = checked.success(self.on_continue, [self.state, self.editor, *budget], self.stream_outputs(), **STREAM)
-        self.settles(cont)
+        cont = self.drafting.wire()
         a = self.text
         for box in (a.undo, a.take):  # the article and the step cards
             box.input(self.on_undo, [self.state, a.undo, a.take], [self.progress, self.steps, *a.parts()], **PRIVATE)
@@ -375,12 +311,7 @@ class RunPanel:
         status = row.status if row is not None else ""
         out = self.render(view, ALL_PANELS, status, state=False,  # (the state is set by the streams only)
                           cost=self.cost(row))
-        resumable = bool(view.method) and view.method in METHODS and METHODS[view.method].resumable
-        can_continue = resumable and (status in ("draft", "interrupted", "budget")
-                                      or status == "failed" and (view.failed is None or view.failed.resumable))
-        out[self.editor_box] = gr.Group(visible=can_continue)
-        out[self.editor] = gr.Textbox(value=join_steps(view.steps), info=STATUS_HINTS.get(status, RESUME_HELP))
-        out[self.draft_cards] = step_actions.draft_cards_html(view.steps)
+        out.update(self.drafting.settled(view, status))
         done = view.final is not None
         out[self.result_box] = gr.Column(visible=done)
         out[self.all_row] = gr.Row(visible=step_actions.offered(view))
@@ -413,7 +344,7 @@ class RunPanel:
         (``downloads`` False: of ``stream_outputs`` only), or a replay's frame (paused, stepped,
         sought)."""
         out = self.render(view, ALL_PANELS)
-        out.update({self.editor_box: gr.Group(visible=False), self.result_box: gr.Column(visible=False),
+        out.update({self.drafting.box: gr.Group(visible=False), self.result_box: gr.Column(visible=False),
                     **(self.text._downloads_off(visible=False) if downloads else {})})
         if self.stop is not None:
             out[self.stop] = gr.Button(interactive=True)
@@ -502,50 +433,6 @@ class RunPanel:
         return out if view.shown_here else {self.state: gr.skip()}
 
     # -- handlers ---------------------------------------------------------------------------------
-    async def check_continue(self, view: RunView | None, text: str) -> None:
-        """Raises gr.Error for what the author must fix before a run can go on (no outputs,
-        so the panel is left as it is)."""
-        if view is None or not view.run_id:
-            raise gr.Error("There is no run to continue: start one in the Writer or open one in History.")
-        if view.steps and not split_steps(text or ""):
-            raise gr.Error("The draft has no steps left: add at least one step (separate steps with a blank line).")
-        try:  # what resume refuses, before on_continue keeps the author's edited draft as a version
-            run = self.store.get_run(view.run_id)
-            if run.status in FINISHED:
-                raise gr.Error(FINISHED_SINCE.format(run=run.id))
-            self.runner.check_resume(run.id, providers=providers_for(self.runner.settings, run.settings.get("search")))
-        except RatStudioError as exc:
-            raise gr.Error(for_browser(str(exc))) from exc
-        await require_llm(self.clients)
-
-    async def on_continue(self, view: RunView, text: str, page: gr.Request | None = None,
-                          budget: float | None = None):
-        """Go on with the run (with the author's edited draft when changed); ``budget``: the Token
-        budget's value, the run's new budget (0 or empty: the run keeps its own). A run stopped
-        part-way through a step action (a redo) finishes it, and its new text is saved as a
-        version as the step action saves it (``Authoring.pending_redo``)."""
-        steps = split_steps(text or "")
-        draft = steps if steps and steps != view.steps else None  # None: go on as stored
-        if draft is not None:  # the author's draft is their work: kept as a version before it is revised
-            self.versions.add(view.run_id, join_steps(draft), action="draft")
-        run = self.store.get_run(view.run_id)
-        providers = providers_for(self.runner.settings, run.settings.get("search"))
-        pending, stored = self.authoring.pending_redo(view.run_id), len(view.events)
-        events = self.live.resume(view.run_id, draft=draft, providers=providers,
-                                  budget_tokens=int(budget) if budget and budget > 0 else None, timed=True)
-        if pending is None:
-            async for update in self.follow(events, view, page=page):
-                yield update
-            return
-        saved = False
-        try:
-            async for update in self.follow(events, view, page=page):
-                yield update
-            saved = self.acting.save_redo(view.run_id, pending.action)
-        finally:  # the tab went away with the resume going on under it: saved when the run ends, on the server
-            if not saved and len(view.events) > stored:
-                await self.acting.save_later(view.run_id, pending.action)
-
     async def open(self, run_id: str, view: RunView | None = None, page: gr.Request | None = None):
         """Show a run in ``page``'s panel: live when it is going on (what it did so far, then each
         event as it happens), else as stored."""

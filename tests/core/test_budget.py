@@ -231,8 +231,8 @@ async def test_the_writer_continues_a_run_stopped_at_its_budget_with_the_token_b
         panel.layout()
     view = fold(app.store.events(run_id))
     settled = panel.settle(view)
-    assert settled[panel.editor_box].visible, "a run stopped at its budget can be continued"
-    async for _ in panel.on_continue(view, join_steps(view.steps), budget=100_000):
+    assert settled[panel.drafting.box].visible, "a run stopped at its budget can be continued"
+    async for _ in panel.drafting.on_continue(view, join_steps(view.steps), budget=100_000):
         pass
     run = app.store.get_run(run_id)
     assert run.status == RunStatus.DONE and run.settings["budget_tokens"] == 100_000

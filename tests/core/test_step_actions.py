@@ -190,7 +190,7 @@ async def test_a_redo_resume_or_run_whose_search_cannot_be_made_here_is_refused_
 
 
 async def test_the_writers_continue_finishes_a_stopped_redo_and_keeps_it_as_a_version(app, model):
-    """A redo stopped part-way, continued in the Writer (``RunPanel.on_continue``): its new text is
+    """A redo stopped part-way, continued in the Writer (``DraftEditor.on_continue``): its new text is
     saved as a version with the redo's action, as the step action itself would have saved it."""
     import gradio as gr
 
@@ -210,7 +210,7 @@ async def test_the_writers_continue_finishes_a_stopped_redo_and_keeps_it_as_a_ve
     with gr.Blocks():
         panel.layout()
     view = runview.fold(app.store.events(run_id))
-    async for _ in panel.on_continue(view, join_steps(view.steps)):
+    async for _ in panel.drafting.on_continue(view, join_steps(view.steps)):
         pass
     assert app.store.get_run(run_id).status == "done"
     (version,) = authoring.versions.list(run_id)
@@ -220,7 +220,7 @@ async def test_the_writers_continue_finishes_a_stopped_redo_and_keeps_it_as_a_ve
 
 async def test_the_writers_continue_refuses_what_resume_refuses_before_it_keeps_the_draft(app, model):
     """Continue on a page that still shows a run as stopped, which another tab has finished since:
-    refused by its check (``RunPanel.check_continue``, ``Runner.check_resume``) with the reason,
+    refused by its check (``DraftEditor.check``, ``Runner.check_resume``) with the reason,
     and the author's edited draft is not stored as a version of a run it cannot go on with."""
     import gradio as gr
 
@@ -236,7 +236,7 @@ async def test_the_writers_continue_refuses_what_resume_refuses_before_it_keeps_
     with gr.Blocks():
         panel.layout()
     with pytest.raises(gr.Error, match="has finished since this page showed it") as refused:
-        await panel.check_continue(stale, join_steps(["An edited first step.", *stale.steps[1:]]))
+        await panel.drafting.check(stale, join_steps(["An edited first step.", *stale.steps[1:]]))
     assert "python app.py" not in str(refused.value)  # the page names what to do on the page
     assert Versions(app.store).list(run_id) == []
 

@@ -411,7 +411,7 @@ async def test_an_undo_box_ticked_as_the_runs_end_is_shown_undoes_the_step(app, 
 def test_search_choices_and_per_run_provider(app):
     from dataclasses import replace
 
-    from ui.writer import CHAIN, providers_for, search_choices
+    from ui.run_inputs import CHAIN, providers_for, search_choices
 
     assert search_choices(app.settings) == [("searxng", "searxng")]
     assert providers_for(app.settings, "searxng") == ("searxng",)
