@@ -3,9 +3,12 @@ once per session, and the app built on it over the local web."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from scripts.tiny_model import TinyModel, TinyModelError, start_tiny_model
+from tests.real.replies import ReplyCache
 from tests.real.support import build_app, settings_for
 
 
@@ -22,9 +25,22 @@ def tiny_model() -> TinyModel:
         yield model
 
 
+@pytest.fixture(scope="session")
+def model_replies(tiny_model, tmp_path_factory) -> ReplyCache:
+    """The tiny model behind ``ReplyCache``: a greedy request it answered once in this session is
+    answered again with its bytes. The workers of one session share the folder (their temp
+    folders' parent is the session's); a later session starts empty."""
+    root = tmp_path_factory.getbasetemp()
+    folder = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "tiny-model-replies"
+    with ReplyCache(tiny_model.base_url, folder) as cache:
+        yield cache
+
+
 @pytest.fixture
-def real_app(tmp_path, tiny_model, shared_web):
-    """``app.build`` on the tiny model and the local web, a fresh SQLite file, calls capped."""
-    built = build_app(settings_for(tiny_model.base_url, tiny_model.model, shared_web.searxng_url, tmp_path / "rat.db"))
+def real_app(tmp_path, tiny_model, model_replies, shared_web):
+    """``app.build`` on the tiny model (its greedy answers given once a session: ``model_replies``)
+    and the local web, a fresh SQLite file, calls capped."""
+    built = build_app(settings_for(model_replies.base_url, tiny_model.model, shared_web.searxng_url,
+                                   tmp_path / "rat.db"))
     yield built
     built.store.close()
