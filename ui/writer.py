@@ -59,7 +59,6 @@ STOP_WAIT = 3.0  # seconds Stop waits for the cancelled run to record its status
 OPEN_LATEST = 8  # runs going on or stopped that the Writer offers to open
 
 
-
 # -- helpers (no gradio state) --------------------------------------------------------------------
 class Hold:
     """A stream's hold on a page's panel (``RunPanel.shows``): taken as it starts, lost when a
