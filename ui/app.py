@@ -29,6 +29,7 @@ from core.live import LiveRuns
 from core.runner import Runner
 from core.text import language
 from ui import arena, history, leaderboard, mcp_tools, server, writer
+from ui.listeners import PRIVATE
 
 TITLE = "RAT Studio"
 
@@ -57,7 +58,7 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, rooms
             gr.Markdown(f"# {TITLE}\nWrite long, sourced texts with a language model, step by step."
                         if role == ADMIN else f"# {TITLE} · Arena")
             who = gr.HTML(elem_id="rat-who")  # HTML: Gradio's Markdown opens a link in a new tab
-        demo.load(whoami, outputs=who, api_visibility="private", queue=False)
+        demo.load(whoami, outputs=who, queue=False, **PRIVATE)
         if role == ANNOTATOR:
             arena.build(rooms.arena, accounts, start_on_load=True)
         else:

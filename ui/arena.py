@@ -47,6 +47,7 @@ from annotation.campaigns import MAX_CRITERIA
 from annotation.errors import ArenaError, NoPairLeft
 from annotation.voting.arena import MAX_COMMENT, Arena
 from common.errors import StoreError
+from ui.listeners import PRIVATE
 from ui.render_arena import (
     CHOICE_KEYS,
     CHOICE_LABELS,
@@ -511,15 +512,15 @@ class ArenaTab:
                 self.mode, *self.criteria, self.sentences]
         # (postprocess off: the values go out as the handlers make them, without Gradio's per-output
         # pass in a worker thread; Markdown's would only dedent them)
-        private = {"api_visibility": "private", "queue": True, "concurrency_limit": None, "postprocess": False}
+        private = {**PRIVATE, "queue": True, "concurrency_limit": None, "postprocess": False}
         #: An annotator's clicks (next pair, vote, undo) skip Gradio's queue: one short HTTP POST
         #: each, answered when the handler returns (a few ms of our work), where the queue's join,
         #: event stream and status messages cost about as much CPU again as the whole event
         #: (bench/arena_scale.py). The queue's limits do not apply to them; nothing here runs long.
-        direct = {"api_visibility": "private", "queue": False, "postprocess": False}
-        shown = {"fn": None, "js": SHOWN_JS, "inputs": self.mode, "api_visibility": "private"}
-        moded = {"fn": None, "js": MODE_JS, "inputs": self.mode, "api_visibility": "private"}
-        gr.on(None, None, js=ARENA_JS, api_visibility="private")  # on page load, in the browser only
+        direct = {**PRIVATE, "queue": False, "postprocess": False}
+        shown = {"fn": None, "js": SHOWN_JS, "inputs": self.mode, **PRIVATE}
+        moded = {"fn": None, "js": MODE_JS, "inputs": self.mode, **PRIVATE}
+        gr.on(None, None, js=ARENA_JS, **PRIVATE)  # on page load, in the browser only
         gr.on(None, self.load, outputs=[*view, self.name_row, self.name], **private).then(**shown)
         gr.on([self.start_btn.click, self.name.submit], self.start, inputs=self.name, outputs=[*view, self.name_row],
               **private).then(**shown)

@@ -173,7 +173,7 @@ class ArticlePanel:
                             [self.cited, self.sources, *self.downloads(), self.saved, self.saving,
                              self.copy_md_btn, self.copy_text_btn, self.reading],
                             js=typed_js(self.box_id), **EDIT)
-        gr.on(None, None, js=TYPED_LISTENER_JS, api_visibility="private")  # on page load, in the browser only
+        gr.on(None, None, js=TYPED_LISTENER_JS, **PRIVATE)  # on page load, in the browser only
         for fmt, button in ((export_view.PDF, self.download_pdf), (export_view.HTML, self.download_html)):
             made = button.click(functools.partial(self.on_file, fmt=fmt), [state, self.version_pick],
                                 self.files[fmt], **PRIVATE)

@@ -22,8 +22,9 @@ from core.clients import Clients
 from core.live import LiveRuns
 from core.runner import Runner
 from ui import presenting, runs_table, runview
+from ui.listeners import PRIVATE, STREAM
 from ui.runview import RunView
-from ui.writer import PRIVATE, STREAM, RunPanel, stop_running
+from ui.writer import RunPanel, stop_running
 
 LIMIT = 300  # runs listed
 MAX_GAP = 2.0  # longest pause of a replay at 1x, in seconds

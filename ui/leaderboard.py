@@ -14,6 +14,7 @@ from annotation.results import plots, ratings
 from annotation.rooms import ArenaRooms
 from common.errors import RatStudioError
 from core.clients import Clients
+from ui.listeners import PRIVATE
 from ui.render_arena import (
     ANNOTATOR_HEADERS,
     CAMPAIGN_ANNOTATOR_HEADERS,
@@ -256,7 +257,7 @@ class LeaderboardTab:
         return [self.task_set, self.campaign, *([self.method_a, self.method_b] if self.clients else [])]
 
     def wire(self) -> None:
-        private = {"api_visibility": "private"}
+        private = PRIVATE
         view = [self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot, self.criteria_note,
                 self.criteria_table]
         filters = [self.source, self.task_set, self.leave_out]
@@ -289,7 +290,7 @@ class LeaderboardTab:
     def load_on(self, trigger) -> None:
         """Fill the tab on ``trigger`` (the tab's select event): nothing is computed when a page
         loads, so an annotator's arena page costs no leaderboard."""
-        private = {"api_visibility": "private"}
+        private = PRIVATE
         opened = trigger(self.choices, inputs=None, outputs=self._choice_outputs(), **private)
         opened.then(self.show, inputs=[self.source, self.task_set, self.leave_out, self.plots_open, self.campaign],
                     outputs=[self.summary, self.table, self.ratings_plot, self.winrate_plot, self.battles_plot,
