@@ -29,21 +29,22 @@ CHUNK = 64 * 1024
 DROPPED = {"host", "connection", "accept-encoding", "content-length", "transfer-encoding", "keep-alive"}
 
 
-def greedy_chat(path: str, body: bytes) -> bool:
-    """Whether a request is one whose answer may be sent again: a chat completion at temperature 0."""
+def greedy_chat(path: str, body: bytes) -> dict | None:
+    """The request, when it is one whose answer may be sent again (a chat completion at
+    temperature 0), else None."""
     if not path.rstrip("/").endswith("/chat/completions"):
-        return False
+        return None
     try:
         asked = json.loads(body)
     except ValueError:
-        return False
-    return isinstance(asked, dict) and asked.get("temperature") == 0
+        return None
+    return asked if isinstance(asked, dict) and asked.get("temperature") == 0 else None
 
 
-def whole(body: bytes, answer: bytes) -> bool:
-    """Whether an answer came whole: a stream's ends with its ``[DONE]`` (a server that stopped
-    part-way sent less), any other is whole when it reads as JSON."""
-    if json.loads(body).get("stream"):
+def whole(asked: dict, answer: bytes) -> bool:
+    """Whether the answer to ``asked`` came whole: a stream's ends with its ``[DONE]`` (a server
+    that stopped part-way sent less), any other is whole when it reads as JSON."""
+    if asked.get("stream"):
         return answer.rstrip().endswith(b"data: [DONE]")
     try:
         json.loads(answer)
@@ -99,9 +100,8 @@ class ReplyCache:
     def _answer(self, handler: BaseHTTPRequestHandler) -> None:
         size = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(size) if size else b""
-        key = hashlib.sha256(handler.path.encode() + b"\0" + body).hexdigest() if greedy_chat(handler.path, body) \
-            else None
-        kept = self.folder / key if key else None
+        asked = greedy_chat(handler.path, body)
+        kept = self.folder / hashlib.sha256(handler.path.encode() + b"\0" + body).hexdigest() if asked else None
         if kept is not None and kept.exists():
             with self._lock:
                 self.hits += 1
@@ -113,14 +113,14 @@ class ReplyCache:
             handler.end_headers()
             handler.wfile.write(data)
             return
-        if key is not None:
+        if kept is not None:
             with self._lock:
                 self.misses += 1
-        self._forward(handler, body, kept)
+        self._forward(handler, body, kept, asked)
 
-    def _forward(self, handler: BaseHTTPRequestHandler, body: bytes, kept: Path | None) -> None:
-        """The model's answer, passed on as it comes (a stream stays a stream), and kept when it
-        is whole and a success."""
+    def _forward(self, handler: BaseHTTPRequestHandler, body: bytes, kept: Path | None, asked: dict | None) -> None:
+        """The model's answer, passed on as it comes (a stream stays a stream), and kept at ``kept``
+        (the answer to the greedy request ``asked``) when it is whole and a success."""
         connection = http.client.HTTPConnection(self.host, self.port, timeout=600)
         try:
             headers = {k: v for k, v in handler.headers.items() if k.lower() not in DROPPED}
@@ -138,7 +138,7 @@ class ReplyCache:
                 handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                 handler.wfile.flush()
             handler.wfile.write(b"0\r\n\r\n")
-            if kept is not None and answer.status == 200 and whole(body, bytes(data)):
+            if kept is not None and asked is not None and answer.status == 200 and whole(asked, bytes(data)):
                 meta = {"status": answer.status, "type": answer.getheader("Content-Type") or "application/json"}
                 self._keep(kept, json.dumps(meta).encode() + b"\n" + bytes(data))
         finally:
