@@ -28,7 +28,7 @@ from core.clients import Clients
 from core.live import LiveRuns
 from core.runner import Runner
 from core.text import language
-from ui import arena, history, leaderboard, mcp_tools, server, writer
+from ui import arena, gradio_start, history, leaderboard, mcp_tools, server, writer
 from ui.listeners import PRIVATE
 
 TITLE = "RAT Studio"
@@ -53,7 +53,7 @@ def build_app(settings: Settings, store, clients: Clients, runner: Runner, rooms
     date in the background now (``Results.warm_up``), as ``serve`` does once its port answers, so
     that neither the first pair nor the first opening of its tab reads every vote."""
     # each export hands Gradio files, which it copies into its cache: files older than a day go, hourly
-    with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=CACHE_KEPT) as demo:
+    with gradio_start.one_app(), gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=CACHE_KEPT) as demo:
         with gr.Row(elem_id="rat-header"):
             gr.Markdown(f"# {TITLE}\nWrite long, sourced texts with a language model, step by step."
                         if role == ADMIN else f"# {TITLE} · Arena")
