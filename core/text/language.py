@@ -67,9 +67,21 @@ def warm_up() -> None:
     threading.Thread(target=_identifier, name="language-model", daemon=True).start()
 
 
+_LOADING = threading.Lock()
+
+
 @functools.cache
 def _identifier():
-    """py3langid's model (loaded once, on the first task that needs it: about a second)."""
+    """py3langid's model (loaded once, on the first task that needs it: about a second). Under a
+    lock: a task that came while ``warm_up``'s thread was loading it loaded it a second time
+    (``functools.cache`` does not stop two first calls), a second of CPU spent twice; it now
+    waits for that load."""
+    with _LOADING:
+        return _loaded()
+
+
+@functools.cache
+def _loaded():
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)

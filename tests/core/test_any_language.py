@@ -264,3 +264,33 @@ def test_the_language_message_names_the_language_or_is_empty_for_english():
     assert language.instruction("pt-BR", "anything").startswith("Write in Portuguese (Brazil)")
     with pytest.raises(ConfigError, match="--language"):
         language.instruction("xx", "anything")
+
+
+def test_the_language_model_loads_once_when_a_task_comes_while_the_warm_up_loads_it(monkeypatch):
+    """``warm_up`` loads py3langid's model in a thread as the server starts; a task that came
+    while it loaded loaded it again (a second of CPU twice). It now waits for that one load."""
+    import threading
+    import time
+
+    from py3langid import langid
+
+    loads: list[int] = []
+    real = langid.LanguageIdentifier.from_model_file
+
+    def slow(*args, **kwargs):
+        loads.append(threading.get_ident())
+        time.sleep(0.3)  # the warm-up still loading when the task comes
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(langid.LanguageIdentifier, "from_model_file", slow)
+    language._identifier.cache_clear()
+    language._loaded.cache_clear()
+    try:
+        language.warm_up()
+        time.sleep(0.05)
+        german = "Die Geschichte von Python 3 beginnt im Dezember 2008 mit einer neuen Version der Sprache."
+        assert language.detect(german) == "de"
+        assert len(loads) == 1, loads
+    finally:
+        language._identifier.cache_clear()
+        language._loaded.cache_clear()
