@@ -3,9 +3,10 @@
 Network clients (the openai SDK's, httpx's) belong to the event loop that first uses them, and
 Gradio, the CLI and tests each run their own loops, so a client is made when it is needed and
 closed by whoever asked for it (``await client.aclose()``). ``Clients`` holds only what the
-clients are made from: the settings, the store that caches searches and pages, and what model
-servers taught its LLM clients (``ServerNotes``: each run's client starts from what earlier runs
-learnt). ``app.py`` builds one and hands it to the runner, the judge and the CLI.
+clients are made from: the settings, the store that caches searches and pages, what model servers
+taught its LLM clients (``ServerNotes``: each run's client starts from what earlier runs learnt),
+and the TLS contexts its clients share (``core.tls.TLS``: made once, not once per client).
+``app.py`` builds one and hands it to the runner, the judge and the CLI.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from common.settings import Settings
 from core.server_notes import ServerNotes
+from core.tls import TLS
 
 if TYPE_CHECKING:  # pragma: no cover
     from core.budget import TokenBudget
@@ -30,6 +32,7 @@ class Clients:
     cache: Any = None  # data.store.Store or anything with get/put_page and get/put_search
     corpus_db: Path | None = None  # where the local corpus keeps its index
     notes: ServerNotes = field(default_factory=ServerNotes, compare=False)  # what servers taught its LLM clients
+    tls: TLS = field(default_factory=TLS, compare=False, repr=False)  # the TLS contexts its clients share
 
     def llm(self, *, system: str = "", budget: TokenBudget | None = None) -> LLMClient:
         """A new LLM client; ``system``: a system message its every request begins with ("" for
@@ -37,7 +40,7 @@ class Clients:
         cap). Raises LLMAuthError when no key is set for a server that needs one."""
         from core.llm import LLMClient  # the openai SDK is imported when a model is first called
 
-        return LLMClient(self.settings.llm, system=system, notes=self.notes, budget=budget)
+        return LLMClient(self.settings.llm, system=system, notes=self.notes, budget=budget, tls=self.tls)
 
     def search(self, providers: tuple[str, ...] | None = None) -> SearchChain:
         """The search providers of the settings (or ``providers``, for one run), in order,
@@ -47,7 +50,7 @@ class Clients:
         s = self.settings.search
         if providers:
             s = replace(s, providers=tuple(providers))
-        return SearchChain(build_providers(s, corpus_db_path=self.corpus_db), retries=s.retries,
+        return SearchChain(build_providers(s, corpus_db_path=self.corpus_db, tls=self.tls), retries=s.retries,
                            backoff=s.backoff, cache=self.cache)
 
     def check_search(self, providers: tuple[str, ...] | None = None) -> None:
@@ -70,4 +73,4 @@ class Clients:
         from core.retrieval.fetch import Fetcher  # httpx and the extractor are imported when a page is first read
 
         warm_up()  # the extraction workers start while the model drafts, not when the first page arrives
-        return Fetcher(self.settings.fetch, cache=self.cache, metadata=metadata)
+        return Fetcher(self.settings.fetch, cache=self.cache, metadata=metadata, tls=self.tls)

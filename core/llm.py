@@ -55,6 +55,7 @@ from common.settings import LLMSettings
 from core.budget import TokenBudget
 from core.server_notes import ServerNotes
 from core.text.tokens import count_tokens
+from core.tls import TLS
 
 log = logging.getLogger(__name__)
 
@@ -324,8 +325,10 @@ class LLMClient:
     """
 
     def __init__(self, settings: LLMSettings, *, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 system: str = "", notes: ServerNotes | None = None, budget: TokenBudget | None = None):
+                 system: str = "", notes: ServerNotes | None = None, budget: TokenBudget | None = None,
+                 tls: TLS | None = None):
         self.settings = settings
+        self.tls = tls  # the TLS context its owner shares (``Clients``); None: the SDK makes its own
         self.budget = budget  # a run's token budget: asked before each call, told what each took
         #: what servers taught the clients of this client's owner (``Clients``; its own without one)
         self.notes = notes if notes is not None else ServerNotes()
@@ -491,8 +494,9 @@ class LLMClient:
                         "for a local server (Ollama, LM Studio, vLLM).")
                 key = LOCAL_PLACEHOLDER_KEY
             timeout = self.settings.timeout
+            http = openai.DefaultAsyncHttpxClient(verify=self.tls.model()) if self.tls is not None else None
             self._client = openai.AsyncOpenAI(
-                api_key=key, base_url=self.base_url, max_retries=0,
+                api_key=key, base_url=self.base_url, max_retries=0, http_client=http,
                 timeout=openai.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)))
         return self._client
 

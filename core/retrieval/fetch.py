@@ -31,6 +31,7 @@ from common.settings import FetchSettings
 from common.types import Page
 from core.retrieval.extract import extract_html_async
 from core.retrieval.netguard import Resolver, check_url, guarded_transport
+from core.tls import TLS
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 TEXT_TYPES = (*HTML_TYPES, "text/plain")
@@ -61,7 +62,8 @@ class Fetcher:
 
     ``client`` replaces the httpx client we would build (tests, proxies); redirects are followed
     here, not by httpx, whatever the client says. ``resolver`` replaces getaddrinfo in the SSRF
-    guard (see :mod:`core.retrieval.netguard`)."""
+    guard (see :mod:`core.retrieval.netguard`). ``tls``: the TLS contexts of the app's clients
+    (``Clients``), shared rather than made anew (None: httpx makes its own)."""
 
     def __init__(
         self,
@@ -71,6 +73,7 @@ class Fetcher:
         client: httpx.AsyncClient | None = None,
         resolver: Resolver | None = None,
         metadata: bool = True,
+        tls: TLS | None = None,
     ):
         self.settings = settings
         self.metadata = metadata  # False: text and <title> only (core.retrieval.extract), half the work per page
@@ -78,12 +81,15 @@ class Fetcher:
         self._resolver = resolver
         self._own_client = client is None
         limits = httpx.Limits(max_connections=max(settings.concurrency, 1) * 2)
+        verify = tls.web(trust_env=True) if tls is not None else True  # (httpx's default context, made once)
         self._client = client or httpx.AsyncClient(
             follow_redirects=False,
             timeout=settings.timeout,
             limits=limits,
+            verify=verify,
             # the guard again where connections are made: no DNS rebinding after the check
-            transport=None if settings.allow_private_urls else guarded_transport(resolver, limits=limits),
+            transport=None if settings.allow_private_urls else guarded_transport(resolver, limits=limits,
+                                                                                 verify=verify),
         )
         self._headers = {"User-Agent": settings.user_agent, "Accept": ACCEPT}
 

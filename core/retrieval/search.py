@@ -39,6 +39,7 @@ from common.errors import (
 )
 from common.settings import SEARCH_PROVIDERS, SearchSettings
 from common.types import SearchResult
+from core.tls import TLS
 
 log = logging.getLogger(__name__)
 
@@ -229,10 +230,12 @@ class SearxngProvider:
 
     name = "searxng"
 
-    def __init__(self, base_url: str, timeout: float = 15.0, *, transport: httpx.AsyncBaseTransport | None = None):
+    def __init__(self, base_url: str, timeout: float = 15.0, *, transport: httpx.AsyncBaseTransport | None = None,
+                 tls: TLS | None = None):
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self._transport = transport
+        self._tls = tls  # the app's shared TLS contexts (``Clients``); None: httpx makes one
         self._client: httpx.AsyncClient | None = None
 
     async def aclose(self) -> None:
@@ -243,8 +246,9 @@ class SearxngProvider:
     def _http(self) -> httpx.AsyncClient:
         """One client (and its kept-alive connection) for all of a run's searches."""
         if self._client is None:
+            verify = self._tls.web(trust_env=False) if self._tls is not None else True
             self._client = httpx.AsyncClient(timeout=self.timeout, transport=self._transport, trust_env=False,
-                                             headers={"Accept": "application/json"})
+                                             verify=verify, headers={"Accept": "application/json"})
         return self._client
 
     async def search(self, query: str, k: int) -> list[SearchResult]:
@@ -582,8 +586,9 @@ def default_corpus_db_path(folder: Path) -> Path:
 
 
 def build_providers(settings: SearchSettings, *, corpus_db_path: str | Path | None = None,
-                    ddgs_factory: Callable[[], Any] | None = None) -> list[SearchProvider]:
-    """The providers named in ``settings.providers``, in that order.
+                    ddgs_factory: Callable[[], Any] | None = None, tls: TLS | None = None) -> list[SearchProvider]:
+    """The providers named in ``settings.providers``, in that order (``tls``: the app's shared
+    TLS contexts, for those that speak HTTP through httpx).
 
     Raises ConfigError when a name is unknown, a name repeats, searxng has no URL, the corpus
     has no folder or its folder is missing, or a ddg backend is unknown."""
@@ -607,7 +612,7 @@ def build_providers(settings: SearchSettings, *, corpus_db_path: str | Path | No
             if not settings.searxng_url.startswith(("http://", "https://")):
                 raise ConfigError(f"--searxng-url {settings.searxng_url!r} is not an http(s) URL "
                                   "(e.g. http://localhost:8888).")
-            providers.append(SearxngProvider(settings.searxng_url, settings.timeout))
+            providers.append(SearxngProvider(settings.searxng_url, settings.timeout, tls=tls))
         else:
             providers.append(CorpusProvider(_corpus_index(settings.corpus_dir, corpus_db_path)))
     return providers
