@@ -521,7 +521,12 @@ class ArenaTab:
         shown = {"fn": None, "js": SHOWN_JS, "inputs": self.mode, **PRIVATE}
         moded = {"fn": None, "js": MODE_JS, "inputs": self.mode, **PRIVATE}
         gr.on(None, None, js=ARENA_JS, **PRIVATE)  # on page load, in the browser only
-        gr.on(None, self.load, outputs=[*view, self.name_row, self.name], **private).then(**shown)
+        # On the admin's page (no pair on load) the load sets three outputs, and it names only those:
+        # the browser keeps a loading status for each output an event names, and walks its tree of
+        # components for every one of them on each message of every later event (a run's streamed
+        # frames included), so 17 outputs named in vain cost the Writer's frames that much again.
+        loaded = [*view, self.name_row, self.name] if self.start_on_load else [self.task, self.name_row, self.name]
+        gr.on(None, self.load, outputs=loaded, **private).then(**shown)
         gr.on([self.start_btn.click, self.name.submit], self.start, inputs=self.name, outputs=[*view, self.name_row],
               **private).then(**shown)
         self.next_btn.click(self.next, inputs=self.state, outputs=view, **direct).then(**shown)

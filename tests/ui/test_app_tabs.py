@@ -179,3 +179,29 @@ def test_a_database_refusal_tells_the_annotator_what_to_do_not_where_the_databas
         assert err.value.print_exception is False, "an expected refusal: no traceback"
     logged = [r for r in caplog.records if r.name == "ui.arena"]
     assert len(logged) == 3 and all("db.lan:5432" in r.getMessage() and not r.exc_info for r in logged)
+
+
+@pytest.mark.parametrize("role", ["admin", "annotator"])
+def test_the_arenas_load_names_only_the_outputs_it_sets(tmp_path, role):
+    """The browser keeps a loading status for each output an event names and, on every message of
+    every later event (each streamed frame of a run), walks its tree of components for each of
+    them. The admin's Arena, which starts no pair on load, named the whole view (20 outputs) and
+    set three: the Writer's frames paid for 17 outputs in a tab not even open."""
+    from types import SimpleNamespace
+
+    from annotation.accounts import ADMIN, ANNOTATOR
+
+    settings = Settings(db_path=tmp_path / "t.db")
+    wired = app_module.build(settings)
+    demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms,
+                     role=ADMIN if role == "admin" else ANNOTATOR)
+    load = next(block for block in demo.fns.values() if getattr(block.fn, "__name__", "") == "load"
+                and type(getattr(block.fn, "__self__", None)).__name__ == "ArenaTab")
+    named = {output._id for output in load.outputs}
+    if role == "admin":
+        assert len(named) == 3, len(named)
+        for user in ("ada", None):  # logged in, and not
+            set_ = load.fn(SimpleNamespace(username=user))
+            assert {output._id for output in set_} <= named
+    else:
+        assert len(named) >= 20, "an annotator's page starts a pair on load: the whole view"
