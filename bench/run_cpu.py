@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ssl
 import statistics
 import tempfile
 import time
@@ -26,18 +25,11 @@ from common.types import Task
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.scripts import RatAuthor, draft_steps
 from tests.fakes.web_server import FakeWeb
-from tests.helpers import collect
+from tests.helpers import bundles_loaded, collect
 
 
 def measure(runs: int, method: str) -> dict:
     """Run it; the per-run CPU and wall seconds, and the bundles loaded during the measured runs."""
-    loaded: list[str] = []
-    load = ssl.SSLContext.load_verify_locations
-
-    def counted(self, cafile=None, capath=None, cadata=None):
-        loaded.append(str(cafile or capath or "data"))
-        return load(self, cafile, capath, cadata)
-
     with FakeLLM() as llm, FakeWeb() as web, tempfile.TemporaryDirectory() as tmp:
         settings = Settings(
             llm=LLMSettings(base_url=llm.base_url, api_key="sk-test", model="fake-model"),
@@ -56,15 +48,12 @@ def measure(runs: int, method: str) -> dict:
         try:
             asyncio.run(one(0))  # imports, the extraction workers, the store
             cpu, wall = [], []
-            ssl.SSLContext.load_verify_locations = counted
-            try:
+            with bundles_loaded() as loaded:
                 for n in range(1, runs + 1):
                     c0, w0 = time.process_time(), time.perf_counter()
                     asyncio.run(one(n))
                     cpu.append(time.process_time() - c0)
                     wall.append(time.perf_counter() - w0)
-            finally:
-                ssl.SSLContext.load_verify_locations = load
         finally:
             built.store.close()
     return {"cpu": cpu, "wall": wall, "loaded": loaded}

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import socket
-from contextlib import aclosing
+import ssl
+from collections.abc import Iterator
+from contextlib import aclosing, contextmanager
 
 
 async def collect(gen, stop_after=None):
@@ -34,3 +36,21 @@ class Sleeps(list):
 
     async def __call__(self, seconds: float) -> None:
         self.append(seconds)
+
+
+@contextmanager
+def bundles_loaded() -> Iterator[list[str]]:
+    """The certificate bundles loaded into TLS contexts inside the block (every default context
+    loads one: core/tls.py makes each kind once), as a list that grows while it runs."""
+    seen: list[str] = []
+    load = ssl.SSLContext.load_verify_locations
+
+    def counted(self, cafile=None, capath=None, cadata=None):
+        seen.append(str(cafile or capath or "data"))
+        return load(self, cafile, capath, cadata)
+
+    ssl.SSLContext.load_verify_locations = counted
+    try:
+        yield seen
+    finally:
+        ssl.SSLContext.load_verify_locations = load

@@ -81,8 +81,14 @@ class Fetcher:
         self._resolver = resolver
         self._own_client = client is None
         limits = httpx.Limits(max_connections=max(settings.concurrency, 1) * 2)
+        self._client = client or self._own_client_for(settings, resolver, limits, tls)
+        self._headers = {"User-Agent": settings.user_agent, "Accept": ACCEPT}
+
+    @staticmethod
+    def _own_client_for(settings: FetchSettings, resolver: Resolver | None, limits: httpx.Limits,
+                        tls: TLS | None) -> httpx.AsyncClient:
         verify = tls.web(trust_env=True) if tls is not None else True  # (httpx's default context, made once)
-        self._client = client or httpx.AsyncClient(
+        return httpx.AsyncClient(
             follow_redirects=False,
             timeout=settings.timeout,
             limits=limits,
@@ -91,7 +97,6 @@ class Fetcher:
             transport=None if settings.allow_private_urls else guarded_transport(resolver, limits=limits,
                                                                                  verify=verify),
         )
-        self._headers = {"User-Agent": settings.user_agent, "Accept": ACCEPT}
 
     async def __aenter__(self) -> Fetcher:
         return self

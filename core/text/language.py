@@ -70,7 +70,6 @@ def warm_up() -> None:
 _LOADING = threading.Lock()
 
 
-@functools.cache
 def _identifier():
     """py3langid's model (loaded once, on the first task that needs it: about a second). Under a
     lock: a task that came while ``warm_up``'s thread was loading it loaded it a second time

@@ -283,7 +283,6 @@ def test_the_language_model_loads_once_when_a_task_comes_while_the_warm_up_loads
         return real(*args, **kwargs)
 
     monkeypatch.setattr(langid.LanguageIdentifier, "from_model_file", slow)
-    language._identifier.cache_clear()
     language._loaded.cache_clear()
     try:
         language.warm_up()
@@ -292,5 +291,4 @@ def test_the_language_model_loads_once_when_a_task_comes_while_the_warm_up_loads
         assert language.detect(german) == "de"
         assert len(loads) == 1, loads
     finally:
-        language._identifier.cache_clear()
         language._loaded.cache_clear()

@@ -6,6 +6,7 @@ and each kind trusts what it trusted before."""
 from __future__ import annotations
 
 import ssl
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,21 +14,14 @@ from common.events import Final
 from common.types import Task
 from core.tls import TLS
 from tests.fakes.scripts import RatAuthor, draft_steps
-from tests.helpers import collect
+from tests.helpers import bundles_loaded, collect
 
 
 @pytest.fixture
-def loads(monkeypatch) -> list[str]:
+def loads() -> Iterator[list[str]]:
     """Each certificate bundle loaded into a context from now on (every default context loads one)."""
-    seen: list[str] = []
-    load = ssl.SSLContext.load_verify_locations
-
-    def counted(self, cafile=None, capath=None, cadata=None):
-        seen.append(str(cafile or capath or "data"))
-        return load(self, cafile, capath, cadata)
-
-    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counted)
-    return seen
+    with bundles_loaded() as seen:
+        yield seen
 
 
 async def test_runs_load_the_certificates_once_per_kind_of_client_not_once_per_client(app, llm, loads):
