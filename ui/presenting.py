@@ -199,9 +199,12 @@ PANEL_JS = """() => {
     if (target.closest('summary .rat-actions') && !target.closest('a')) { e.preventDefault(); return; }
     const summary = target.closest('details.rat-card > summary');
     if (summary && !summary.closest('#rat-stage')) {
+      // what the author asked for, read now, before the click folds or opens the card: Gradio's
+      // HTML component patches the panel in place, and an update that came before a later look
+      // took the card's "open" away (the server draws a finished card folded), read as a close
       const card = summary.parentElement;
-      // (a re-render may have replaced the card since the click: its new copy is opened here too)
-      setTimeout(() => { if (card.open) { opened.add(card.id); reopen(); } else { opened.delete(card.id); } }, 0);
+      if (card.open) { opened.delete(card.id); } else { opened.add(card.id); }
+      setTimeout(reopen, 0);  // also a copy a re-render may have put in its place since the click
     }
   }, true);
 
@@ -209,7 +212,8 @@ PANEL_JS = """() => {
     if (pending || records.every(r => stage && stage.contains(r.target))) { return; }
     pending = true;
     requestAnimationFrame(() => { pending = false; reopen(); follow(); sync(); });
-  }).observe(document.body, {childList: true, subtree: true, characterData: true});
+  }).observe(document.body, {childList: true, subtree: true, characterData: true,
+                             attributes: true, attributeFilter: ['open']});  // a card folded by a patch
   window.addEventListener('wheel', e => {  // scrolling up to read: following stops (tick the box again)
     if (e.deltaY >= 0 || (stage && !stage.hidden)) { return; }
     for (const panel of document.querySelectorAll('.rat-steps-panel')) {
