@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import os
 import random
 import socket
 import tempfile
@@ -31,7 +30,7 @@ from annotation.voting.limits import VoteLimits
 from common.settings import Settings
 from data import arena
 from data.store import Store, now
-from tests.helpers import free_port
+from tests.helpers import cpu_seconds, free_port
 from ui import app as app_ui
 from ui import arena as arena_tab
 
@@ -260,14 +259,6 @@ def pause_floor(think: float, samples: int = 20) -> list[float]:
     server.terminate()
     return took
 
-
-def cpu_seconds(pid: int) -> float:
-    """The CPU time (user and system) process ``pid`` has used, from /proc (0 where there is none)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def ms(values: list[float], q: float) -> float:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from bench.arena import QueueClient, cpu_seconds
+from bench.arena import QueueClient
 from bench.arena_scale import (
     VOTES,
     WORKER_LIMITS,
@@ -35,6 +35,7 @@ from bench.arena_scale import (
     served_config,
 )
 from scripts.pg_cluster import PgCluster
+from tests.helpers import cpu_seconds
 from ui import arena as arena_tab
 
 WARM_ROUNDS = 30  # rounds before measuring: caches filled, connections open

@@ -46,11 +46,12 @@ from pathlib import Path
 from argon2 import PasswordHasher
 
 from annotation.accounts import Accounts
-from bench.arena import QueueClient, browser_client, cpu_seconds, ms, seed_outputs
+from bench.arena import QueueClient, browser_client, ms, seed_outputs
 from data import arena
 from data.store import Store
 from scripts.arena_cluster import Cluster
 from scripts.pg_cluster import PgCluster
+from tests.helpers import cpu_seconds
 from ui import arena as arena_tab
 
 SETUP = re.compile(r"(sqlite|pg)([1-9][0-9]?)")

@@ -46,6 +46,7 @@ from pathlib import Path
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.scripts import RatAuthor, draft_steps
 from tests.fakes.web_server import FakeWeb
+from tests.helpers import cpu_seconds
 from tests.ui.browser import chromium, chromium_missing
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,11 +76,6 @@ print(f"CPU-RUN {cpu() - before:.3f}", file=sys.stderr)
 sys.exit(code)
 """
 
-
-def cpu_of(pid: int) -> float:
-    """CPU seconds (user + system) of process ``pid`` and its threads so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def free_port() -> int:
@@ -176,7 +172,7 @@ def in_browser(url: str, proc: subprocess.Popen, db: Path, task: str, timeout: f
         got = received(page)
         spy = subprocess.Popen(["py-spy", "record", "-p", str(proc.pid), "-f", "raw", "-o", profile, "-r", "200"],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if profile else None
-        before, got[0] = cpu_of(proc.pid), 0
+        before, got[0] = cpu_seconds(proc.pid), 0
         writer.get_by_role("button", name="Run", exact=True).click()
         # the run has begun (a page behind a fast run shows what waited at once: it may be done already)
         writer.locator(".rat-progress").get_by_text(re.compile(r"^(Step \d+ of|Done)")).first.wait_for()
@@ -184,7 +180,7 @@ def in_browser(url: str, proc: subprocess.Popen, db: Path, task: str, timeout: f
         page.wait_for_function("window.__done !== null", timeout=timeout * 1000)
         done = page.evaluate("window.__done") / 1000
         writer.get_by_text("The model's text").wait_for()  # the settled panel too
-        spent, kb = cpu_of(proc.pid) - before, got[0] / 1000
+        spent, kb = cpu_seconds(proc.pid) - before, got[0] / 1000
         if spy is not None:
             spy.send_signal(2)
             spy.wait(timeout=60)

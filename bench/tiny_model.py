@@ -14,19 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 import urllib.request
 from pathlib import Path
 
 from scripts.tiny_model import gguf_path, served_model, start_tiny_model
-
-
-def process_cpu(pid: int) -> float:
-    """CPU seconds (user + system) of process ``pid`` and its threads so far, from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+from tests.helpers import cpu_seconds
 
 
 def ask(base_url: str, model: str, prompt: str, max_tokens: int) -> dict:
@@ -46,13 +40,13 @@ def measure(model_file: Path, flash_attn: bool, rounds: int, words: int, tokens:
         ask(server.base_url, server.model, "Hello.", 1)  # the first call's set-up is not measured
         for n in range(rounds):
             long = f"Round {n}. " + "The history of Python 3 and its ecosystem. " * (words // 8) + "Summarize it."
-            c0, w0 = process_cpu(pid), time.perf_counter()
+            c0, w0 = cpu_seconds(pid), time.perf_counter()
             usage = ask(server.base_url, server.model, long, 1)
-            c1, w1 = process_cpu(pid), time.perf_counter()
+            c1, w1 = cpu_seconds(pid), time.perf_counter()
             rows["prompt_ms"].append(1000 * (c1 - c0) / usage["prompt_tokens"])
             rows["prompt_rate"].append(usage["prompt_tokens"] / (w1 - w0))
             usage = ask(server.base_url, server.model, f"Round {n}. Write about the history of Python 3.", tokens)
-            c2, w2 = process_cpu(pid), time.perf_counter()
+            c2, w2 = cpu_seconds(pid), time.perf_counter()
             written = max(usage["completion_tokens"], 1)
             rows["write_ms"].append(1000 * (c2 - c1) / written)
             rows["write_rate"].append(written / (w2 - w1))
