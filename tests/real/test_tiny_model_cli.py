@@ -21,12 +21,14 @@ pytestmark = [pytest.mark.real_model, pytest.mark.timeout(300)]
 
 
 def test_tiny_model_run_from_the_command_line(tmp_path, shared_web):
+    """A short run (two steps, short answers, 300 tokens of passages a revision: the app's 1,500
+    were most of the model's time, on a server of its own that the reply cache does not serve)."""
     db = tmp_path / "tiny.db"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAT_STUDIO_"))}
     done = subprocess.run(
         [sys.executable, "scripts/tiny_model.py", "run", WRITING.prompt, "--method", "rat-step",
          "--search", "searxng", "--searxng-url", shared_web.searxng_url, "--allow-private-urls",
-         "--max-steps", "2", "--k", "2", "--max-tokens", "96", "--db", str(db)],
+         "--max-steps", "2", "--k", "2", "--max-tokens", "96", "--passage-tokens", "300", "--db", str(db)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=280, stdin=subprocess.DEVNULL)
     assert "writes poorly" in done.stderr, "the script says plainly that the model writes poorly"
     assert done.returncode in (0, 3), f"exit {done.returncode}:\n{done.stderr[-2000:]}"
