@@ -29,9 +29,13 @@ def rows(printed: str) -> dict[str, list[str]]:
     return table
 
 
+#: Seconds each setup of the smoke test is measured (worker 1 of sqlite2 is killed halfway).
+DURATION = 8
+
+
 @needs_haproxy
 def test_bench_prints_a_row_per_setup_that_agrees_with_the_database(capsys):
-    results = arena_scale.main(["--annotators", "6", "--think", "0.2-0.5", "--warmup", "3", "--duration", "12",
+    results = arena_scale.main(["--annotators", "6", "--think", "0.2-0.5", "--warmup", "3", "--duration", str(DURATION),
                                 "--setups", "sqlite1,sqlite2", "--kill-one", "--clients", "2"])
     printed = capsys.readouterr().out
     table = rows(printed)
@@ -50,7 +54,8 @@ def test_bench_prints_a_row_per_setup_that_agrees_with_the_database(capsys):
         assert 0 < vote[0] <= vote[1] <= vote[2] and 0 < nxt[0] <= nxt[1] <= nxt[2], name
         assert int(errors) == len(outcome.joined("errors"))
         assert 0 < float(worker_cpu.rstrip("%")) <= float(machine.rstrip("%")), name  # the window's CPU
-        assert float(pg_cpu.rstrip("%")) >= 0 and 11 < outcome.cpu.seconds <= 13, name  # the measured 12 s
+        assert float(pg_cpu.rstrip("%")) >= 0, name
+        assert DURATION - 1 < outcome.cpu.seconds <= DURATION + 1, name  # the window measured is the duration
         assert outcome.exited == [], name  # no worker ended but the one killed
     assert results["sqlite1"].joined("errors") == []  # one worker, nothing killed: no error at all
     on_killed, went_on = results["sqlite2"].continued()
