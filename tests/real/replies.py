@@ -10,11 +10,13 @@ the same answer to the same request, so the answer sent again is the model's own
 not a greedy chat request (another temperature, /v1/models) goes to the model every time.
 
 The cache lives in a folder of the session (the test workers share it) and goes with it: a later
-session asks the model again.
+session asks the model again. A request being asked of the model is claimed (a lock file beside
+its answer), so the same request from another worker waits for that answer instead of asking too.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import http.client
 import json
@@ -101,22 +103,28 @@ class ReplyCache:
         size = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(size) if size else b""
         asked = greedy_chat(handler.path, body)
-        kept = self.folder / hashlib.sha256(handler.path.encode() + b"\0" + body).hexdigest() if asked else None
-        if kept is not None and kept.exists():
-            with self._lock:
-                self.hits += 1
-            head, _, data = kept.read_bytes().partition(b"\n")
-            meta = json.loads(head)
-            handler.send_response(meta["status"])
-            handler.send_header("Content-Type", meta["type"])
-            handler.send_header("Content-Length", str(len(data)))
-            handler.end_headers()
-            handler.wfile.write(data)
+        if not asked:
+            self._forward(handler, body, None, None)
             return
-        if kept is not None:
+        kept = self.folder / hashlib.sha256(handler.path.encode() + b"\0" + body).hexdigest()
+        # One asker at a time per request, across the workers: the same request from another
+        # worker (methods that begin alike run side by side) waits for this answer and is sent it.
+        with open(kept.with_suffix(".lock"), "a+b") as claim:
+            fcntl.flock(claim, fcntl.LOCK_EX)
+            if kept.exists():
+                with self._lock:
+                    self.hits += 1
+                head, _, data = kept.read_bytes().partition(b"\n")
+                meta = json.loads(head)
+                handler.send_response(meta["status"])
+                handler.send_header("Content-Type", meta["type"])
+                handler.send_header("Content-Length", str(len(data)))
+                handler.end_headers()
+                handler.wfile.write(data)
+                return
             with self._lock:
                 self.misses += 1
-        self._forward(handler, body, kept, asked)
+            self._forward(handler, body, kept, asked)
 
     def _forward(self, handler: BaseHTTPRequestHandler, body: bytes, kept: Path | None, asked: dict | None) -> None:
         """The model's answer, passed on as it comes (a stream stays a stream), and kept at ``kept``

@@ -60,3 +60,20 @@ def test_an_answer_that_failed_or_stopped_part_way_is_not_kept(proxied, failure)
         streamed(client, 0)
     assert streamed(client, 0) == "Whole at last."
     assert len(llm.requests) == 2 and cache.hits == 0
+
+
+def test_the_same_request_from_two_workers_at_once_is_asked_of_the_model_once(tmp_path):
+    """Two workers' caches on one folder ask the same greedy request side by side: the second
+    waits for the first's answer and is sent it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with FakeLLM() as llm, ReplyCache(llm.base_url, tmp_path / "replies") as one, \
+            ReplyCache(llm.base_url, tmp_path / "replies") as two:
+        llm.queue("Mercurial 5.2 ran on Python 3.", "A second answer, had the model been asked twice.")
+        llm.latency = 0.5  # the first is still being answered when the second asks
+        clients = [openai.OpenAI(base_url=cache.base_url, api_key="sk-test", max_retries=0) for cache in (one, two)]
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(pool.map(lambda client: streamed(client, 0), clients))
+        assert answers == ["Mercurial 5.2 ran on Python 3."] * 2
+        assert len(llm.requests) == 1
+        assert sorted([(one.hits, one.misses), (two.hits, two.misses)]) == [(0, 1), (1, 0)]
