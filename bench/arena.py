@@ -260,7 +260,6 @@ def pause_floor(think: float, samples: int = 20) -> list[float]:
     return took
 
 
-
 def ms(values: list[float], q: float) -> float:
     values = sorted(values)
     return 1000 * values[min(len(values) - 1, int(q * len(values)))]

@@ -33,7 +33,6 @@ import argparse
 import math
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,11 +45,10 @@ from pathlib import Path
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.scripts import RatAuthor, draft_steps
 from tests.fakes.web_server import FakeWeb
-from tests.helpers import cpu_seconds
+from tests.helpers import cpu_seconds, free_port
 from tests.ui.browser import chromium, chromium_missing
 
 ROOT = Path(__file__).resolve().parent.parent
-TICK = os.sysconf("SC_CLK_TCK")
 WATCH = """() => {
   window.__done = null;
   const now = () => performance.timeOrigin + performance.now();
@@ -75,13 +73,6 @@ code = app.main(sys.argv[1:])
 print(f"CPU-RUN {cpu() - before:.3f}", file=sys.stderr)
 sys.exit(code)
 """
-
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def flags(llm: FakeLLM, web: FakeWeb, db: Path, steps: int) -> list[str]:

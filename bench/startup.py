@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import socket
 import statistics
 import subprocess
 import sys
@@ -23,13 +22,9 @@ import time
 import urllib.request
 from pathlib import Path
 
+from tests.helpers import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def first_page(timeout: float = 120.0) -> float:
