@@ -73,11 +73,34 @@ def pg_url(pg_cluster) -> str:
     return pg_cluster.new_database()
 
 
+_MIGRATED: list[bytes] = []  # the file new_database copies, made once per test process
+
+
+def new_database(path: Path) -> Path:
+    """A new RAT Studio SQLite file at ``path`` (unless one is there): a copy of one this process
+    migrated once, as ``Store`` leaves a new file (its WAL folded in). Migrating a file is 26
+    transactions, 55 CPU-ms; the copy takes 3 ms, and the suite opens over a thousand. Migrating
+    itself is tested on files of their own (tests/data)."""
+    if not _MIGRATED:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            made = Path(folder) / "migrated.db"
+            Store(made).close()
+            wal = made.with_name(made.name + "-wal")
+            assert not wal.exists() or not wal.stat().st_size, "the new file's WAL was not folded in"
+            _MIGRATED.append(made.read_bytes())
+    if not path.exists():
+        path.write_bytes(_MIGRATED[0])
+    return path
+
+
 def open_store(request: pytest.FixtureRequest, tmp_path: Path, name: str = "store.db") -> Store:
-    """A Store on the test's ``backend``: a fresh SQLite file in tmp_path, or a fresh database."""
+    """A Store on the test's ``backend``: a new SQLite file in tmp_path (``new_database``), or a
+    fresh database."""
     if request.getfixturevalue("backend") == POSTGRESQL:
         return Store(request.getfixturevalue("pg_url"))
-    return Store(tmp_path / name)
+    return Store(new_database(tmp_path / name))
 
 
 def outside(store: Store):
@@ -130,6 +153,8 @@ def settings(request, tmp_path, llm, web, backend) -> Settings:
 
 @pytest.fixture
 def app(settings) -> app_module.App:
+    if isinstance(settings.db_path, Path):  # (a URL on PostgreSQL)
+        new_database(settings.db_path)
     return app_module.build(settings)
 
 
