@@ -20,6 +20,7 @@ same checks on a small made-up tree, so a check that cannot fail would show.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import deque
 from dataclasses import dataclass
@@ -109,7 +110,8 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> list[Import
     """The imports of one module, each resolved to the deepest project module it names (so
     ``from core.methods import base`` is core.methods.base); other imports keep their name."""
     source = path.read_text(encoding="utf-8")
-    lines = [line.encode("utf-8") for line in source.splitlines()]  # (ast's offsets count UTF-8 bytes)
+    # its lines as ast numbers them (str.splitlines also splits at a form feed), in UTF-8: ast's offsets count bytes
+    lines = [line.encode("utf-8") for line in re.split(r"\r\n|\r|\n", source)]
     is_package = path.name == "__init__.py"
     found = []
     for node in _statements(ast.parse(source, filename=str(path))):
