@@ -600,3 +600,14 @@ def test_the_layout_rule_catches_its_break(tmp_path):
     readme = "## Layout\n\n```\ncore/         text\n  text/       words\n  gone/       was here\n```\n## Next\n"
     assert layout_problems(readme, tmp_path) == ["README's Layout has no row for ui/",
                                                  "README's Layout names core/gone/, which is not in the tree"]
+
+
+def test_a_problem_quotes_its_statement_as_written_across_lines_and_after_a_form_feed(tmp_path):
+    """The text a report quotes is the statement's own (ast's lines and UTF-8 offsets), also for
+    a statement over several lines, one after a form feed and one after non-ASCII text."""
+    source = ("x = 'é'; from core.steps import (a,\n    b)  # two lines\n\f\n"
+              "y = 'ü'; from core.runner import Runner  # after a form feed\n")
+    _, imports = all_imports(write_tree(tmp_path, CLEAN | {"core/text/prompts.py": source}))
+    assert [(i.line, i.text) for i in imports if i.module == "core.text.prompts"] == [
+        (1, "from core.steps import (a, b)"), (1, "from core.steps import (a, b)"),  # (one per name)
+        (4, "from core.runner import Runner")]
