@@ -9,6 +9,8 @@ fixtures) run twice: on a SQLite file and on a database of a throwaway PostgreSQ
 from __future__ import annotations
 
 import dataclasses
+import functools
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -73,25 +75,24 @@ def pg_url(pg_cluster) -> str:
     return pg_cluster.new_database()
 
 
-_MIGRATED: list[bytes] = []  # the file new_database copies, made once per test process
+@functools.cache
+def _migrated() -> bytes:
+    """A new RAT Studio SQLite file as ``Store`` leaves it (its WAL folded in), made once per test
+    process."""
+    with tempfile.TemporaryDirectory() as folder:
+        made = Path(folder) / "migrated.db"
+        Store(made).close()
+        wal = made.with_name(made.name + "-wal")
+        assert not wal.exists() or not wal.stat().st_size, "the new file's WAL was not folded in"
+        return made.read_bytes()
 
 
 def new_database(path: Path) -> Path:
-    """A new RAT Studio SQLite file at ``path`` (unless one is there): a copy of one this process
-    migrated once, as ``Store`` leaves a new file (its WAL folded in). Migrating a file is 26
-    transactions, 55 CPU-ms; the copy takes 3 ms, and the suite opens over a thousand. Migrating
-    itself is tested on files of their own (tests/data)."""
-    if not _MIGRATED:
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as folder:
-            made = Path(folder) / "migrated.db"
-            Store(made).close()
-            wal = made.with_name(made.name + "-wal")
-            assert not wal.exists() or not wal.stat().st_size, "the new file's WAL was not folded in"
-            _MIGRATED.append(made.read_bytes())
+    """A new RAT Studio SQLite file at ``path`` (unless one is there): a copy of ``_migrated``.
+    Migrating a file is 26 transactions, 55 CPU-ms; the copy takes 3 ms, and the suite opens over
+    a thousand. Migrating itself is tested on files of their own (tests/data)."""
     if not path.exists():
-        path.write_bytes(_MIGRATED[0])
+        path.write_bytes(_migrated())
     return path
 
 
