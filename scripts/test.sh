@@ -45,7 +45,8 @@ unset PYTHONDONTWRITEBYTECODE
 
 # One pytest-xdist worker more than the machine has cores (RAT_TEST_WORKERS to choose, 0 for none):
 # the browser tests wait on a stand-in model paced so a run can be watched, and on pages, so with
-# one worker a core the cores stood idle about a sixth of the run; one more fills those waits (vmstat:
-# 0-2% idle once the tests run). On a fresh clone on 2 cores: 18m59s with 2 workers, 16m55s with 3.
+# one worker per core the cores stood idle about a sixth of the run; one more worker fills those
+# waits (vmstat: 0-2% idle once the tests run). On a fresh clone on 2 cores: 18m59s with 2 workers,
+# 16m55s with 3.
 WORKERS=${RAT_TEST_WORKERS:-$(( $(nproc 2>/dev/null || echo 1) + 1 ))}
 exec "$PYTHON" -m pytest -q -p no:cacheprovider -n "$WORKERS" "$@"
