@@ -41,8 +41,9 @@ MIN_SHARED = 3  # content words a passage must share with a sentence to support 
 MAX_MARKS = 2  # marks attribution adds to one sentence (its best sources)
 RANGE_MAX = 10  # "[2-5]" in a model's text names each of 2..5 when the range is at most this long
 
-# [3], [1, 2], [2-4], [1; 5]: not a Markdown link "[1](...)" nor a reference definition "[1]:"
-_MARK = re.compile(r"[ \t]?\[(\d{1,4}(?:\s*[,;]\s*\d{1,4}|\s*[-–]\s*\d{1,4})*)\](?![(:])")
+# [3], [1, 2], [2-4], [1; 5]: not a Markdown link "[1](...)"; nor a reference definition "[1]: ...",
+# which starts its line (:func:`_is_mark`): "... these sites [1]: ..." is a sentence's mark
+_MARK = re.compile(r"[ \t]?\[(\d{1,4}(?:\s*[,;]\s*\d{1,4}|\s*[-–]\s*\d{1,4})*)\](?!\()")
 # a sentence's closing punctuation, in any script (. , ; : ! ? 。 ， ！ ？ ...), with the closing
 # quotes or brackets after it, and the whitespace after them: its marks go before it
 _TAIL = regex.compile(r"(?:[\p{Terminal_Punctuation}…]+[\p{Pe}\p{Pf}\"']*)?\s*$")
@@ -209,9 +210,18 @@ def _shown(urls: Iterable[str], own: list[Passage], by_url: Mapping[str, list[Pa
     return mine + [p for url in urls if url not in have for p in by_url.get(url, [])]
 
 
+def _is_mark(m: re.Match) -> bool:
+    """Whether a match of _MARK is a mark: not a reference definition ("[1]: https://...", its
+    line's first thing). One rule for what the model wrote (:func:`cite`) and what cite wrote
+    (:func:`mark_order`), so no bracket is read as a mark in one and as text in the other."""
+    if m.string[m.end():m.end() + 1] != ":":
+        return True
+    return bool(m.string[m.string.rfind("\n", 0, m.start()) + 1:m.start()].strip())
+
+
 def strip_marks(text: str) -> str:
     """``text`` without any [n] mark."""
-    return _MARK.sub("", text)
+    return _MARK.sub(lambda m: "" if _is_mark(m) else m.group(0), text)
 
 
 def cite(text: str, steps: list[StepEvidence], numbers: Mapping[str, int], *,
@@ -345,6 +355,8 @@ def _unmark(line: str) -> tuple[str, list[tuple[int, int]]]:
     at = 0
     length = 0
     for m in _MARK.finditer(line):
+        if not _is_mark(m):
+            continue
         parts.append(line[at:m.start()])
         length += m.start() - at
         for n in _numbers(m.group(1)):
@@ -377,9 +389,7 @@ def renumber_marks(text: str, new: Mapping[int, int]) -> str:
     return _each_mark(text, lambda numbers: "".join(f"[{k}]" for k in sorted({new[n] for n in numbers if n in new})))
 
 
-# _MARK, and also before a colon (where a sentence's tail starts with one): for cited text only
-_CITED_MARK = re.compile(_MARK.pattern.replace("(?![(:])", r"(?!\()"))
-_CITED_MARKS = re.compile(f"(?:{_CITED_MARK.pattern})+")  # marks side by side, as cite writes "[1][3]"
+_MARKS = re.compile(f"(?:{_MARK.pattern})+")  # marks side by side, as cite writes "[1][3]"
 
 
 def _each_mark(text: str, write) -> str:
@@ -387,9 +397,9 @@ def _each_mark(text: str, write) -> str:
     ``write`` gives for the numbers they name, in order (kept as they are when it gives None);
     the space before them stays when something is written."""
     def one(m: re.Match) -> str:
-        if not m.string[:m.start()].strip() and m.string[m.end():m.end() + 1] == ":":
+        if not _is_mark(m):
             return m.group(0)  # "[1]: https://..." starts its line: a reference definition
-        out = write([n for mark in _CITED_MARK.finditer(m.group(0)) for n in _numbers(mark.group(1))])
+        out = write([n for mark in _MARK.finditer(m.group(0)) for n in _numbers(mark.group(1))])
         if out is None:
             return m.group(0)
         return m.group(0)[:len(m.group(0)) - len(m.group(0).lstrip(" \t"))] + out if out else ""
@@ -400,7 +410,7 @@ def _each_mark(text: str, write) -> str:
         if _FENCE.match(line):
             in_fence = not in_fence
         elif not in_fence and not _HEADING.match(line):
-            line = _CITED_MARKS.sub(one, line)
+            line = _MARKS.sub(one, line)
         lines.append(line)
     return "".join(lines)
 

@@ -17,7 +17,7 @@ import app as app_module
 from common.events import DraftReady, Final, Note, PassagesChosen, QueryMade, SearchDone, StepRevised
 from common.types import Passage, Source, Task
 from core.article.article import Article
-from core.article.citations import StepEvidence, cite, shown_labels, strip_marks
+from core.article.citations import StepEvidence, cite, mark_order, shown_labels, strip_marks
 from core.article.docx import to_docx
 from core.article.markdown import to_markdown
 from core.article.sources import SourceBook
@@ -52,6 +52,25 @@ def test_a_copied_label_stays_and_an_invented_one_is_removed_and_counted():
     assert "Ming Pao [2]." in cited.text
     assert "retired from writing novels [1]." in cited.text, "a mark naming a passage of the step stays"
     assert cited.supported == 2 and cited.sentences == 3
+
+
+def test_a_mark_before_a_colon_is_the_models_and_only_a_line_opening_one_is_a_reference_definition():
+    """A found truth bug (a real model's "... on the following websites [1]: ..."): a [n] before a
+    colon was read as text by cite and as a mark by mark_order, so a mark the model wrote stayed
+    unchecked and the cited text was not the text with marks."""
+    text = ("He founded a newspaper in Hong Kong [9]: Ming Pao, in 1959.\n"
+            "Jin Yong was a novelist born in Haining [1]: a wuxia writer.\n"
+            "[2]: https://b.example/ming\n")
+    cited = cite(text, [StepEvidence(1, text, [JIN, MING])], NUMBERS)
+    assert cited.removed == 1, "[9] names no passage of the step"
+    assert "[9]" not in cited.text
+    assert "Haining: a wuxia writer [1]." in cited.text, "a mark naming a passage of the step stays"
+    assert cited.text.endswith("\n[2]: https://b.example/ming\n"), "a reference definition is text"
+    assert strip_marks(cited.text) == strip_marks(text) == (
+        "He founded a newspaper in Hong Kong: Ming Pao, in 1959.\n"
+        "Jin Yong was a novelist born in Haining: a wuxia writer.\n"
+        "[2]: https://b.example/ming\n")
+    assert mark_order(cited.text) == [m.n for p in cited.pieces for m in p.marks] == [2, 1]
 
 
 def test_a_mark_means_the_label_its_own_prompt_gave_the_page():
