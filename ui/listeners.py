@@ -9,5 +9,8 @@ PRIVATE = {"api_visibility": "private"}
 STREAM = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": None}
 # the settled panel after a stream (RunPanel.settles): one at a time, every panel's in one line, in the
 # order they were asked: a settle run late put back what a later one showed (two step actions in a row:
-# version 1 after version 2; a Continue's settle after the next run was opened: its Continue hidden)
-SETTLE = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": 1, "concurrency_id": "rat-settle"}
+# version 1 after version 2; a Continue's settle after the next run was opened: its Continue hidden);
+# one asked while the one before is still on its way runs after it ("always_last"): Gradio's default,
+# "once", dropped it, and the page kept the last stream's frame (two step actions in a row, under load)
+SETTLE = {**PRIVATE, "show_progress": "hidden", "concurrency_limit": 1, "concurrency_id": "rat-settle",
+          "trigger_mode": "always_last"}

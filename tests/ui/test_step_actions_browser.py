@@ -16,7 +16,7 @@ from tests.fakes.scripts import RatAuthor, draft_steps
 from tests.ui import test_writer_browser as shared
 from tests.ui.browser import article_box, chromium_missing
 from tests.ui.test_writer_browser import TIMEOUT, run_now
-from ui import step_actions
+from ui import step_actions, writer
 from ui.runview import fold
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(chromium_missing()), reason=chromium_missing())]
@@ -343,6 +343,34 @@ def test_two_step_actions_in_a_row_are_queued_each_saved_and_only_the_redone_ste
     assert not any("No run yet" in s for s in seen)
     article = article_box(panel).input_value().split("\n\n")
     assert article[0] == author.steps[0] + " [revised]" and article[3] == author.steps[3] + " [revised]"
+
+
+def test_the_second_action_settles_when_the_first_ones_settle_is_still_running(open_page, llm, app, monkeypatch):
+    """Found in CI under load: the first action's settling event was still on its way when the
+    second action's stream ended, and Gradio dropped the second one's (trigger mode "once"): the
+    page kept the stream's last frame, with no step buttons and the second action not shown. Made
+    here with a first settle whose answer takes 3 s to leave the server."""
+    run_id, _ = finished_run(app, llm, "A slow settle: a short history of Python 3.", steps=4)
+    page, _ = open_page()
+    panel = open_in_history(page, run_id)
+    expect(panel.locator("#rat-step-3 button.rat-act-regenerate")).to_be_visible()
+    settle, slow = writer.RunPanel.settle, [True]
+
+    def slow_first(self, view, *args, **kwargs):
+        out = settle(self, view, *args, **kwargs)
+        if slow and view.run_id == run_id:
+            slow.clear()
+            time.sleep(3)  # the second action's stream ends meanwhile (its call alone takes a second)
+        return out
+
+    monkeypatch.setattr(writer.RunPanel, "settle", slow_first)
+    llm.latency = 1.0
+    panel.evaluate("""p => { p.querySelector('#rat-step-2 button.rat-act-regenerate').click();
+                             p.querySelector('#rat-step-3 button.rat-act-regenerate').click(); }""")
+    expect(panel.locator("#rat-step-3 .rat-redone")).to_contain_text("regenerated", timeout=TIMEOUT)
+    expect(panel.locator("#rat-step-2 .rat-redone")).to_contain_text("regenerated")
+    expect(panel.get_by_label(re.compile("^Versions"))).to_have_value(re.compile(r"^2 · .*regenerate"))
+    assert not slow, "the first settle was slow"
 
 
 def test_an_undo_that_would_lose_a_hand_edit_is_refused_and_one_elsewhere_keeps_it(open_page, llm, app):
