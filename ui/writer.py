@@ -214,14 +214,16 @@ class RunPanel:
                 self.steps = gr.HTML(run_html.steps_parts(empty), html_template=JOINED, js_on_load=None,
                                      elem_classes="rat-steps-panel")
         self.drafting.layout()
+        # the command the step cards send (ui/step_actions.py), outside the result box: a stream hides
+        # that box, and a second action asked while the first one's stream began found no box to send by
+        self.act_cmd = gr.Textbox(visible="hidden", elem_id=f"{self.act_id}-cmd", label="Step action",
+                                  elem_classes="rat-act-hidden")
+        self.act_go = gr.Button("Do the step action", visible="hidden", elem_id=f"{self.act_id}-go",
+                                elem_classes="rat-act-hidden")
         with gr.Column(visible=False) as self.result_box:
-            # the step cards' actions (ui/step_actions.py): the query row, and the command the cards send
+            # the step cards' actions: the row that asks for the author's query, and what they do
             self.act_glue = gr.HTML(step_actions.glue_html(self.act_id), js_on_load=step_actions.GLUE_JS,
                                     elem_classes="rat-act-glue")
-            self.act_cmd = gr.Textbox(visible="hidden", elem_id=f"{self.act_id}-cmd", label="Step action",
-                                      elem_classes="rat-act-hidden")
-            self.act_go = gr.Button("Do the step action", visible="hidden", elem_id=f"{self.act_id}-go",
-                                    elem_classes="rat-act-hidden")
             gr.Markdown("#### Article")
             # the author's one instruction for every step (rat, rat-step: ``step_actions.offered``)
             with gr.Row(equal_height=True, visible=False, elem_classes="rat-revise-all") as self.all_row:

@@ -373,6 +373,22 @@ def test_the_second_action_settles_when_the_first_ones_settle_is_still_running(o
     assert not slow, "the first settle was slow"
 
 
+def test_the_step_actions_command_stays_in_the_page_while_a_stream_hides_the_article(open_page, llm, app):
+    """Found in CI under load: the second of two actions clicked in a row is sent a moment after
+    the first; the first one's stream had hidden the article, and the hidden box the command is
+    sent by with it, so the second action was lost without a word."""
+    run_id, _ = finished_run(app, llm, "The command box: a short history of Python 3.")
+    page, _ = open_page()
+    panel = open_in_history(page, run_id)
+    article = article_box(panel)
+    llm.latency = 1.0  # the stream goes on for a second
+    panel.locator("#rat-step-2 button.rat-act-regenerate").click()
+    expect(article).to_be_hidden(timeout=TIMEOUT)  # the stream shows
+    assert panel.locator("[id^='rat-act-'][id$='-cmd'] textarea").count() == 1
+    assert panel.locator("button[id^='rat-act-'][id$='-go']").count() == 1
+    expect(panel.locator("#rat-step-2 .rat-redone")).to_contain_text("regenerated", timeout=TIMEOUT)
+
+
 def test_an_undo_that_would_lose_a_hand_edit_is_refused_and_one_elsewhere_keeps_it(open_page, llm, app):
     run_id, _ = finished_run(app, llm, "Undo a hand edit: a short history of Python 3.")
     page, _ = open_page()
