@@ -189,13 +189,18 @@ if (!window.ratStepActions) {
   // was sent waits for it (else both would send the second), then the server queues the actions
   let chain = Promise.resolve();
   const send = (panel, cmd) => {
+    // (the box and button are looked for again each time, for a while: a panel drawn anew has new ones)
     chain = chain.then(() => new Promise(done => {
-      const box = document.querySelector(`#${panel}-cmd textarea, #${panel}-cmd input`);
-      const go = document.getElementById(`${panel}-go`);
-      if (!box || !go) return done();
-      box.value = JSON.stringify({...cmd, nonce: Date.now()});
-      box.dispatchEvent(new Event('input', {bubbles: true}));
-      setTimeout(() => { go.click(); setTimeout(done, 100); }, 0);
+      let tries = 0;
+      const attempt = () => {
+        const box = document.querySelector(`#${panel}-cmd textarea, #${panel}-cmd input`);
+        const go = document.getElementById(`${panel}-go`);
+        if (!box || !go) return tries++ < 50 ? setTimeout(attempt, 100) : done();
+        box.value = JSON.stringify({...cmd, nonce: Date.now()});
+        box.dispatchEvent(new Event('input', {bubbles: true}));
+        setTimeout(() => { go.click(); setTimeout(done, 100); }, 0);
+      };
+      attempt();
     }));
   };
   const GO = {search: 'Search again', instruct: 'Revise', add: 'Add the section'};

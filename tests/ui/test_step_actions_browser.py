@@ -389,6 +389,22 @@ def test_the_step_actions_command_stays_in_the_page_while_a_stream_hides_the_art
     expect(panel.locator("#rat-step-2 .rat-redone")).to_contain_text("regenerated", timeout=TIMEOUT)
 
 
+def test_a_step_action_waits_for_a_command_box_drawn_anew(open_page, llm, app):
+    """A click's command is sent by the panel's hidden box: when the box is not in the page at that
+    moment (drawn anew), the click waits for it instead of being lost without a word."""
+    run_id, _ = finished_run(app, llm, "A box drawn anew: a short history of Python 3.")
+    page, _ = open_page()
+    panel = open_in_history(page, run_id)
+    panel.evaluate("""p => {
+      const box = p.querySelector("[id^='rat-act-'][id$='-cmd']"), parent = box.parentNode, next = box.nextSibling;
+      box.remove();
+      p.querySelector('#rat-step-2 button.rat-act-regenerate').click();
+      setTimeout(() => parent.insertBefore(box, next), 800);
+    }""")
+    expect(panel.locator("#rat-step-2 .rat-redone")).to_contain_text("regenerated", timeout=TIMEOUT)
+    assert [a for a, _ in versions_of(app, run_id)] == ["regenerate"]
+
+
 def test_an_undo_that_would_lose_a_hand_edit_is_refused_and_one_elsewhere_keeps_it(open_page, llm, app):
     run_id, _ = finished_run(app, llm, "Undo a hand edit: a short history of Python 3.")
     page, _ = open_page()
