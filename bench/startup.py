@@ -3,7 +3,8 @@
 Starts the app as a new user does (``python app.py --db NEW --port P``, a fresh database in a
 temporary folder, no model server needed to serve the page), and times from the process's start
 until ``GET /`` answers 200, --runs times; also the time to import ``app`` alone (what every
-command pays, ``python -c "import app"``). Prints each and the median, after how many of the
+command pays, ``python -c "import app"``) and a command's whole run on a new database
+(``python app.py history``: what a CLI user waits for). Prints each and the median, after how many of the
 project's modules have their bytecode (a start without it compiles them: import app took 1.69 s
 against 0.92 s with it). Numbers, not pass/fail; README quotes them.
 
@@ -60,6 +61,15 @@ def import_time() -> float:
     return time.perf_counter() - started
 
 
+def command_time() -> float:
+    """Seconds for ``python app.py history`` on a new database (it says there are no runs yet)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "app.py", "--db", str(Path(tmp) / "rat.db"), "history"], cwd=ROOT,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return time.perf_counter() - started
+
+
 #: The project's own packages (what ``import app`` compiles when it finds no bytecode).
 PACKAGES = ("app.py", "ui", "core", "annotation", "data", "common")
 
@@ -87,9 +97,12 @@ def main() -> None:
              "python -m compileall writes it as a first start would)"
              if missing and sys.flags.dont_write_bytecode else ""))
     imports = [import_time() for _ in range(args.runs)]
+    commands = [command_time() for _ in range(args.runs)]
     pages = [first_page() for _ in range(args.runs)]
     print(f"import app:             {', '.join(f'{t:.2f}' for t in imports)} s; "
           f"median {statistics.median(imports):.2f} s")
+    print(f"python app.py history:  {', '.join(f'{t:.2f}' for t in commands)} s; "
+          f"median {statistics.median(commands):.2f} s")
     print(f"python app.py -> page:  {', '.join(f'{t:.2f}' for t in pages)} s; median {statistics.median(pages):.2f} s "
           "(target < 4 s)")
 
