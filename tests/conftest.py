@@ -23,6 +23,13 @@ from tests.fakes.llm_server import FakeLLM
 from tests.fakes.web_server import FakeWeb
 
 
+def pytest_sessionfinish(session) -> None:
+    """Close the test process's shared Chromium, if a browser test launched it (tests/ui/browser.py)."""
+    from tests.ui.browser import close_chromium
+
+    close_chromium()
+
+
 @pytest.fixture
 def web():
     with FakeWeb() as server:

@@ -1,6 +1,7 @@
 """Helpers for the browser tests: serve the app on a free 127.0.0.1 port in this process (the
-product's own server, ``ui.app.serve``, in a thread), and start Debian's headless Chromium through Playwright (never
-`playwright install`: nothing is downloaded)."""
+product's own server, ``ui.app.serve``, in a thread), and lend each test the test process's one
+headless Chromium, Debian's, driven through Playwright (never `playwright install`: nothing is
+downloaded)."""
 
 from __future__ import annotations
 
@@ -43,17 +44,75 @@ def serve(app, accounts=None) -> Iterator[str]:
         served.close()
 
 
-@contextmanager
-def chromium() -> Iterator[object]:
-    """A headless Chromium (playwright's sync Browser)."""
-    from playwright.sync_api import sync_playwright
+#: The test process's one headless Chromium (and Playwright's driver), launched by the first
+#: ``chromium()`` and closed when the session ends (``close_chromium``, tests/conftest.py).
+_SHARED: dict[str, object] = {}
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
+
+def _launched():
+    browser = _SHARED.get("browser")
+    if browser is None or not browser.is_connected():  # (first use, or a test crashed it)
+        if "playwright" not in _SHARED:
+            from playwright.sync_api import sync_playwright
+
+            _SHARED["playwright"] = sync_playwright().start()
+        browser = _SHARED["browser"] = _SHARED["playwright"].chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    return browser
+
+
+class Borrowed:
+    """The shared Chromium as one block of a test sees it (playwright's Browser): each context or
+    page opened through it is a fresh one (cookies, storage and cache of its own), closed when the
+    block ends."""
+
+    def __init__(self, browser):
+        self._browser = browser
+        self._opened: list = []
+
+    def new_context(self, **options):
+        context = self._browser.new_context(**options)
+        self._opened.append(context)
+        return context
+
+    def new_page(self, **options):
+        page = self._browser.new_page(**options)
+        self._opened.append(page.context)
+        return page
+
+    def __getattr__(self, name: str):
+        return getattr(self._browser, name)
+
+    def close_opened(self) -> None:
+        while self._opened:
+            try:
+                self._opened.pop().close()
+            except Exception:  # (gone with a crashed browser: nothing left to close)
+                pass
+
+
+@contextmanager
+def chromium() -> Iterator[Borrowed]:
+    """A headless Chromium (as playwright's sync Browser) for the block. One is launched per
+    test process and lent to each block: launching one (Chromium and Playwright's driver) cost
+    about 5 CPU-s, and the suite launched 36 (process accounting of a whole run). What a block
+    opens in it is closed after the block, so no page of one test lives on into the next."""
+    borrowed = Borrowed(_launched())
+    try:
+        yield borrowed
+    finally:
+        borrowed.close_opened()
+
+
+def close_chromium() -> None:
+    """Close the test process's Chromium and Playwright's driver, if one was launched."""
+    browser, playwright = _SHARED.pop("browser", None), _SHARED.pop("playwright", None)
+    try:
+        if browser is not None:
             browser.close()
+    finally:
+        if playwright is not None:
+            playwright.stop()
 
 
 def article_box(panel):

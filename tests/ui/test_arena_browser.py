@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import urllib.request
-from pathlib import Path
 
 import gradio as gr
 import pytest
@@ -15,10 +14,10 @@ from annotation.voting.arena import Arena
 from annotation.voting.shown import Reveal
 from data import arena
 from data.store import Store
+from tests.ui.browser import chromium, chromium_missing
 from ui import arena as arena_tab
 from ui.render_arena import method_name, reveal_text, safe_markdown
 
-CHROMIUM = "/usr/bin/chromium"
 METHODS = ("zebrafinchmethod", "yakherdmethod")
 HOSTILE = 'Alpha answer <script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
 
@@ -99,31 +98,23 @@ def test_a_method_name_is_shown_as_written(name, shown):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="Debian's chromium is not installed")
+@pytest.mark.skipif(bool(chromium_missing()), reason=chromium_missing())
 def test_blind_until_the_vote_in_a_browser(arena_url, arena_store):
-    from playwright.sync_api import sync_playwright
+    with chromium() as browser:
+        page = browser.new_page()
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(arena_url)
+        page.get_by_label("Your name").fill("ana")
+        page.get_by_role("button", name="Start").click()
+        page.get_by_text("Beta answer").wait_for(timeout=15_000)
+        page.get_by_text("Alpha answer").wait_for()
+        assert leaks(page.content()) == []
+        assert page.evaluate("window.pwned") is None and dialogs == []
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--no-first-run"])
-        try:
-            page = browser.new_page()
-            dialogs = []
-            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(arena_url)
-            page.get_by_label("Your name").fill("ana")
-            page.get_by_role("button", name="Start").click()
-            page.get_by_text("Beta answer").wait_for(timeout=15_000)
-            page.get_by_text("Alpha answer").wait_for()
-            assert leaks(page.content()) == []
-            assert page.evaluate("window.pwned") is None and dialogs == []
-
-            page.get_by_role("button", name="A is better").click()
-            page.get_by_text("was written by").wait_for(timeout=15_000)
-            assert set(leaks(page.content())) == set(METHODS)
-            assert page.get_by_role("button", name="B is better").is_disabled()
-        finally:
-            browser.close()
+        page.get_by_role("button", name="A is better").click()
+        page.get_by_text("was written by").wait_for(timeout=15_000)
+        assert set(leaks(page.content())) == set(METHODS)
+        assert page.get_by_role("button", name="B is better").is_disabled()
     rows = arena.vote_rows(arena_store)
     assert [r.choice for r in rows] == ["a"] and {rows[0].method_a, rows[0].method_b} == set(METHODS)
