@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,32 @@ from data.sql import POSTGRESQL, SQLITE
 from data.store import Store
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.web_server import FakeWeb
+
+#: The TLS contexts of the apps this test process builds (``_shared_tls``), by kind and by the
+#: environment's certificate settings when each was made.
+_TLS_MADE: dict = {}
+_TLS_LOCK = threading.Lock()
+
+
+@pytest.fixture(autouse=True)
+def _shared_tls(request, monkeypatch):
+    """Every app a test builds shares this test process's TLS contexts. The product makes them once
+    per ``Clients`` (core/tls.py), and the suite builds over a thousand apps: 1,070 certificate
+    bundles were loaded, 43 CPU-s of the quick loop. Each is still made by its library, as the
+    app would make it. Tests marked ``own_tls`` (tests/core/test_tls.py, which counts what one
+    app loads) get the product's own."""
+    if request.node.get_closest_marker("own_tls"):
+        return
+    from core.tls import TLS
+
+    def once(tls, kind, make):
+        key = (kind, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        with _TLS_LOCK:
+            if key not in _TLS_MADE:
+                _TLS_MADE[key] = make()
+            return _TLS_MADE[key]
+
+    monkeypatch.setattr(TLS, "_once", once)
 
 
 def pytest_sessionfinish(session) -> None:

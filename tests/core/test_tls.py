@@ -16,6 +16,8 @@ from core.tls import TLS
 from tests.fakes.scripts import RatAuthor, draft_steps
 from tests.helpers import bundles_loaded, collect
 
+pytestmark = pytest.mark.own_tls  # (what one app's clients load: not the suite's shared contexts)
+
 
 @pytest.fixture
 def loads() -> Iterator[list[str]]:
