@@ -100,14 +100,15 @@ def wait_until_up(url: str, proc: subprocess.Popen, log: Path, what: str, timeou
     (with the last line it wrote: e.g. the app's refusal of a --db it cannot use) or after
     ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise ClusterError(f"{what} exited ({proc.returncode}): {last_line(log) or 'no message'}")
-        try:
-            httpx.get(url, timeout=2, follow_redirects=False)
-            return
-        except httpx.TransportError:
-            time.sleep(0.2)
+    with httpx.Client(timeout=2, follow_redirects=False) as http:  # (one TLS context, not one per poll)
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise ClusterError(f"{what} exited ({proc.returncode}): {last_line(log) or 'no message'}")
+            try:
+                http.get(url)
+                return
+            except httpx.TransportError:
+                time.sleep(0.2)
     raise ClusterError(f"{what} did not answer within {timeout:.0f} s (its log: {log})")
 
 
@@ -163,8 +164,9 @@ class Cluster:
             self.haproxy = subprocess.Popen([binary, "-db", "-f", str(config)], stdout=out, stderr=subprocess.STDOUT)
         wait_until_up(self.url + "login", self.haproxy, log, f"HAProxy (port {self.port})")
         deadline = time.monotonic() + 10  # its first health checks, before the first client
-        while time.monotonic() < deadline and httpx.get(self.url + "login", timeout=2).status_code == 503:
-            time.sleep(0.2)
+        with httpx.Client(timeout=2) as http:
+            while time.monotonic() < deadline and http.get(self.url + "login").status_code == 503:
+                time.sleep(0.2)
 
     def pids(self) -> list[int]:
         """The process ids of the workers (and HAProxy, last) still running."""

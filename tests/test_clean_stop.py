@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from tests.fakes.scripts import RatAuthor, draft_steps
-from tests.helpers import free_port
+from tests.helpers import answers, free_port
 from tests.test_app import ROOT, cli
 
 GONE_WITHIN = 5.0  # seconds after the app ends for every process it started to be gone
@@ -250,11 +250,9 @@ def test_a_signal_stops_the_server_ends_its_workers_and_interrupts_its_runs(tmp_
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            try:
-                if httpx.get(base + "/config", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+            if answers(base + "/config"):
+                break
+            time.sleep(0.2)
             assert proc.poll() is None, (tmp_path / "err.txt").read_text()
         _start_a_run(base, "Write a short history of Python 3.")
         db = Path(env["RAT_STUDIO_DB"])
@@ -374,11 +372,8 @@ def test_tiny_model_script_stopped_while_serving_the_ui_leaves_nothing(tmp_path,
         while time.monotonic() < deadline:
             watch(proc, seen, time.monotonic() + 0.2)
             assert proc.poll() is None, (tmp_path / "err.txt").read_text()
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/config", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
+            if answers(f"http://127.0.0.1:{port}/config"):
+                break
         watch(proc, seen, time.monotonic() + 0.2)
         assert _model_and_app(seen), seen
         proc.send_signal(signal.SIGTERM)

@@ -17,11 +17,10 @@ import subprocess
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.fakes.scripts import RatAuthor, draft_steps
-from tests.helpers import free_port
+from tests.helpers import answers, free_port
 from tests.test_clean_stop import _start_a_run, descendants, end, start
 from tests.ui.browser import chromium, chromium_missing
 
@@ -49,11 +48,9 @@ def serve_app(env: dict, tmp_path: Path) -> tuple[subprocess.Popen, str]:
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         assert proc.poll() is None, (tmp_path / "err.txt").read_text()[-3000:]
-        try:
-            if httpx.get(base + "/config", timeout=2).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            time.sleep(0.2)
+        if answers(base + "/config"):
+            return proc, base
+        time.sleep(0.2)
     raise AssertionError("the app did not start within 90 s")
 
 
