@@ -5,6 +5,7 @@ downloaded)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Iterator
@@ -55,10 +56,26 @@ def _launched():
         if "playwright" not in _SHARED:
             from playwright.sync_api import sync_playwright
 
-            _SHARED["playwright"] = sync_playwright().start()
+            manager = sync_playwright()
+            _SHARED["playwright"], _SHARED["loop"] = manager.start(), manager._loop
         browser = _SHARED["browser"] = _SHARED["playwright"].chromium.launch(
             executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
     return browser
+
+
+@contextmanager
+def _lent_loop():
+    """Playwright's sync API runs its event loop inside the thread that drives it, and marks that
+    loop as the thread's running one between its calls: a test after a browser test in the same
+    process could not start a loop of its own ("asyncio.run() cannot be called from a running event
+    loop"). So the mark is put back for the browser's block only."""
+    loop, before = _SHARED.get("loop"), asyncio._get_running_loop()
+    if loop is not None:
+        asyncio._set_running_loop(loop)
+    try:
+        yield
+    finally:
+        asyncio._set_running_loop(before)  # (None, or an enclosing block's)
 
 
 class Borrowed:
@@ -97,22 +114,26 @@ def chromium() -> Iterator[Borrowed]:
     test process and lent to each block: launching one (Chromium and Playwright's driver) cost
     about 5 CPU-s, and the suite launched 36 (process accounting of a whole run). What a block
     opens in it is closed after the block, so no page of one test lives on into the next."""
-    borrowed = Borrowed(_launched())
-    try:
-        yield borrowed
-    finally:
-        borrowed.close_opened()
+    with _lent_loop():
+        borrowed = Borrowed(_launched())
+        try:
+            yield borrowed
+        finally:
+            borrowed.close_opened()
 
 
 def close_chromium() -> None:
     """Close the test process's Chromium and Playwright's driver, if one was launched."""
-    browser, playwright = _SHARED.pop("browser", None), _SHARED.pop("playwright", None)
-    try:
-        if browser is not None:
-            browser.close()
-    finally:
-        if playwright is not None:
+    if "playwright" not in _SHARED:
+        return
+    with _lent_loop():
+        browser, playwright = _SHARED.pop("browser", None), _SHARED.pop("playwright")
+        try:
+            if browser is not None:
+                browser.close()
+        finally:
             playwright.stop()
+            _SHARED.pop("loop", None)
 
 
 def article_box(panel):
