@@ -93,9 +93,10 @@ class PgCluster:
     def url(self, database: str) -> str:
         return f"postgresql://rat@127.0.0.1:{self.port}/{database}"
 
-    def new_database(self) -> str:
-        """The URL of a new, empty database."""
+    def new_database(self, template: str = "rat_template") -> str:
+        """The URL of a new database: a copy of ``template`` (by default an empty one). A template
+        must have no open connection while it is copied."""
         name = "t_" + uuid.uuid4().hex[:12]
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
-            conn.execute(f"create database {name} template rat_template")
+            conn.execute(f'create database {name} template "{template}"')
         return self.url(name)
