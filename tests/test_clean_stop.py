@@ -96,6 +96,25 @@ def start(args: list[str], env: dict, tmp_path: Path) -> subprocess.Popen:
                             stderr=(tmp_path / "err.txt").open("w"))
 
 
+def serve(env: dict, tmp_path: Path) -> tuple[subprocess.Popen, str]:
+    """`python app.py --port PORT` (``start``), once its /config answers: the process and its
+    base URL. Fails with its stderr when it exits first, or after 90 s (and ends it)."""
+    port = free_port()
+    proc = start(["--port", str(port)], env, tmp_path)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    try:
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, (tmp_path / "err.txt").read_text()[-3000:]
+            if answers(base + "/config"):
+                return proc, base
+            time.sleep(0.2)
+        raise AssertionError("the app did not start within 90 s")
+    except BaseException:
+        end(proc, ())
+        raise
+
+
 def watch(proc: subprocess.Popen, seen: dict[int, str], until: float) -> None:
     """Note every process below ``proc``, with its command, until it ends (or ``until``, a
     monotonic time)."""
@@ -243,17 +262,10 @@ def test_a_signal_stops_the_server_ends_its_workers_and_interrupts_its_runs(tmp_
     author = RatAuthor(draft_steps(8))
     llm.reply(author)
     llm.latency = 0.3  # a run of many steps, long enough to be stopped in the middle
-    port = free_port()
-    proc = start(["--port", str(port)], env, tmp_path)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = serve(env, tmp_path)
     seen: dict[int, str] = {}
     try:
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if answers(base + "/config"):
-                break
-            time.sleep(0.2)
-            assert proc.poll() is None, (tmp_path / "err.txt").read_text()
         _start_a_run(base, "Write a short history of Python 3.")
         db = Path(env["RAT_STUDIO_DB"])
         while time.monotonic() < deadline:  # pages read: the extraction workers exist

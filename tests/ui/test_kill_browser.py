@@ -13,15 +13,14 @@ import random
 import re
 import signal
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.scripts import RatAuthor, draft_steps
-from tests.helpers import answers, free_port
-from tests.test_clean_stop import _start_a_run, descendants, end, start
+from tests.test_clean_stop import _start_a_run, descendants, end
+from tests.test_clean_stop import serve as serve_app
 from tests.ui.browser import chromium, chromium_missing
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(bool(chromium_missing()), reason=chromium_missing())]
@@ -39,19 +38,6 @@ def env(tmp_path, llm, web):
     return {**clean, "OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test", "RAT_STUDIO_MODEL": "fake-model",
             "RAT_STUDIO_SEARCH": "searxng", "RAT_STUDIO_SEARXNG_URL": web.searxng_url,
             "RAT_STUDIO_DB": str(tmp_path / "app.db"), "RAT_STUDIO_CONCURRENCY": str(RUNS)}
-
-
-def serve_app(env: dict, tmp_path: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    proc = start(["--port", str(port)], env, tmp_path)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, (tmp_path / "err.txt").read_text()[-3000:]
-        if answers(base + "/config"):
-            return proc, base
-        time.sleep(0.2)
-    raise AssertionError("the app did not start within 90 s")
 
 
 def runs_of(db: Path) -> list[dict]:
