@@ -6,7 +6,6 @@ and a real SQLite file."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 
 import pytest
@@ -15,28 +14,10 @@ from common.errors import TaskError
 from common.events import DraftReady, Final, RunStarted, StepRevised, TokenDelta
 from common.types import RunStatus, Task
 from core.live import LiveRuns, Queued, Timed
-from tests.fakes.scripts import RatAuthor, draft_steps
+from tests.fakes.scripts import Gate
 
 TASK = Task("Write a short history of Python 3 and its ecosystem.")
 WAIT = 20  # seconds: a bound on each wait, never a measurement
-
-
-class Gate:
-    """A reply function that answers like RatAuthor, but holds every revision until opened."""
-
-    def __init__(self, steps: int = 3, *, open_at_start: bool = False) -> None:
-        self.author = RatAuthor(draft_steps(steps))
-        self.open = threading.Event()
-        if open_at_start:
-            self.open.set()
-        self.held = threading.Event()  # a revision is waiting at the gate
-
-    def __call__(self, body: dict) -> str:
-        reply = self.author(body)
-        if self.author.calls[-1][0] == "revise":
-            self.held.set()
-            self.open.wait(WAIT)
-        return reply
 
 
 def stored(events) -> list:

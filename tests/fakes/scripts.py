@@ -5,6 +5,7 @@ so a test can check what each prompt contained and what the run did with each an
 from __future__ import annotations
 
 import re
+import threading
 
 from core.text.segment import sentences
 from tests.fakes.llm_server import message_text
@@ -87,6 +88,29 @@ class RatAuthor:
 
     def of_kind(self, kind: str) -> list[str]:
         return [p for k, p in self.calls if k == kind]
+
+
+GATE_LIMIT = 20  # seconds a revision waits at a Gate at most, so a failed test cannot hang
+
+
+class Gate:
+    """A reply function that answers like RatAuthor, but holds every revision until opened
+    (every one after the first ``passed``, which go through)."""
+
+    def __init__(self, steps: int = 3, *, open_at_start: bool = False, passed: int = 0) -> None:
+        self.author = RatAuthor(draft_steps(steps))
+        self.passed = passed
+        self.open = threading.Event()
+        if open_at_start:
+            self.open.set()
+        self.held = threading.Event()  # a revision is waiting at the gate
+
+    def __call__(self, body: dict) -> str:
+        reply = self.author(body)
+        if self.author.calls[-1][0] == "revise" and len(self.author.of_kind("revise")) > self.passed:
+            self.held.set()
+            self.open.wait(GATE_LIMIT)
+        return reply
 
 
 _LABEL = re.compile(r"^\[(\d+)\] (.*?)(?: — (\S+))?\n<passage>\n(.*?)\n</passage>", re.S | re.M)

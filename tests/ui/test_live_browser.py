@@ -10,7 +10,7 @@ import time
 import pytest
 
 from common.types import RunStatus
-from tests.core.test_live import Gate
+from tests.fakes.scripts import Gate
 from tests.ui import test_writer_browser as writer_tests
 from tests.ui.browser import article_box, chromium_missing
 from tests.ui.test_writer_browser import TIMEOUT, start

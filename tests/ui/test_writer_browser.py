@@ -21,7 +21,7 @@ from common.types import Task
 from data.versions import Versions
 from tests.conftest import make_settings
 from tests.fakes.llm_server import FakeLLM
-from tests.fakes.scripts import RatAuthor, draft_steps, kind_of, prompt_of, sections
+from tests.fakes.scripts import Gate, RatAuthor, draft_steps, kind_of, prompt_of, sections
 from tests.fakes.web_server import FakeWeb
 from tests.ui.browser import article_box, chromium, chromium_missing, serve
 
@@ -145,9 +145,9 @@ def start(writer, task: str, *, method: str | None = "rat", draft_only: bool = F
 
 # -- tests ----------------------------------------------------------------------------------------
 def test_a_run_streams_the_draft_queries_pages_and_diffs(open_page, llm, web):
-    author = RatAuthor(draft_steps(3))
-    llm.reply(author)
-    llm.latency, llm.tokens_per_second = 0.15, 120  # slow enough to see the run mid-way
+    gate = Gate(3, passed=1)  # step 2's revision waits at the gate until the mid-run checks are done
+    llm.reply(gate)
+    llm.latency, llm.tokens_per_second = 0.15, 120  # streamed at a pace people see
     web.extra_results = [{"url": web.url("/status/404"), "title": "A dead page", "content": "gone"}]
     page, writer = open_page()
     stop = writer.get_by_role("button", name="Stop", exact=True)
@@ -169,7 +169,9 @@ def test_a_run_streams_the_draft_queries_pages_and_diffs(open_page, llm, web):
     expect(card1.locator(".rat-diff ins")).to_contain_text("[revised]")
     expect(steps.locator(".rat-card.rat-current")).to_have_attribute("id", "rat-step-2")
     expect(steps.locator("#rat-step-2 li.rat-ok").first).to_be_visible(timeout=TIMEOUT)
+    assert gate.held.wait(TIMEOUT / 1000), "step 2's revision reached the model"
     screenshot(page, "writer-mid-run.png", top=progress)
+    gate.open.set()
 
     expect(progress).to_contain_text("Done: 3 steps revised.", timeout=TIMEOUT)
     expect(stop).to_be_disabled()
