@@ -150,6 +150,9 @@ async def scenario(app, method: str, moves: list[tuple[str, int, int]], author: 
     return checked
 
 
+# 9 scenarios of 20 moves each: about 30 s in a loaded suite, past 120 s with the machine's cores
+# taken three times over (seen twice), so the bound is the one of the other long tests
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("method, author_of", [("rat-step", QuotingAuthor), ("rat", QuotingAuthor),
                                                ("rat-step", ChineseQuotingAuthor)], ids=["rat-step", "rat", "zh"])
 def test_random_author_actions_keep_every_citation_true_and_every_version_as_it_was(app, monkeypatch, method,
