@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import ssl
+import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import aclosing, contextmanager
@@ -32,6 +33,15 @@ def answers(url: str, timeout: float = 2) -> bool:
             return answer.status == 200
     except OSError:  # (not listening yet, refused, an HTTP error status, a timeout)
         return False
+
+
+def wait_until(holds, seconds: float = 20) -> None:
+    """Poll ``holds()`` every 0.1 s until it is true; fails after ``seconds`` (a bound, never a
+    measurement)."""
+    deadline = time.monotonic() + seconds
+    while not holds():
+        assert time.monotonic() < deadline, "still not so after the timeout"
+        time.sleep(0.1)
 
 
 def of(events, cls):

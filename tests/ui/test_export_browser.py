@@ -11,7 +11,9 @@ import zipfile
 
 import pytest
 
+from data.versions import Versions
 from tests.fakes.scripts import RatAuthor, draft_steps
+from tests.helpers import wait_until
 from tests.ui.browser import article_box, chromium_missing
 from tests.ui.test_writer_browser import (  # noqa: F401  (the fixtures: one app for this module)
     TIMEOUT,
@@ -65,7 +67,7 @@ def clipboard(page) -> str:
     return page.evaluate("navigator.clipboard.readText()")
 
 
-def test_one_click_downloads_copies_and_counts_the_shown_article(page_of, llm):  # noqa: F811
+def test_one_click_downloads_copies_and_counts_the_shown_article(page_of, llm, app):  # noqa: F811
     author = RatAuthor(draft_steps(3))
     llm.reply(author)
     page, writer = page_of()
@@ -122,7 +124,10 @@ def test_one_click_downloads_copies_and_counts_the_shown_article(page_of, llm): 
     article.press_sequentially(" Closing words here.")
     expect(md_button).to_be_disabled()  # no file older than the text typed while it is saved
     expect(reading).to_have_text(re.compile(rf"^{before + 3} words · 1 min read$"), timeout=TIMEOUT)
-    expect(writer.locator(".block.rat-saved")).to_contain_text("Version 2,", timeout=TIMEOUT)
+    # saved as typed: one version, or under load two (the words typed so far, then the rest)
+    run_id = app.store.list_runs(limit=1)[0].id
+    wait_until(lambda: "Closing words here." in Versions(app.store).latest(run_id).text, TIMEOUT / 1000)
+    expect(writer.locator(".block.rat-saved")).to_contain_text(f"Version {Versions(app.store).latest(run_id).n},")
     markdown = download(page, md_button).decode("utf-8")
     assert "Closing words here." in markdown and UNDONE not in markdown
     expect(page.get_by_text(re.compile("Error|didn't return"))).to_have_count(0)  # the timer's ticks while saving

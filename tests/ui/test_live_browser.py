@@ -11,6 +11,7 @@ import pytest
 
 from common.types import RunStatus
 from tests.fakes.scripts import Gate
+from tests.helpers import wait_until
 from tests.ui import test_writer_browser as writer_tests
 from tests.ui.browser import article_box, chromium_missing
 from tests.ui.test_writer_browser import TIMEOUT, start
@@ -45,13 +46,6 @@ def undo_step(writer, i: int) -> None:
     box = writer.get_by_role("checkbox", name=re.compile(rf"^Step {i}: "))
     box.click()
     expect(box).to_be_checked(timeout=TIMEOUT)
-
-
-def wait_until(holds, seconds: float = TIMEOUT / 1000) -> None:
-    deadline = time.monotonic() + seconds
-    while not holds():
-        assert time.monotonic() < deadline, "still not so after the timeout"
-        time.sleep(0.1)
 
 
 def test_a_reload_mid_run_leaves_the_run_going_and_shows_it_live_to_the_end(open_page, llm, app):
