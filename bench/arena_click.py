@@ -27,7 +27,6 @@ from bench.arena_scale import (
     Cluster,
     annotator_names,
     arena_fns,
-    free_port_block,
     log_in,
     postgres_cpu,
     postgres_used,
@@ -35,7 +34,7 @@ from bench.arena_scale import (
     served_config,
 )
 from scripts.pg_cluster import PgCluster
-from tests.helpers import cpu_seconds
+from tests.helpers import cpu_seconds, free_port
 from ui import arena as arena_tab
 
 WARM_ROUNDS = 30  # rounds before measuring: caches filled, connections open
@@ -48,7 +47,7 @@ def measure(db: str, rounds: int, statements: Callable[[], int] | None = None) -
     statements per round. Raises ClusterError, RuntimeError, httpx.HTTPError."""
     names = annotator_names(2)
     prepare(db, names)
-    cluster = Cluster(db, workers=1, port=free_port_block(2), extra=WORKER_LIMITS, balancer=False)
+    cluster = Cluster(db, workers=1, port=free_port(2), extra=WORKER_LIMITS, balancer=False)
     url = cluster.start()
     try:
         fns = arena_fns(served_config(url, names[0]))

@@ -33,7 +33,6 @@ import multiprocessing
 import os
 import random
 import re
-import socket
 import sys
 import tempfile
 import threading
@@ -51,7 +50,7 @@ from data import arena
 from data.store import Store
 from scripts.arena_cluster import Cluster
 from scripts.pg_cluster import PgCluster
-from tests.helpers import cpu_seconds
+from tests.helpers import cpu_seconds, free_port
 from ui import arena as arena_tab
 
 SETUP = re.compile(r"(sqlite|pg)([1-9][0-9]?)")
@@ -237,20 +236,6 @@ def client_process(base: str, fns: dict, names: list[str], think: tuple[float, f
 
 
 # -- one setup ----------------------------------------------------------------------------------
-def free_port_block(count: int) -> int:
-    """A port P with P..P+count-1 all free on 127.0.0.1 (at the time asked)."""
-    rng = random.Random()
-    while True:
-        first = rng.randrange(20_000, 60_000 - count)
-        try:
-            for port in range(first, first + count):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
-
-
 def served_config(url: str, name: str) -> dict:
     """The Arena's Gradio config, as a logged-in annotator's page gets it. Raises RuntimeError or
     httpx.HTTPError."""
@@ -365,7 +350,7 @@ def run_setup(setup: Setup, args: argparse.Namespace, db: str) -> Outcome:
     Raises ClusterError (a worker that did not start, e.g. refusing the database) or StoreError."""
     names = annotator_names(args.annotators)
     prepare(db, names)
-    cluster = Cluster(db, workers=setup.workers, port=free_port_block(setup.workers + 1), extra=WORKER_LIMITS,
+    cluster = Cluster(db, workers=setup.workers, port=free_port(setup.workers + 1), extra=WORKER_LIMITS,
                       balancer=setup.workers > 1)
     url = cluster.start()
     try:
