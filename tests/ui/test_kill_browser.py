@@ -88,7 +88,9 @@ def test_runs_killed_with_sigkill_are_continued_from_the_ui_with_no_event_lost(t
             page = browser.new_context(viewport={"width": 1366, "height": 768}).new_page()
             page.set_default_timeout(10_000)
             page.goto(base)
-            page.get_by_role("tab", name="History").click()
+            tab = page.get_by_role("tab", name="History")
+            expect(tab).to_be_visible(timeout=TIMEOUT)  # (the app's page, drawn under load: past 10 s in CI)
+            tab.click()
             history = page.locator("#rat-tab-history")
             progress = history.locator(".rat-progress")
             for run_id in left:
