@@ -6,7 +6,9 @@ at the end of the session. ``initdb`` refuses to run as root, so as root the clu
 Debian's ``postgres`` user.
 
 ``PgCluster.new_database()`` gives a fresh empty database and its URL; databases are made from
-one template, so each costs a file copy, not a server start."""
+one template, so each costs a file copy, not a server start. A cluster that keeps nothing (not
+``durable``: the tests') keeps its files in memory where the machine has room for them
+(``scratch_folder``)."""
 
 from __future__ import annotations
 
@@ -38,15 +40,34 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: Free space a memory file system must have for a cluster that keeps nothing to live there.
+SCRATCH_ROOM = 2 * 1024**3
+
+
+def scratch_folder() -> str | None:
+    """Where a cluster that keeps nothing puts its files: /dev/shm (memory) when it is writable
+    and has ``SCRATCH_ROOM`` free, else None (the temp folder). Copying the app's migrated
+    database (550 files) took 0.35-0.45 s of the server's CPU on this machine's disk, nearly all of
+    it the file system's, and 0.03 s in memory; the tests make a copy for each of about 340 tests."""
+    shm = Path("/dev/shm")
+    try:
+        if shm.is_dir() and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= SCRATCH_ROOM:
+            return str(shm)
+    except OSError:
+        pass
+    return None
+
+
 class PgCluster:
     """A PostgreSQL cluster in a temp folder; a context manager (started on enter, removed on
     exit). ``max_connections`` is high: every thread of a Store keeps its own connection.
     ``durable``: a commit waits for the disk, as on a real server (the bench and the try-out);
-    without it (the tests), nothing waits for the disk."""
+    without it (the tests), nothing waits for the disk, and the files are in memory where there
+    is room (``scratch_folder``)."""
 
     def __init__(self, *, max_connections: int = 400, durable: bool = False, statements: bool = False) -> None:
         self.bin = server_bin()
-        self.folder = Path(tempfile.mkdtemp(prefix="rat-pg-"))
+        self.folder = Path(tempfile.mkdtemp(prefix="rat-pg-", dir=None if durable else scratch_folder()))
         self.data = self.folder / "data"
         self.port = free_port()
         self.max_connections = max_connections
@@ -100,3 +121,10 @@ class PgCluster:
         with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
             conn.execute(f'create database {name} template "{template}"')
         return self.url(name)
+
+    def drop_database(self, url: str) -> None:
+        """Drop the database of ``url`` (one ``new_database`` made), ending what is still connected
+        to it."""
+        name = url.rsplit("/", 1)[1]
+        with psycopg.connect(self.url("postgres"), autocommit=True) as conn:
+            conn.execute(f'drop database if exists "{name}" with (force)')

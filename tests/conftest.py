@@ -144,10 +144,12 @@ def pg_migrated(pg_cluster) -> str:
 
 def open_store(request: pytest.FixtureRequest, tmp_path: Path, name: str = "store.db") -> Store:
     """A Store on the test's ``backend``: a new SQLite file in tmp_path (``new_database``), or a
-    fresh copy of a migrated PostgreSQL database (``pg_migrated``)."""
+    fresh copy of a migrated PostgreSQL database (``pg_migrated``), dropped after the test."""
     if request.getfixturevalue("backend") == POSTGRESQL:
         cluster = request.getfixturevalue("pg_cluster")
-        return Store(cluster.new_database(template=request.getfixturevalue("pg_migrated")))
+        url = cluster.new_database(template=request.getfixturevalue("pg_migrated"))
+        request.addfinalizer(lambda: cluster.drop_database(url))  # (after the fixture's own teardown)
+        return Store(url)
     return Store(new_database(tmp_path / name))
 
 
