@@ -51,6 +51,17 @@ def _shared_tls(request, monkeypatch):
     monkeypatch.setattr(TLS, "_once", once)
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark ``slow`` the tests tests/slow.txt lists (the quick loop of README leaves them out;
+    tests/slow.py says how the list is made)."""
+    from tests.slow import listed
+
+    slow = listed()
+    for item in items:
+        if item.nodeid in slow:
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_sessionfinish(session) -> None:
     """Close the test process's shared Chromium, if a browser test launched it (tests/ui/browser.py)."""
     from tests.ui.browser import close_chromium
