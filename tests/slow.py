@@ -45,7 +45,11 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         print("usage: python -m tests.slow REPORT (the output of a whole run with --durations=0)", file=sys.stderr)
         return 2
-    ids = slow_ids(Path(argv[0]).read_text(encoding="utf-8", errors="replace"))
+    try:
+        ids = slow_ids(Path(argv[0]).read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     LIST.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
     print(f"{len(ids)} tests of {THRESHOLD:g} s or more: {LIST}")
     return 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests import conftest
-from tests.slow import LIST, THRESHOLD, listed, slow_ids
+from tests.slow import LIST, THRESHOLD, listed, main, slow_ids
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,3 +66,12 @@ def test_listed_tests_are_marked_slow_and_others_are_not():
 def test_the_threshold_is_the_one_the_marker_names():
     marker = next(line for line in (ROOT / "pyproject.toml").read_text().splitlines() if '"slow:' in line)
     assert f"{THRESHOLD:g} s or more" in marker, marker
+
+
+def test_a_report_without_durations_is_one_line_naming_the_flag(tmp_path, capsys):
+    report = tmp_path / "report.txt"
+    report.write_text("2747 passed in 800.00s\n")
+    assert main([str(report)]) == 2
+    assert capsys.readouterr().err.strip() == "error: no durations in the report: run the suite with --durations=0"
+    assert main([str(tmp_path / "missing.txt")]) == 2
+    assert main([]) == 2
