@@ -15,13 +15,14 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
 from pathlib import Path
 
 import psycopg
+
+from scripts.ports import free_port
 
 
 def server_bin() -> Path:
@@ -32,12 +33,6 @@ def server_bin() -> Path:
         raise RuntimeError("PostgreSQL's server is not installed: run `bash scripts/test.sh` (it installs "
                            "Debian's postgresql package) or `apt-get install postgresql`.")
     return Path(found[-1]).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 #: Free space a memory file system must have for a cluster that keeps nothing to live there.

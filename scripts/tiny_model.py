@@ -30,7 +30,6 @@ import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,11 @@ from pathlib import Path
 from typing import IO
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script, scripts/ is on the path, not the project
+    sys.path.insert(0, str(ROOT))
+
+from scripts.ports import free_port  # noqa: E402
+
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 #: The copy the server reads: the shipped weights requantized to Q4_0 (``served_model``).
 SERVED = "SmolLM2-135M-Instruct.Q4_0.gguf"
@@ -135,12 +139,6 @@ def check_server_installed() -> None:
         raise TinyModelError(f"llama-cpp-python is not installed: {INSTALL}")
     if missing:
         raise TinyModelError(f"llama-cpp-python's server extra is missing ({', '.join(missing)}): {INSTALL}")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-import random
-import socket
 import ssl
 import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import aclosing, contextmanager
 from pathlib import Path
+
+from scripts.ports import free_port  # noqa: F401  (the tests' servers take their ports from it)
 
 
 async def collect(gen, stop_after=None):
@@ -57,29 +57,6 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def free_port(count: int = 1) -> int:
-    """A TCP port P on 127.0.0.1 with P..P+count-1 free (at the time asked: for servers started
-    later, and for "unreachable" URLs), below the range the system hands out to outgoing
-    connections. A port from inside it (bind to port 0) was sometimes taken again by some client's
-    connection before the server bound it (CI: "The server did not start on ...: is the port
-    taken?")."""
-    rng, low = random.Random(), 20_000
-    try:
-        ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):  # (not Linux)
-        ephemeral = 60_000
-    high = ephemeral if ephemeral - low > 1_000 + count else 60_000
-    while True:
-        first = rng.randrange(low, high - count)
-        try:
-            for port in range(first, first + count):
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-            return first
-        except OSError:
-            continue
 
 
 class Sleeps(list):

@@ -4,7 +4,6 @@ and outputs shown as inert text. The browser test drives a real headless Chromiu
 from __future__ import annotations
 
 import json
-import socket
 import urllib.request
 
 import gradio as gr
@@ -14,6 +13,7 @@ from annotation.voting.arena import Arena
 from annotation.voting.shown import Reveal
 from data import arena
 from data.store import Store
+from tests.helpers import free_port
 from tests.ui.browser import chromium, chromium_missing
 from ui import arena as arena_tab
 from ui.render_arena import method_name, reveal_text, safe_markdown
@@ -32,12 +32,6 @@ def arena_store(tmp_path) -> Store:
          "text": "Beta answer: owls hunt at **night**."},
     ])
     return store
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
