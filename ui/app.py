@@ -35,6 +35,8 @@ TITLE = "RAT Studio"
 
 
 STYLE = Path(__file__).with_name("style.css")
+#: Run first in every page of the app: animation frames for a page that does not change, at most one a second
+IDLE_FRAMES = Path(__file__).with_name("idle_frames.js")
 
 
 def css() -> str:
@@ -123,8 +125,9 @@ def serve(settings: Settings, store, clients: Clients, runner: Runner, rooms: Ar
     whole = build_app(settings, store, clients, runner, rooms, role=ADMIN, accounts=accounts)
     alone = build_app(settings, store, clients, runner, rooms, role=ANNOTATOR, accounts=accounts)
     shares = None if settings.arena_only else share_pages(store, settings)  # annotators' deployments read no run
-    served = server.start(server.server_app(doors, whole, alone, css=css(), shares=shares), settings.host,
-                          port or settings.port, settings.trusted_proxies)
+    script = IDLE_FRAMES.read_text(encoding="utf-8")
+    served = server.start(server.server_app(doors, whole, alone, css=css(), script=script, shares=shares),
+                          settings.host, port or settings.port, settings.trusted_proxies)
     rooms.results.warm_up(leaderboard.BOOTSTRAP)  # once the port answers: the first page does not wait for it
     if not settings.arena_only:
         language.warm_up()  # the task language's model, before the first run needs it

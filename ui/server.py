@@ -46,6 +46,7 @@ from __future__ import annotations
 import html
 import ipaddress
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -262,13 +263,69 @@ class Guard:
         return None
 
 
-def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "", shares=None) -> FastAPI:
+#: The two apps' pages (what Gradio answers GET with HTML)
+PAGES = ("/", ARENA_PATH + "/")
+_HEAD = re.compile(rb"<head(?:\s[^>]*)?>", re.IGNORECASE)
+
+
+class PageScript:
+    """Pure ASGI middleware: ``script`` first in the ``<head>`` of the apps' pages (``PAGES``), so it
+    runs before any of Gradio's code (Gradio's own ``head=`` is added to the page later, by Gradio's
+    code). Other answers pass as they are, and so does a page in an encoding or shape it cannot
+    read (it is logged)."""
+
+    def __init__(self, app, script: str):
+        if "</" in script:
+            raise ValueError("a page script must not hold '</' (it would end its <script> element)")
+        self.app = app
+        self.tag = f"<script>{script}</script>".encode()
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET" or scope["path"] not in PAGES:
+            await self.app(scope, receive, send)
+            return
+        start: dict | None = None
+        body: list[bytes] = []
+
+        async def hold(message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                headers = dict(message.get("headers", []))
+                if headers.get(b"content-type", b"").startswith(b"text/html") and b"content-encoding" not in headers:
+                    start = message
+                    return
+            elif message["type"] == "http.response.body" and start is not None:
+                body.append(message.get("body", b""))
+                if not message.get("more_body", False):
+                    await self.send_page(send, start, b"".join(body))
+                return
+            await send(message)
+
+        await self.app(scope, receive, hold)
+
+    async def send_page(self, send, start: dict, page: bytes) -> None:
+        head = _HEAD.search(page)
+        if head is None:
+            log.warning("a page without <head> was served without its script (ui/idle_frames.js)")
+        else:
+            page = page[:head.end()] + self.tag + page[head.end():]
+        headers = [(k, v) for k, v in start.get("headers", []) if k != b"content-length"]
+        headers.append((b"content-length", str(len(page)).encode()))
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": page})
+
+
+def server_app(doors: Doors, admin: gr.Blocks, arena: gr.Blocks, *, css: str = "", script: str = "",
+               shares=None) -> FastAPI:
     """The FastAPI app: our routes first, then the Arena app at ARENA_PATH and the whole app at /.
-    ``shares``: the share links' pages (``ui.share_page.SharePages``), served at /share/TOKEN to
-    anyone, without a login; None (--arena-only): no such route."""
+    ``script``: JavaScript run first in both apps' pages (``PageScript``). ``shares``: the share
+    links' pages (``ui.share_page.SharePages``), served at /share/TOKEN to anyone, without a
+    login; None (--arena-only): no such route."""
     app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     # Our own CORS policy (no origin but ours): Gradio then adds none of its own.
     app.add_middleware(CORSMiddleware, allow_origins=[], allow_credentials=False)
+    if script:
+        app.add_middleware(PageScript, script=script)
 
     app.add_middleware(Guard, doors=doors)
 

@@ -1,16 +1,18 @@
 """The server around the Gradio apps (``ui.server``), over real HTTP: who must log in, where each
 role lands, that an annotator's session reaches neither the Leaderboard nor the Writer (the page,
 the config and Gradio's queue), the login's throttle, logouts that end one session, invite links,
-and state-changing requests from other sites refused."""
+state-changing requests from other sites refused, and the script put first in each page."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from contextlib import contextmanager
 from datetime import timedelta
 
 import httpx
+import pytest
 from argon2 import PasswordHasher
 from fastapi import FastAPI, Request
 
@@ -18,8 +20,8 @@ import app as app_module
 from annotation.accounts import Accounts
 from common.settings import Settings
 from tests.helpers import free_port
-from ui.app import serve
-from ui.server import COOKIE
+from ui.app import IDLE_FRAMES, serve
+from ui.server import COOKIE, PageScript
 
 FAST = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
 
@@ -232,3 +234,69 @@ def test_no_upload_is_taken_and_nothing_is_written(tmp_path, monkeypatch):
             assert answer.status_code == 403 and "takes no files" in answer.text, (path, answer.status_code)
         assert not uploads.exists() or not any(uploads.rglob("*")), "nothing was written"
         assert http.get("/arena/").status_code == 200, "the Arena itself is served"
+
+
+# -- the script first in each page (PageScript, ui/idle_frames.js) --------------------------------
+def test_both_pages_run_the_idle_frames_script_before_any_of_gradios(tmp_path):
+    script = IDLE_FRAMES.read_text(encoding="utf-8")
+    with served(tmp_path) as (http, _):
+        for path in ("/", "/arena/"):
+            page = http.get(path)
+            assert page.status_code == 200, path
+            assert int(page.headers["content-length"]) == len(page.content), path
+            head = page.text.index("<head>") + len("<head>")
+            assert page.text[head:].startswith(f"<script>{script}</script>"), path
+            assert page.text.count("__ratIdleFrames = true") == 1, path
+            assert page.text.index("</script>", head) < page.text.index('type="module"'), "before Gradio's code"
+        assert "__ratIdleFrames" not in http.get("/config").text and "__ratIdleFrames" not in http.get("/login").text
+
+
+def _asgi_answer(middleware, path: str = "/", method: str = "GET") -> tuple[dict, bytes]:
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(middleware({"type": "http", "method": method, "path": path, "headers": []}, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    return dict(start["headers"]), b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+def _page_app(chunks: list[bytes], headers: list[tuple[bytes, bytes]]):
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for k, chunk in enumerate(chunks):
+            await send({"type": "http.response.body", "body": chunk, "more_body": k < len(chunks) - 1})
+    return app
+
+
+HTML = [(b"content-type", b"text/html; charset=utf-8")]
+
+
+def test_a_page_sent_in_pieces_gets_the_script_once_with_its_length():
+    page = [b"<!doctype html><html lang='en'><HEAD data-x='1'>", b"<title>t</title></head>", b"<body></body></html>"]
+    headers, body = _asgi_answer(PageScript(_page_app(page, HTML + [(b"content-length", b"71")]), "let a = 1;"))
+    assert body == b"<!doctype html><html lang='en'><HEAD data-x='1'><script>let a = 1;</script>" \
+                   b"<title>t</title></head><body></body></html>"
+    assert headers[b"content-length"] == str(len(body)).encode()
+
+
+def test_what_is_no_readable_page_passes_as_it_is(caplog):
+    gzipped = PageScript(_page_app([b"\x1f\x8b..."], HTML + [(b"content-encoding", b"gzip")]), "let a = 1;")
+    assert _asgi_answer(gzipped)[1] == b"\x1f\x8b..."
+    json_answer = PageScript(_page_app([b"{}"], [(b"content-type", b"application/json")]), "let a = 1;")
+    assert _asgi_answer(json_answer)[1] == b"{}"
+    other_path = PageScript(_page_app([b"<head></head>"], HTML), "let a = 1;")
+    assert _asgi_answer(other_path, "/login")[1] == b"<head></head>"
+    assert _asgi_answer(other_path, "/", "POST")[1] == b"<head></head>"
+    headless = PageScript(_page_app([b"<p>no head</p>"], HTML), "let a = 1;")
+    assert _asgi_answer(headless)[1] == b"<p>no head</p>"
+    assert "without its script" in caplog.text
+
+
+def test_a_script_that_would_end_its_element_is_refused():
+    with pytest.raises(ValueError, match="</"):
+        PageScript(_page_app([], HTML), "document.write('</script>')")
