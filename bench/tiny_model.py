@@ -1,5 +1,7 @@
 """What the tiny real model's server costs in CPU per token, as the tests use it (scripts/tiny_model.py):
-the served copy (Q4_0 made from the shipped Q4_1, flash attention) against the shipped file as it is.
+the served copy (Q4_0 made from the shipped Q4_1, flash attention, written on WRITE_THREADS threads
+and read on every core) against the shipped file as it is, and against the served copy written on
+every core.
 
     python -m bench.tiny_model [--rounds 3] [--prompt-words 300] [--tokens 64]
 
@@ -14,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 import urllib.request
 from pathlib import Path
 
-from scripts.tiny_model import gguf_path, served_model, start_tiny_model
+from scripts.tiny_model import WRITE_THREADS, gguf_path, served_model, start_tiny_model
 from tests.helpers import cpu_seconds
 
 
@@ -32,10 +35,11 @@ def ask(base_url: str, model: str, prompt: str, max_tokens: int) -> dict:
         return json.load(answer)["usage"]
 
 
-def measure(model_file: Path, flash_attn: bool, rounds: int, words: int, tokens: int) -> dict:
+def measure(model_file: Path, flash_attn: bool, rounds: int, words: int, tokens: int,
+            write_threads: int = WRITE_THREADS) -> dict:
     """Per round: CPU ms per prompt token, per written token, and the wall rates (tokens a second)."""
     rows: dict[str, list[float]] = {"prompt_ms": [], "write_ms": [], "prompt_rate": [], "write_rate": []}
-    with start_tiny_model(model_file=model_file, flash_attn=flash_attn) as server:
+    with start_tiny_model(model_file=model_file, flash_attn=flash_attn, write_threads=write_threads) as server:
         pid = server.process.pid
         ask(server.base_url, server.model, "Hello.", 1)  # the first call's set-up is not measured
         for n in range(rounds):
@@ -66,12 +70,15 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
     parser.add_argument("--prompt-words", type=positive, default=300, help="words of the long prompt [300]")
     parser.add_argument("--tokens", type=positive, default=64, help="tokens each short prompt's answer writes [64]")
     args = parser.parse_args(argv)
-    setups = {"shipped Q4_1": (gguf_path(), False), "served Q4_0+FA": (served_model(), True)}
+    cores = os.cpu_count() or 1
+    setups = {"shipped Q4_1": (gguf_path(), False, WRITE_THREADS),
+              "served Q4_0+FA": (served_model(), True, WRITE_THREADS),
+              f"served, writes x{cores}": (served_model(), True, cores)}
     results = {}
-    print(f"{'server':16} {'prompt cpu-ms/tok':>18} {'prompt tok/s':>13} {'write cpu-ms/tok':>17} {'write tok/s':>12}")
-    for name, (model_file, flash_attn) in setups.items():
-        r = results[name] = measure(model_file, flash_attn, args.rounds, args.prompt_words, args.tokens)
-        print(f"{name:16} {r['prompt_ms']:18.1f} {r['prompt_rate']:13.0f} {r['write_ms']:17.1f} "
+    print(f"{'server':20} {'prompt cpu-ms/tok':>18} {'prompt tok/s':>13} {'write cpu-ms/tok':>17} {'write tok/s':>12}")
+    for name, (model_file, flash_attn, writing) in setups.items():
+        r = results[name] = measure(model_file, flash_attn, args.rounds, args.prompt_words, args.tokens, writing)
+        print(f"{name:20} {r['prompt_ms']:18.1f} {r['prompt_rate']:13.0f} {r['write_ms']:17.1f} "
               f"{r['write_rate']:12.0f}", flush=True)
     return results
 

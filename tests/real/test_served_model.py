@@ -5,6 +5,7 @@ two (bench/tiny_model.py) prints what it measured."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -72,7 +73,7 @@ def test_the_bench_prints_a_row_per_server_that_agrees_with_what_it_measured(cap
     results = tiny_model.main(["--rounds", "1", "--prompt-words", "40", "--tokens", "8"])
     printed = capsys.readouterr().out
 
-    assert list(results) == ["shipped Q4_1", "served Q4_0+FA"]
+    assert list(results) == ["shipped Q4_1", "served Q4_0+FA", f"served, writes x{os.cpu_count()}"]
     for name, measured in results.items():
         row = re.search(rf"^{re.escape(name)} +([\d.]+) +(\d+) +([\d.]+) +(\d+)$", printed, re.M)
         assert row, printed
