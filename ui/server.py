@@ -70,6 +70,8 @@ log = logging.getLogger(__name__)
 COOKIE = "rat_studio_session"
 COOKIE_DAYS = SESSION_DAYS  # the browser forgets the cookie when the server ends its session
 ARENA_PATH = "/arena"
+#: The two apps' pages (what Gradio answers GET with HTML)
+PAGES = ("/", ARENA_PATH + "/")
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 SHARE_PATH = "/share/"  # a share link's page: SHARE_PATH + its token (core.sharing)
 SHARE_GONE = "No such link: it was revoked, or it was never made. Ask its author for a new one."
@@ -252,7 +254,7 @@ class Guard:
                                 status_code=403)
         if MCP_PATH in path and not self.doors.mcp_allowed(request):
             return JSONResponse({"error": MCP_REFUSED}, status_code=401)
-        if request.method == "GET" and path in ("/", ARENA_PATH, ARENA_PATH + "/"):
+        if request.method == "GET" and path in (*PAGES, ARENA_PATH):
             who = self.doors.who(request)
             if who is None:
                 return RedirectResponse("/login", status_code=303)
@@ -263,16 +265,14 @@ class Guard:
         return None
 
 
-#: The two apps' pages (what Gradio answers GET with HTML)
-PAGES = ("/", ARENA_PATH + "/")
 _HEAD = re.compile(rb"<head(?:\s[^>]*)?>", re.IGNORECASE)
 
 
 class PageScript:
     """Pure ASGI middleware: ``script`` first in the ``<head>`` of the apps' pages (``PAGES``), so it
     runs before any of Gradio's code (Gradio's own ``head=`` is added to the page later, by Gradio's
-    code). Other answers pass as they are, and so does a page in an encoding or shape it cannot
-    read (it is logged)."""
+    code). Other answers pass as they are, and so does a compressed page, and a page without a
+    ``<head>`` (that is logged)."""
 
     def __init__(self, app, script: str):
         if "</" in script:
