@@ -182,6 +182,10 @@ def test_a_card_opened_as_an_update_folds_it_in_place_stays_open(sized_page, llm
     start(writer, "Write two lines about Python 3.")
     expect(writer.locator(".rat-progress")).to_contain_text("Done: 2 steps revised.", timeout=TIMEOUT)
     card = writer.locator("#rat-step-1")
+    # the run's own settling update (its own event, 0.25-0.5 s after "Done" on a busy machine) comes
+    # first: it draws the steps' actions. One landing between the two frames the check waits for
+    # took the card's "open" away a frame before the panel's observer gave it back (CI saw it).
+    expect(card.locator("> summary .rat-actions")).to_be_attached(timeout=TIMEOUT)
     expect(card).not_to_have_attribute("open", "")
 
     assert card.evaluate(CLICK_THEN_PATCH) is True, "the card the author opened is open again"
