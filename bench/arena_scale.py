@@ -50,7 +50,7 @@ from data import arena
 from data.store import Store
 from scripts.arena_cluster import Cluster
 from scripts.pg_cluster import PgCluster
-from tests.helpers import cpu_seconds, free_port
+from tests.helpers import cpu_seconds, free_port, machine_busy
 from ui import arena as arena_tab
 
 SETUP = re.compile(r"(sqlite|pg)([1-9][0-9]?)")
@@ -319,14 +319,6 @@ def postgres_used(before: dict[int, float]) -> float:
     """PostgreSQL's CPU seconds since ``before`` (``postgres_cpu``), counted per process: one that
     ended in between (another cluster's backend, e.g. the tests') takes nothing away."""
     return sum(max(0.0, now - before.get(pid, 0.0)) for pid, now in postgres_cpu().items())
-
-
-def machine_busy() -> tuple[float, float]:
-    """(busy, all) CPU seconds of the whole machine since boot, every core, from /proc/stat."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    tick = os.sysconf("SC_CLK_TCK")
-    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
 
 
 @dataclass

@@ -31,17 +31,11 @@ from pathlib import Path
 from tests.conftest import make_settings
 from tests.fakes.llm_server import FakeLLM
 from tests.fakes.web_server import FakeWeb
-from tests.helpers import cpu_seconds
+from tests.helpers import cpu_seconds, machine_busy
 from tests.ui.browser import chromium, chromium_missing, close_chromium, serve
 
 READY = "the model server answers"
 KINDS = ("machine", "renderer", "browser", "gpu", "utility", "zygote", "node", "server", "seconds")
-
-
-def machine_busy() -> float:
-    """CPU seconds the machine has been busy since it started (all cores, idle and iowait left out)."""
-    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(ticks) - ticks[3] - ticks[4]) / 100
 
 
 def kind_of(cmdline: bytes) -> str | None:
@@ -70,7 +64,7 @@ def by_process() -> Counter:
 def one_page(browser, url: str) -> Counter:
     from playwright.sync_api import expect
 
-    before, busy, wall = by_process(), machine_busy(), time.monotonic()
+    before, busy, wall = by_process(), machine_busy()[0], time.monotonic()
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.goto(url)
@@ -78,7 +72,7 @@ def one_page(browser, url: str) -> Counter:
     time.sleep(0.5)
     spent = by_process()
     spent.subtract(before)
-    spent["machine"], spent["seconds"] = machine_busy() - busy, time.monotonic() - wall
+    spent["machine"], spent["seconds"] = machine_busy()[0] - busy, time.monotonic() - wall
     context.close()
     return spent
 

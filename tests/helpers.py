@@ -59,6 +59,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def machine_busy() -> tuple[float, float]:
+    """(busy, all) CPU seconds of the whole machine since boot, every core, from /proc/stat (Linux)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    tick = os.sysconf("SC_CLK_TCK")
+    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
+
+
 class Sleeps(list):
     """An injectable ``sleep`` that records the waits (in seconds) instead of waiting."""
 
