@@ -42,9 +42,14 @@ from core.methods import METHODS
 from core.methods.helpers import SHORTER
 from tests.helpers import collect
 
-#: Most tokens per call, by role: enough for a few paragraphs, never a rambling run to the end
-#: of the context window. A revision may be longer than the draft it revises.
-CAPS = {"draft": 96, "query": 48, "revise": 128, "judge": 32}
+#: Most tokens per call, by role: enough for a few lines in the model's shapes (headings, labels,
+#: lists), never a rambling run to the end of the context window; most answers still reach
+#: their cap (the "cut" column of ``python -m bench.real_model``), so cut endings are met. A
+#: revision may be longer than the draft it revises. Written tokens are most of these tests'
+#: CPU (about 20 CPU-ms each, a prompt token's 5: ``python -m bench.tiny_model``); a third fewer
+#: than the 96/48/128/32 before took the real-model tests from 429 to 372 CPU-s of the machine
+#: (``pytest -n 2 -m real_model``, 2 cores).
+CAPS = {"draft": 64, "query": 32, "revise": 96, "judge": 24}
 #: The writing and QA tasks of the tests; the local web has pages on both (Python 3, Mercurial).
 WRITING = Task("Write a short history of Python 3 and its ecosystem.")
 QA = Task("Which version of Mercurial was the first to support Python 3?", "qa")

@@ -28,7 +28,7 @@ def test_tiny_model_run_from_the_command_line(tmp_path, shared_web):
     done = subprocess.run(
         [sys.executable, "scripts/tiny_model.py", "run", WRITING.prompt, "--method", "rat-step",
          "--search", "searxng", "--searxng-url", shared_web.searxng_url, "--allow-private-urls",
-         "--max-steps", "2", "--k", "2", "--max-tokens", "96", "--passage-tokens", "300", "--db", str(db)],
+         "--max-steps", "2", "--k", "2", "--max-tokens", "64", "--passage-tokens", "300", "--db", str(db)],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=280, stdin=subprocess.DEVNULL)
     assert "writes poorly" in done.stderr, "the script says plainly that the model writes poorly"
     assert done.returncode in (0, 3), f"exit {done.returncode}:\n{done.stderr[-2000:]}"
