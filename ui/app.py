@@ -91,18 +91,27 @@ CACHE_KEPT = (3600, 86400)
 #: Gradio's monitoring summary: recent events kept, and events between two summaries (nothing of
 #: ours reads it; see ``queue``).
 ANALYTICS_EVENTS, ANALYTICS_EVERY = 1_000, 100
+#: Seconds Gradio's queue sleeps, while it has nothing to do, before it looks again for an event to
+#: start and for progress to send. Gradio's own on Linux (0.001 and 0.01) kept an idle server at 5%
+#: of a core; these keep it at about 2% and start an event at most 5 ms later (``python -m
+#: bench.idle_server``).
+QUEUE_POLL, PROGRESS_POLL = 0.005, 0.1
 
 
 def queue(demo: gr.Blocks, concurrency: int) -> None:
     """Give ``demo`` the queue the app serves it with: ``concurrency`` runs of each event at once,
-    and Gradio's monitoring summary made cheap. By default Gradio rebuilds that summary (a pandas
-    DataFrame of the last 10,000 events, grouped per function) after every event: several ms of
-    CPU per vote or pair at first, tens of ms once the server has seen 10,000 events. We keep
-    ANALYTICS_EVENTS and rebuild it every ANALYTICS_EVERY events (attributes of Gradio's queue,
-    checked by tests/ui/test_app_tabs.py so an upgrade that renames them is caught)."""
+    Gradio's monitoring summary made cheap, and an idle queue that sleeps. By default Gradio
+    rebuilds that summary (a pandas DataFrame of the last 10,000 events, grouped per function)
+    after every event: several ms of CPU per vote or pair at first, tens of ms once the server has
+    seen 10,000 events. We keep ANALYTICS_EVENTS and rebuild it every ANALYTICS_EVERY events. And
+    its loops wake every QUEUE_POLL and PROGRESS_POLL seconds when there is nothing to do, not a
+    thousand times a second. (Attributes of Gradio's queue, checked by tests/ui/test_app_tabs.py
+    so an upgrade that renames them is caught.)"""
     demo.queue(default_concurrency_limit=concurrency)
     demo._queue.ANALYTICS_MAX_EVENTS = ANALYTICS_EVENTS
     demo._queue.ANAYLTICS_CACHE_FREQUENCY = ANALYTICS_EVERY  # (Gradio's spelling)
+    demo._queue.sleep_when_free = QUEUE_POLL
+    demo._queue.progress_update_sleep_when_free = PROGRESS_POLL
 
 
 def whoami(request: gr.Request) -> str:

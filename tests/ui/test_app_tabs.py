@@ -123,24 +123,30 @@ def test_an_annotators_app_is_the_arena_alone(tmp_path, arena_only):
     assert {"on_vote", "next", "undo"} <= names and not names & {"show", "run_judge", "choices", "draw"}
 
 
-def test_the_queue_rebuilds_gradios_monitoring_summary_rarely(tmp_path):
+def test_the_queue_rebuilds_gradios_monitoring_summary_rarely_and_sleeps_when_idle(tmp_path):
     """Gradio rebuilds a pandas summary of its recent events after every event unless told otherwise
     (tens of ms of CPU per vote on a busy server): both apps' queues keep ANALYTICS_EVENTS and rebuild
-    it every ANALYTICS_EVERY events, under the attribute names Gradio's queue itself reads."""
+    it every ANALYTICS_EVERY events. And an idle queue looked for work every millisecond (5% of a
+    core): both apps' queues sleep QUEUE_POLL and PROGRESS_POLL seconds between looks. All under
+    the attribute names Gradio's queue itself reads."""
     import inspect
 
     import gradio.queueing
 
     from annotation.accounts import ANNOTATOR
-    from ui.app import ANALYTICS_EVENTS, ANALYTICS_EVERY
+    from ui.app import ANALYTICS_EVENTS, ANALYTICS_EVERY, PROGRESS_POLL, QUEUE_POLL
 
     source = inspect.getsource(gradio.queueing.Queue)
     assert "self.ANAYLTICS_CACHE_FREQUENCY" in source and "self.ANALYTICS_MAX_EVENTS" in source
+    assert "asyncio.sleep(self.sleep_when_free)" in source
+    assert "asyncio.sleep(self.progress_update_sleep_when_free)" in source
     wired = app_module.build(Settings(db_path=tmp_path / "t.db"))
     for role in ("admin", ANNOTATOR):
         demo = build_app(wired.settings, wired.store, wired.clients, wired.runner, wired.rooms, role=role)
         assert demo._queue.ANAYLTICS_CACHE_FREQUENCY == ANALYTICS_EVERY > 1
         assert demo._queue.ANALYTICS_MAX_EVENTS == ANALYTICS_EVENTS < 10_000
+        assert demo._queue.sleep_when_free == QUEUE_POLL > 0.001
+        assert demo._queue.progress_update_sleep_when_free == PROGRESS_POLL > 0.01
 
 
 def test_a_database_refusal_tells_the_annotator_what_to_do_not_where_the_database_is(caplog):
