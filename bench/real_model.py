@@ -18,7 +18,7 @@ Per method, summed over the tasks:
 
 Then, per role, the output tokens of each call: calls, mean, largest, and how many were cut.
 
-    python -m bench.real_model [--tasks 3] [--methods rat,rat-step,direct,cot,rag-1,rag-5] [--max-steps 3]
+    python -m bench.real_model [--tasks 3] [--methods rat,rat-step,direct,cot,rag-1,rag-5] [--max-steps 2]
                                [--app-caps-only]
 
 Each call is capped by role (tests.real.support.CAPS, tighter than the app's own caps, so that the
