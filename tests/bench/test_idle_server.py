@@ -15,8 +15,9 @@ def test_the_bench_prints_a_row_per_setting_that_agrees_with_what_it_measured(ca
     results = idle_server.main(["--seconds", "0.3", "--rounds", "1"])
     printed = capsys.readouterr().out
 
-    assert list(results) == ["Gradio's", "the app's"]
-    for name, poll, progress in (("Gradio's", 0.001, 0.01), ("the app's", QUEUE_POLL, PROGRESS_POLL)):
+    assert list(results) == [name for name, *_ in idle_server.SETTINGS] == ["Gradio's", "the app's"]
+    assert idle_server.SETTINGS[1][1:] == (QUEUE_POLL, PROGRESS_POLL)  # the app's own, as ui.app sets them
+    for name, poll, progress in idle_server.SETTINGS:
         row = re.search(rf"^{re.escape(name)} +([\d.]+) +([\d.]+) +([\d.]+)$", printed, re.M)
         assert row, printed
         assert (float(row[1]), float(row[2])) == (poll, progress)
