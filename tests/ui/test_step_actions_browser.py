@@ -191,7 +191,7 @@ def test_a_reload_mid_redo_follows_it(open_page, llm, app):
         "rat: step 2 is revised again on top of step 1"
     final = [e for e in app.store.events(run_id) if isinstance(e, Final)][-1]
     # the tab that asked was reloaded: the server saves the redo's text when the run ends
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + TIMEOUT / 1000
     while not versions_of(app, run_id) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert versions_of(app, run_id) == [("regenerate", final.text)]
