@@ -447,17 +447,28 @@ def load_answers(path: str | Path) -> dict[tuple[str, str], tuple[str, ...]]:
     return {(s.prompt, s.task_set): s.answers for s in load_tasks(path) if s.answers}
 
 
+def latest_finished(store, *, methods: Iterable[str] | None = None,
+                    task_set: str | None = None) -> dict[tuple[str, str], Any]:
+    """The latest finished run of each (task, method), newest first; ``methods`` and ``task_set``
+    (None: any) narrow it. The runs the QA scores, FActScore and RACE read."""
+    wanted = set(methods or ())
+    latest: dict[tuple[str, str], Any] = {}
+    for run in store.list_runs(limit=ALL_RUNS):  # newest first
+        if run.status not in FINISHED or (wanted and run.method not in wanted):
+            continue
+        if task_set is None or run.task_set == task_set:
+            latest.setdefault((run.task, run.method), run)
+    return latest
+
+
 def score_qa(store, *, task_set: str = "qa", methods: list[str] | None = None,
              answers: dict[tuple[str, str], tuple[str, ...]] | None = None) -> list[QAScore]:
     """EM, F1 and answer recall per method over the latest finished run of each task of
     ``task_set`` that has gold answers (from the task's stored meta, else ``answers``)."""
     answers = dict(answers or {})
-    latest: dict[tuple[str, str], dict] = {}
+    latest = latest_finished(store, methods=methods, task_set=task_set)
     gold: dict[str, tuple[str, ...]] = {}
-    for run in store.list_runs(limit=ALL_RUNS):  # newest first
-        if run.status not in FINISHED or run.task_set != task_set or (methods and run.method not in methods):
-            continue
-        latest.setdefault((run.task, run.method), run)
+    for run in latest.values():  # newest first: a task's gold comes from its newest run
         if run.task not in gold:
             meta = _meta(store, run.task_id)
             gold[run.task] = tuple(str(a) for a in meta.get("answers") or ()) or answers.get((run.task, task_set), ())

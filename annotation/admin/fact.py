@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass, field
 from annotation import present
 from annotation.admin.judge import FATAL, thinking_note
 from common.errors import LLMError
-from core.batch import ALL_RUNS, FINISHED
+from core.batch import latest_finished
 from core.text import caps
 from data import arena
 from data.versions import LATEST
@@ -236,13 +236,7 @@ class Item:
 def items(store, authoring, *, methods: Sequence[str] | None = None, task_set: str | None = None) -> list[Item]:
     """The latest finished run of each task and method (its latest version's marks), then the
     imported outputs of the task/method pairs no run covers."""
-    latest: dict[tuple[str, str], object] = {}
-    for run in store.list_runs(limit=ALL_RUNS):  # newest first
-        if run.status not in FINISHED or (methods and run.method not in methods):
-            continue
-        if task_set is not None and run.task_set != task_set:
-            continue
-        latest.setdefault((run.task, run.method), run)
+    latest = latest_finished(store, methods=methods, task_set=task_set)
     found = [Item(m, t, tuple(run_pairs(authoring.shown(run.id, LATEST).cited))) for (t, m), run in latest.items()]
     for out in arena.imported_outputs(store, methods, task_set):
         if (out.prompt, out.method) in latest:

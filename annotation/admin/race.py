@@ -55,7 +55,7 @@ from annotation.admin.judge import FATAL, thinking_note
 from annotation.errors import ImportFormatError
 from common.errors import LLMError
 from core.article.markdown import bench_article
-from core.batch import ALL_RUNS, FINISHED
+from core.batch import latest_finished
 from core.jsonl import Record, read_jsonl
 from data import arena
 from data.versions import LATEST
@@ -420,13 +420,7 @@ def clean(text: str) -> str:
 def items(store, authoring, *, methods: Sequence[str] | None = None, task_set: str | None = None) -> list[Item]:
     """The latest finished run of each task and method (its latest version), then the imported
     outputs of the task/method pairs no run covers."""
-    latest: dict[tuple[str, str], Any] = {}
-    for run in store.list_runs(limit=ALL_RUNS):  # newest first
-        if run.status not in FINISHED or (methods and run.method not in methods):
-            continue
-        if task_set is not None and run.task_set != task_set:
-            continue
-        latest.setdefault((run.task, run.method), run)
+    latest = latest_finished(store, methods=methods, task_set=task_set)
 
     def bench_id(task_id) -> Any:
         task = store.get_task(task_id)

@@ -19,6 +19,7 @@ from core.batch import (
     extract_answer,
     f1_score,
     format_duration,
+    latest_finished,
     load_tasks,
     score_qa,
 )
@@ -270,3 +271,29 @@ def test_progress_line_and_durations():
     assert Progress(total=3).line() == "0/3 done, 0 failed"
     assert format_duration(45) == "45s" and format_duration(125) == "2m 5s"
     assert format_duration(3 * 3600 + 120) == "3h 2m"
+
+
+def test_the_latest_finished_run_of_each_task_and_method_is_what_the_scores_read(store):
+    """QA scores, FActScore and RACE read ``latest_finished``: a newer finished run hides an older
+    one of its task and method, an unfinished one hides nothing, and ``methods`` and ``task_set``
+    narrow it (None: every set)."""
+    def run(prompt: str, method: str, status: str, task_set: str, created: str) -> str:
+        run_id = store.create_run(method, store.add_task(prompt, task_set=task_set), {})
+        store.update_run(run_id, status=status, final_text=f"{method} on {prompt}", created=created)
+        return run_id
+
+    older = run("Q1", "direct", "done", "qa", "2026-01-01T00:00:00")
+    newer = run("Q1", "direct", "unsourced", "qa", "2026-01-02T00:00:00")
+    run("Q1", "direct", "failed", "qa", "2026-01-03T00:00:00")
+    cot = run("Q1", "cot", "done", "qa", "2026-01-01T00:00:00")
+    other_set = run("W1", "direct", "done", "writing", "2026-01-01T00:00:00")
+    run("W2", "direct", "interrupted", "writing", "2026-01-04T00:00:00")
+
+    ids = lambda latest: {key: r.id for key, r in latest.items()}  # noqa: E731
+    assert ids(latest_finished(store)) == {("Q1", "direct"): newer, ("Q1", "cot"): cot, ("W1", "direct"): other_set}
+    assert older not in ids(latest_finished(store)).values(), "a newer finished run hides the older one"
+    assert ids(latest_finished(store, task_set="qa")) == {("Q1", "direct"): newer, ("Q1", "cot"): cot}
+    assert ids(latest_finished(store, task_set="writing", methods=["direct"])) == {("W1", "direct"): other_set}
+    assert ids(latest_finished(store, methods=["cot"])) == {("Q1", "cot"): cot}
+    (score,) = score_qa(store, task_set="writing", methods=["direct"], answers={("W1", "writing"): ("direct",)})
+    assert [d["run_id"] for d in score.details] == [other_set], "score_qa reads the set it is given, no other"
