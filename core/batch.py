@@ -28,7 +28,6 @@ whole output. Unsourced runs are scored, and counted in their own column.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import Counter
@@ -42,7 +41,7 @@ from pydantic import Field, field_validator
 
 from common.errors import ConfigError, RatStudioError, TaskError
 from common.types import KINDS
-from core.jsonl import Record, read_jsonl
+from core.jsonl import LineId, Record, read_jsonl
 from core.methods.helpers import qa_normal_form
 from core.text import language
 
@@ -97,7 +96,7 @@ class TaskRecord(Record):
     kind: str = "writing"
     task_set: str | None = Field(None, description="a string (the task set's name)")
     answers: tuple[str, ...] = Field((), description='a list of strings such as ["Canberra"]')
-    id: Any = Field(None, description="a string or a whole number")
+    id: LineId = Field(None, description="a string or a whole number")
     topic: str | None = Field(None, description="a string (the task's subject, as DeepResearch Bench gives it)")
     language: str | None = Field(None, description="a language code such as en or zh")
 
@@ -124,13 +123,6 @@ class TaskRecord(Record):
         if value not in KINDS:
             raise ValueError(f"is {value!r}; use one of {', '.join(KINDS)}")
         return value
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, value: Any) -> Any:
-        if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-            return value
-        raise ValueError(f"must be a string or a whole number, not {json.dumps(value)}")
 
     @field_validator("answers", mode="before")
     @classmethod

@@ -31,9 +31,9 @@ import re
 import types
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from common.errors import RatStudioError
 from common.types import text_problem
@@ -46,6 +46,17 @@ class Record(BaseModel):
     across types (a number is not a string)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+def _text_or_whole(value: Any) -> Any:
+    if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    raise ValueError(f"must be a string or a whole number, not {json.dumps(value)}")
+
+
+#: A line's own id, as a bench or a task file writes it: a string or a whole number (None: none
+#: given); a float, a bool, a list or an object is refused with that message.
+LineId = Annotated[Any, AfterValidator(_text_or_whole)]
 
 
 def read_records(lines: Iterable[str], name: str, model: type[M], example: str,

@@ -23,13 +23,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from annotation.admin.records import MAX_NAME_CHARS, NON_EMPTY, Text
 from annotation.errors import ArenaError, ImportFormatError
 from core.article.markdown import bench_article
 from core.batch import ALL_RUNS, FINISHED
-from core.jsonl import Record, read_jsonl
+from core.jsonl import LineId, Record, read_jsonl
 from core.text import language
 from data.versions import LATEST
 
@@ -40,16 +40,9 @@ EXAMPLE = '{"id": 1, "prompt": "...", "article": "... [1]\\n\\nReferences\\n[1] 
 class ReportLine(Record):
     """One line of a bench report file (``raw_data/<model>.jsonl``)."""
 
-    id: Any = Field(None, description="a string or a whole number (the bench's task id)")
+    id: LineId = Field(None, description="a string or a whole number (the bench's task id)")
     prompt: Text = Field(description=NON_EMPTY)
     article: Text = Field(description=NON_EMPTY)
-
-    @field_validator("id")
-    @classmethod
-    def _id(cls, value: Any) -> Any:
-        if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
-            return value
-        raise ValueError(f"must be a string or a whole number, not {json.dumps(value)}")
 
 
 def read_reports(path: str | Path, method: str) -> list[dict]:
