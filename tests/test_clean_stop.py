@@ -198,7 +198,7 @@ async def test_shutdown_ends_the_workers_and_a_later_page_starts_new_ones():
     pids = set(extract._get_pool()._processes)
     assert pids
     extract.shutdown()  # (returns after at most STOP_SECONDS; the suite's timeout catches a hang)
-    assert left_after(pids, within=1.0) == {}
+    assert left_after(pids) == {}, "shutdown ended them (the slack: GONE_WITHIN, for a loaded machine)"
     page = await extract.extract_html_async("<html><title>T</title><body><article><p>" + "Words here. " * 50
                                             + "</p></article></body></html>")
     assert page.title == "T" and "Words here." in page.text
