@@ -36,6 +36,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -206,10 +208,13 @@ def start_tiny_model(*, port: int | None = None, n_ctx: int = N_CTX, n_threads: 
     tries = 1 if port else 3  # a free port can be taken between finding it and the server binding it
     for attempt in range(1, tries + 1):
         reading = n_threads or os.cpu_count() or 1
-        server = _launch(model_file, port or free_port(), n_ctx, reading, min(write_threads, reading), log, flash_attn)
-        if nice:  # its threads are made later, by this one, and inherit its priority
-            os.setpriority(os.PRIO_PROCESS, server.process.pid, os.getpriority(os.PRIO_PROCESS, 0) + nice)
+        server: TinyModel | None = None
         try:
+            with signals_held():  # a stop signal waits until ``server`` holds the process to stop
+                server = _launch(model_file, port or free_port(), n_ctx, reading, min(write_threads, reading), log,
+                                 flash_attn)
+            if nice:  # its threads are made later, by this one, and inherit its priority
+                os.setpriority(os.PRIO_PROCESS, server.process.pid, os.getpriority(os.PRIO_PROCESS, 0) + nice)
             _wait_ready(server, timeout)
             return server
         except TinyModelError as exc:
@@ -218,7 +223,8 @@ def start_tiny_model(*, port: int | None = None, n_ctx: int = N_CTX, n_threads: 
             if not port_taken or attempt == tries:
                 raise
         except BaseException:  # Ctrl-C, SIGTERM (main's Stopped), any error: the server goes too
-            server.stop()
+            if server is not None:
+                server.stop()
             raise
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -292,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     run in sessions of their own, so a Ctrl-C in the terminal reaches this script alone, which
     stops them in that order. Returns the app's exit code (128 + the signal's number when it had
     to be killed, or was never started)."""
-    previous = {sig: signal.signal(sig, _raise_stopped) for sig in STOP_SIGNALS}
+    previous = {sig: signal.signal(sig, _STOPS.handle) for sig in STOP_SIGNALS}
     try:
         return _serve(argv)
     except Stopped as stop:
@@ -302,10 +308,43 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(sig, handler)
 
 
-def _raise_stopped(signum: int, frame: object) -> None:
-    for sig in STOP_SIGNALS:  # once: stopping what was started must not be cut short by the next one
-        signal.signal(sig, signal.SIG_IGN)
-    raise Stopped(signum)
+class _Stops:
+    """What a stop signal does once ``main`` has set ``handle`` for it: raise ``Stopped`` at once,
+    or, while ``held()`` starts a child process, wait until the block is done and raise then.
+
+    A signal that came while ``subprocess.Popen`` ran raised ``Stopped`` after the child was made
+    but before its Popen was returned: no one held the child to stop it, and it was left running
+    (the model's server, under load). Blocking the signals instead is no answer: a child inherits
+    the signal mask, and the server and the app would then not hear SIGTERM or Ctrl-C."""
+
+    def __init__(self) -> None:
+        self.kept: list[int] | None = None  # the signals that came during ``held()``; None: not in it
+
+    def handle(self, signum: int, frame: object) -> None:
+        if self.kept is not None:
+            self.kept.append(signum)
+            return
+        self._raise(signum)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self.kept = []
+        try:
+            yield
+        finally:
+            kept, self.kept = self.kept, None
+        if kept:
+            self._raise(kept[0])
+
+    @staticmethod
+    def _raise(signum: int) -> None:
+        for sig in STOP_SIGNALS:  # once: stopping what was started must not be cut short by the next one
+            signal.signal(sig, signal.SIG_IGN)
+        raise Stopped(signum)
+
+
+_STOPS = _Stops()
+signals_held = _STOPS.held
 
 
 def _serve(argv: list[str] | None) -> int:
@@ -336,14 +375,17 @@ def _serve(argv: list[str] | None) -> int:
         "RAT_STUDIO_MAX_TOKENS")
     cap = [] if capped else ["--max-tokens", str(MAX_TOKENS)]
     with model:
-        app = start_app([sys.executable, str(ROOT / "app.py"), "--base-url", model.base_url, "--model", model.model,
-                         *cap, *app_args], env)
+        app: subprocess.Popen | None = None
         try:
+            with signals_held():  # a stop signal waits until ``app`` holds the process to stop
+                app = start_app([sys.executable, str(ROOT / "app.py"), "--base-url", model.base_url,
+                                 "--model", model.model, *cap, *app_args], env)
             return app.wait()
         except Stopped as stop:
-            return stop_app(app, stop.signum)
+            return stop_app(app, stop.signum) if app is not None else 128 + stop.signum
         finally:
-            stop_app(app)  # an error here: the app goes too (nothing when it has ended)
+            if app is not None:
+                stop_app(app)  # an error here: the app goes too (nothing when it has ended)
 
 
 def start_app(command: list[str], env: dict[str, str]) -> subprocess.Popen:

@@ -333,6 +333,46 @@ def test_tiny_model_script_stops_the_app_and_the_model_on_an_error(tmp_path, mon
                 proc.wait()
 
 
+@pytest.mark.parametrize("where", ["model", "app"])
+def test_a_stop_signal_while_a_process_starts_stops_that_process_too(tmp_path, monkeypatch, where):
+    """SIGTERM that reaches the script while it starts the model's server or the app (between the
+    child's start and its Popen in hand): the child is stopped all the same. Under load the real
+    script left the model's server running this way (the test of a stop while the model loads)."""
+    from scripts import tiny_model
+
+    started: list[subprocess.Popen] = []
+
+    def launch_then_signal(*args, **kwargs):  # the signal comes while the child is being started
+        started.append(subprocess.Popen(_sleeper(), start_new_session=True))
+        os.kill(os.getpid(), signal.SIGTERM)
+        return tiny_model.TinyModel(process=started[-1], base_url="http://127.0.0.1:9/v1", model="tiny",
+                                    log=tmp_path / "model.log")
+
+    def start_app(command, env):
+        return launch_then_signal().process
+
+    model = tiny_model.TinyModel(process=subprocess.Popen(_sleeper()), base_url="http://127.0.0.1:9/v1",
+                                 model="tiny", log=tmp_path / "model.log")
+    if where == "model":
+        monkeypatch.setattr(tiny_model, "_launch", launch_then_signal)
+        monkeypatch.setattr(tiny_model, "check_server_installed", lambda: None)
+        monkeypatch.setattr(tiny_model, "served_model", lambda: tmp_path / "model.gguf")
+    else:
+        monkeypatch.setattr(tiny_model, "start_tiny_model", lambda **kw: model)
+        monkeypatch.setattr(tiny_model, "start_app", start_app)
+    try:
+        code = tiny_model.main(["--db", str(tmp_path / "tiny.db"), "run", "x"])
+        assert started and started[0].poll() is not None, f"the {where} started as the signal came was stopped"
+        # the app's own exit code once it was stopped; 128 + the signal's number when it never started
+        assert code == (128 + signal.SIGTERM if where == "model" else started[0].returncode)
+        assert model.process.poll() is not None or where == "model", "the model's server was stopped"
+    finally:
+        for proc in [model.process, *started]:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
 def _tiny(args: list[str], tmp_path: Path, env: dict) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "scripts/tiny_model.py", "--db", str(tmp_path / "tiny.db"), *args],
                             cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=(tmp_path / "out.txt").open("w"),
