@@ -210,7 +210,7 @@ def start_tiny_model(*, port: int | None = None, n_ctx: int = N_CTX, n_threads: 
         reading = n_threads or os.cpu_count() or 1
         server: TinyModel | None = None
         try:
-            with signals_held():  # a stop signal waits until ``server`` holds the process to stop
+            with _STOPS.held():  # a stop signal waits until ``server`` holds the process to stop
                 server = _launch(model_file, port or free_port(), n_ctx, reading, min(write_threads, reading), log,
                                  flash_attn)
             if nice:  # its threads are made later, by this one, and inherit its priority
@@ -344,7 +344,6 @@ class _Stops:
 
 
 _STOPS = _Stops()
-signals_held = _STOPS.held
 
 
 def _serve(argv: list[str] | None) -> int:
@@ -377,7 +376,7 @@ def _serve(argv: list[str] | None) -> int:
     with model:
         app: subprocess.Popen | None = None
         try:
-            with signals_held():  # a stop signal waits until ``app`` holds the process to stop
+            with _STOPS.held():  # a stop signal waits until ``app`` holds the process to stop
                 app = start_app([sys.executable, str(ROOT / "app.py"), "--base-url", model.base_url,
                                  "--model", model.model, *cap, *app_args], env)
             return app.wait()

@@ -351,23 +351,24 @@ def test_a_stop_signal_while_a_process_starts_stops_that_process_too(tmp_path, m
     def start_app(command, env):
         return launch_then_signal().process
 
-    model = tiny_model.TinyModel(process=subprocess.Popen(_sleeper()), base_url="http://127.0.0.1:9/v1",
-                                 model="tiny", log=tmp_path / "model.log")
+    model = None  # the model's server when the app is the child started as the signal comes
     if where == "model":
         monkeypatch.setattr(tiny_model, "_launch", launch_then_signal)
         monkeypatch.setattr(tiny_model, "check_server_installed", lambda: None)
         monkeypatch.setattr(tiny_model, "served_model", lambda: tmp_path / "model.gguf")
     else:
+        model = tiny_model.TinyModel(process=subprocess.Popen(_sleeper()), base_url="http://127.0.0.1:9/v1",
+                                     model="tiny", log=tmp_path / "model.log")
         monkeypatch.setattr(tiny_model, "start_tiny_model", lambda **kw: model)
         monkeypatch.setattr(tiny_model, "start_app", start_app)
     try:
         code = tiny_model.main(["--db", str(tmp_path / "tiny.db"), "run", "x"])
         assert started and started[0].poll() is not None, f"the {where} started as the signal came was stopped"
         # the app's own exit code once it was stopped; 128 + the signal's number when it never started
-        assert code == (128 + signal.SIGTERM if where == "model" else started[0].returncode)
-        assert model.process.poll() is not None or where == "model", "the model's server was stopped"
+        assert code == (128 + signal.SIGTERM if model is None else started[0].returncode)
+        assert model is None or model.process.poll() is not None, "then the model's server was stopped"
     finally:
-        for proc in [model.process, *started]:
+        for proc in [*([model.process] if model else []), *started]:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
